@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"tableproxy/configs"
+	"tableproxy/plugins"
+	"tableproxy/proxy"
+)
+
+// userList collects repeated --user / --admin-user flags.
+type userList struct {
+	admin bool
+	users *[]configs.User
+}
+
+func (l userList) String() string { return "" }
+func (l userList) Set(s string) error {
+	u, err := configs.ParseUser(s, l.admin)
+	if err != nil {
+		return err
+	}
+	*l.users = append(*l.users, u)
+	return nil
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	configPath := fs.String("config", "", "YAML config file (flags override it)")
+	listen := fs.String("listen", "", "client address (default 127.0.0.1:6033)")
+	backend := fs.String("backend", "", "backend MySQL/MariaDB host:port")
+	dataDir := fs.String("data-dir", "", "directory for the proxy's durable state (default ./data)")
+	metricsListen := fs.String("metrics-listen", "", "address for /metrics and /debug/pprof (off when empty)")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error")
+	var flagUsers []configs.User
+	fs.Var(userList{users: &flagUsers}, "user", "name:password of a user to accept (repeatable)")
+	fs.Var(userList{admin: true, users: &flagUsers}, "admin-user", "name:password of an admin user (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+
+	cfg := configs.Default()
+	if *configPath != "" {
+		var err error
+		if cfg, err = configs.Load(*configPath); err != nil {
+			return err
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "listen":
+			cfg.Listen = *listen
+		case "backend":
+			cfg.Backend.Addr = *backend
+		case "data-dir":
+			cfg.DataDir = *dataDir
+		case "metrics-listen":
+			cfg.MetricsListen = *metricsListen
+		case "log-level":
+			cfg.Log.Level = *logLevel
+		}
+	})
+	cfg.Users = mergeUsers(cfg.Users, flagUsers)
+	if cfg.Plugins == nil {
+		// Without a plugins section, metrics are on when there is somewhere
+		// to serve them.
+		if cfg.MetricsListen != "" {
+			cfg.Plugins = []configs.Plugin{{Name: "metrics"}}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	log := newLogger(cfg.Log)
+	slog.SetDefault(log)
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	specs := make([]plugins.Spec, len(cfg.Plugins))
+	for i, p := range cfg.Plugins {
+		specs[i] = plugins.Spec{Name: p.Name, Options: p.Options}
+	}
+	chain, err := plugins.Build(specs, plugins.Env{Logger: log, Metrics: reg})
+	if err != nil {
+		return err
+	}
+	defer chain.Close()
+
+	pcfg, err := proxyConfig(cfg, log)
+	if err != nil {
+		return err
+	}
+	srv, err := proxy.New(pcfg, chain)
+	if err != nil {
+		return err
+	}
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	if cfg.MetricsListen != "" {
+		stop, err := serveMetrics(cfg.MetricsListen, reg, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	names := make([]string, len(cfg.Plugins))
+	for i, p := range cfg.Plugins {
+		names[i] = p.Name
+	}
+	log.Info("tableproxy serving", "listen", srv.Addr().String(), "backend", cfg.Backend.Addr,
+		"users", len(cfg.Users), "plugins", strings.Join(names, ","), "version", version)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "sessions", srv.ActiveSessions(), "timeout", cfg.ShutdownTimeout)
+	if err := srv.Shutdown(context.Background()); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// mergeUsers lets a flag user replace a file user of the same name.
+func mergeUsers(file, flags []configs.User) []configs.User {
+	out := make([]configs.User, 0, len(file)+len(flags))
+	byName := map[string]int{}
+	for _, u := range append(file, flags...) {
+		if i, ok := byName[u.Name]; ok {
+			out[i] = u
+			continue
+		}
+		byName[u.Name] = len(out)
+		out = append(out, u)
+	}
+	return out
+}
+
+func proxyConfig(cfg configs.Config, log *slog.Logger) (proxy.Config, error) {
+	users := map[string]proxy.User{}
+	for _, u := range cfg.Users {
+		users[u.Name] = proxy.User{Name: u.Name, Password: u.Password, Admin: u.Admin}
+	}
+	pc := proxy.Config{
+		Listen: cfg.Listen,
+		Backend: proxy.BackendConfig{
+			Addr:           cfg.Backend.Addr,
+			ConnectTimeout: cfg.Backend.ConnectTimeout,
+			MaxIdle:        cfg.Backend.PoolMaxIdle,
+			IdleTimeout:    cfg.Backend.PoolIdleTimeout,
+		},
+		Users:           users,
+		AuthPlugin:      cfg.AuthPlugin,
+		MaxConnections:  cfg.MaxConnections,
+		MaxPacketSize:   int(cfg.MaxPacketSize),
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		LoginTimeout:    cfg.LoginTimeout,
+		RequireTLS:      cfg.TLS.Require,
+		Logger:          log,
+	}
+	if cfg.Backend.PoolMaxIdle == 0 {
+		pc.Backend.MaxIdle = -1
+	}
+	if cfg.TLS.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
+		if err != nil {
+			return pc, fmt.Errorf("tls.cert: %w", err)
+		}
+		pc.ClientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if bt := cfg.Backend.TLS; bt.Enabled {
+		host, _, _ := net.SplitHostPort(cfg.Backend.Addr)
+		tc := &tls.Config{ServerName: host, InsecureSkipVerify: bt.SkipVerify, MinVersion: tls.VersionTLS12}
+		if bt.ServerName != "" {
+			tc.ServerName = bt.ServerName
+		}
+		if bt.CA != "" {
+			pem, err := os.ReadFile(bt.CA)
+			if err != nil {
+				return pc, fmt.Errorf("backend.tls.ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return pc, fmt.Errorf("backend.tls.ca: no certificates in %s", bt.CA)
+			}
+			tc.RootCAs = pool
+		}
+		if bt.Cert != "" {
+			cert, err := tls.LoadX509KeyPair(bt.Cert, bt.Key)
+			if err != nil {
+				return pc, fmt.Errorf("backend.tls.cert: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		pc.Backend.TLS = tc
+	}
+	return pc, nil
+}
+
+func newLogger(c configs.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// serveMetrics serves Prometheus metrics and pprof profiles.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics_listen: %w", err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	return func() { _ = hs.Close() }, nil
+}

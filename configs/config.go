@@ -1,0 +1,272 @@
+// Package configs owns tableproxy's configuration: the schema of the YAML
+// file, its defaults, and validation whose errors name the bad field.
+// Command-line flags override the file; the command applies them before
+// calling Validate.
+package configs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Listen          string        `yaml:"listen"`
+	Backend         Backend       `yaml:"backend"`
+	Users           []User        `yaml:"users"`
+	TLS             ClientTLS     `yaml:"tls"`
+	AuthPlugin      string        `yaml:"auth_plugin"`
+	MaxConnections  int           `yaml:"max_connections"`
+	MaxPacketSize   ByteSize      `yaml:"max_packet_size"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	LoginTimeout    time.Duration `yaml:"login_timeout"`
+	DataDir         string        `yaml:"data_dir"`
+	MetricsListen   string        `yaml:"metrics_listen"`
+	Log             Log           `yaml:"log"`
+	Plugins         []Plugin      `yaml:"plugins"`
+}
+
+// Backend is the MySQL or MariaDB server behind the proxy.
+type Backend struct {
+	Addr            string        `yaml:"addr"`
+	ConnectTimeout  time.Duration `yaml:"connect_timeout"`
+	PoolMaxIdle     int           `yaml:"pool_max_idle"`
+	PoolIdleTimeout time.Duration `yaml:"pool_idle_timeout"`
+	TLS             BackendTLS    `yaml:"tls"`
+}
+
+// BackendTLS configures TLS from the proxy to the backend.
+type BackendTLS struct {
+	Enabled    bool   `yaml:"enabled"`
+	CA         string `yaml:"ca"`          // PEM bundle to verify the backend; empty = system roots
+	ServerName string `yaml:"server_name"` // defaults to the host of backend.addr
+	SkipVerify bool   `yaml:"skip_verify"` // for testing only
+	Cert       string `yaml:"cert"`        // client certificate, if the backend requires one
+	Key        string `yaml:"key"`
+}
+
+// ClientTLS configures TLS for clients connecting to the proxy.
+type ClientTLS struct {
+	Cert    string `yaml:"cert"`
+	Key     string `yaml:"key"`
+	Require bool   `yaml:"require"`
+}
+
+// User is an account the proxy accepts; the backend must have the same
+// user with the same password.
+type User struct {
+	Name     string `yaml:"name"`
+	Password string `yaml:"password"`
+	Admin    bool   `yaml:"admin"`
+}
+
+// Log configures the process log.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// Plugin enables one plugin, in chain order.
+type Plugin struct {
+	Name    string         `yaml:"name"`
+	Options map[string]any `yaml:"options"`
+}
+
+// Default returns the configuration used when no file is given.
+func Default() Config {
+	return Config{
+		Listen:          "127.0.0.1:6033",
+		AuthPlugin:      "mysql_native_password",
+		MaxConnections:  1024,
+		MaxPacketSize:   64 << 20,
+		ShutdownTimeout: 30 * time.Second,
+		LoginTimeout:    10 * time.Second,
+		DataDir:         "./data",
+		Backend: Backend{
+			ConnectTimeout:  5 * time.Second,
+			PoolMaxIdle:     64,
+			PoolIdleTimeout: 60 * time.Second,
+		},
+		Log: Log{Level: "info", Format: "text"},
+	}
+}
+
+// Load reads a YAML file over the defaults. Unknown fields are errors.
+func Load(path string) (Config, error) {
+	cfg := Default()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	if err := Parse(data, &cfg); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes YAML into cfg, keeping cfg's values for absent fields.
+func Parse(data []byte, cfg *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// Validate checks cfg and returns every problem found, each naming its field.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	checkAddr := func(field, addr string, required bool) {
+		if addr == "" {
+			if required {
+				bad(field, "required (host:port)")
+			}
+			return
+		}
+		if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+			bad(field, "%q is not host:port", addr)
+		}
+	}
+	checkAddr("listen", c.Listen, true)
+	checkAddr("backend.addr", c.Backend.Addr, true)
+	checkAddr("metrics_listen", c.MetricsListen, false)
+	if c.Backend.ConnectTimeout <= 0 {
+		bad("backend.connect_timeout", "must be positive")
+	}
+	if c.Backend.PoolIdleTimeout <= 0 {
+		bad("backend.pool_idle_timeout", "must be positive")
+	}
+	if c.Backend.TLS.SkipVerify && !c.Backend.TLS.Enabled {
+		bad("backend.tls.skip_verify", "set without backend.tls.enabled")
+	}
+	if (c.Backend.TLS.Cert == "") != (c.Backend.TLS.Key == "") {
+		bad("backend.tls.cert", "cert and key must be given together")
+	}
+	if len(c.Users) == 0 {
+		bad("users", "at least one user is required (--user name:password)")
+	}
+	seen := map[string]bool{}
+	for i, u := range c.Users {
+		field := fmt.Sprintf("users[%d]", i)
+		switch {
+		case u.Name == "":
+			bad(field+".name", "required")
+		case seen[u.Name]:
+			bad(field+".name", "duplicate user %q", u.Name)
+		}
+		seen[u.Name] = true
+	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		bad("tls.cert", "cert and key must be given together")
+	}
+	if c.TLS.Require && c.TLS.Cert == "" {
+		bad("tls.require", "set without tls.cert and tls.key")
+	}
+	switch c.AuthPlugin {
+	case "mysql_native_password", "caching_sha2_password":
+	default:
+		bad("auth_plugin", "%q: use mysql_native_password or caching_sha2_password", c.AuthPlugin)
+	}
+	if c.MaxConnections <= 0 {
+		bad("max_connections", "must be positive")
+	}
+	if c.MaxPacketSize < 1024 || c.MaxPacketSize > 1<<30 {
+		bad("max_packet_size", "must be between 1KB and 1GB")
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown_timeout", "must be positive")
+	}
+	if c.LoginTimeout <= 0 {
+		bad("login_timeout", "must be positive")
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "required")
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "%q: use debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", "%q: use text or json", c.Log.Format)
+	}
+	names := map[string]bool{}
+	for i, p := range c.Plugins {
+		field := fmt.Sprintf("plugins[%d].name", i)
+		switch {
+		case p.Name == "":
+			bad(field, "required")
+		case names[p.Name]:
+			bad(field, "plugin %q enabled twice", p.Name)
+		}
+		names[p.Name] = true
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid configuration:\n  %w", joinIndented(errs))
+	}
+	return nil
+}
+
+func joinIndented(errs []error) error {
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = e.Error()
+	}
+	return errors.New(strings.Join(lines, "\n  "))
+}
+
+// ParseUser parses "name:password" as given to --user.
+func ParseUser(s string, admin bool) (User, error) {
+	name, pw, ok := strings.Cut(s, ":")
+	if !ok || name == "" {
+		return User{}, fmt.Errorf("%q: want name:password", s)
+	}
+	return User{Name: name, Password: pw, Admin: admin}, nil
+}
+
+// ByteSize is a size in bytes, written as 1024, "64MB", "16KiB" or "1G".
+type ByteSize int
+
+// UnmarshalYAML accepts a plain number or a number with a unit.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseByteSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
+// ParseByteSize parses "64MB", "16k", "1GiB" or a plain number of bytes.
+func ParseByteSize(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	var v int64
+	if _, err := fmt.Sscanf(t, "%d", &v); err != nil || v < 0 || fmt.Sprint(v) != t {
+		return 0, fmt.Errorf("size %q: want a number of bytes, optionally with KB, MB or GB", s)
+	}
+	return v * mult, nil
+}

@@ -1,0 +1,97 @@
+package plugins
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Env is what the proxy gives a plugin when it is built.
+type Env struct {
+	Logger *slog.Logger
+	// Metrics is where plugins register Prometheus collectors; the command
+	// serves it on --metrics-listen.
+	Metrics prometheus.Registerer
+}
+
+// Options is a plugin's section of the config file, as decoded from it.
+type Options map[string]any
+
+// Factory builds a plugin from its options.
+type Factory func(opts Options, env Env) (Plugin, error)
+
+// Spec names a plugin to enable and its options, in chain order.
+type Spec struct {
+	Name    string
+	Options Options
+}
+
+// Build builds the chain from specs. An unknown name or bad options fail with
+// an error naming the plugin (and, through DecodeOptions, the field).
+func Build(specs []Spec, env Env) (*Chain, error) {
+	var ps []Plugin
+	for i, s := range specs {
+		f, ok := Lookup(s.Name)
+		if !ok {
+			return nil, fmt.Errorf("plugins[%d]: unknown plugin %q (known: %s)", i, s.Name, strings.Join(Registered(), ", "))
+		}
+		p, err := f(s.Options, env)
+		if err != nil {
+			NewChain(ps...).Close()
+			return nil, fmt.Errorf("plugins[%d] (%s): %w", i, s.Name, err)
+		}
+		ps = append(ps, p)
+	}
+	return NewChain(ps...), nil
+}
+
+// DecodeOptions decodes opts into dst (a pointer to a struct with json tags).
+// Unknown fields are an error that names them, so a typo in the config file
+// does not silently leave a default in place.
+func DecodeOptions(opts Options, dst any) error {
+	if len(opts) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(map[string]any(opts))
+	if err != nil {
+		return fmt.Errorf("options: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf("options: %w", err)
+	}
+	return nil
+}
+
+// Duration is a time.Duration written in config files as "200ms" or "1.5s".
+type Duration time.Duration
+
+// UnmarshalJSON accepts a Go duration string or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("duration: want a string like \"200ms\" or a number of seconds, got %s", b)
+	}
+	*d = Duration(secs * float64(time.Second))
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}

@@ -1,0 +1,349 @@
+// Package plugins owns the plugin API of the proxy and its built-in plugins.
+//
+// Every client request that carries a statement (COM_QUERY, COM_STMT_PREPARE,
+// COM_STMT_EXECUTE) is shown to the chain as a *Statement before it is sent on.
+// A plugin that filters may let it pass, answer it itself, or refuse it with a
+// MySQL error; a plugin that observes is told the outcome afterwards. The
+// proxy's session loop is the only caller, so plugins never see the wire.
+//
+// What can go wrong: a plugin runs on the per-query hot path, so it must not
+// block, must not allocate per statement without need, and must be safe for
+// concurrent use by many sessions at once.
+package plugins
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser"
+)
+
+// Plugin is the part every plugin has. A plugin takes part in the chain by
+// also implementing one or more of StatementFilter, StatementObserver and
+// ConnObserver.
+type Plugin interface {
+	Name() string
+}
+
+// StatementFilter sees a statement before it is executed.
+type StatementFilter interface {
+	Plugin
+	OnStatement(st *Statement) Action
+}
+
+// StatementObserver is told how a statement ended, whoever answered it.
+type StatementObserver interface {
+	Plugin
+	OnResult(st *Statement, out *Outcome)
+}
+
+// ConnObserver is told about client connections.
+type ConnObserver interface {
+	Plugin
+	OnConn(ev ConnEvent)
+}
+
+// Closer is implemented by plugins that hold resources (files, listeners).
+type Closer interface {
+	Close() error
+}
+
+// Command is the protocol command that carried a statement.
+type Command uint8
+
+// The commands a Statement can come from (their MySQL wire values).
+const (
+	ComQuery       Command = Command(mysql.COM_QUERY)
+	ComStmtPrepare Command = Command(mysql.COM_STMT_PREPARE)
+	ComStmtExecute Command = Command(mysql.COM_STMT_EXECUTE)
+)
+
+func (c Command) String() string {
+	switch c {
+	case ComQuery:
+		return "query"
+	case ComStmtPrepare:
+		return "prepare"
+	case ComStmtExecute:
+		return "execute"
+	}
+	return fmt.Sprintf("command(%d)", uint8(c))
+}
+
+// Statement is what the chain sees of one client request. The proxy reuses
+// one Statement per session, so a plugin must not keep a pointer to it after
+// its hook returns; copy what it needs.
+type Statement struct {
+	ConnID  uint32   // the connection id the client sees
+	User    string   // the proxy user the session authenticated as
+	Remote  net.Addr // the client's address
+	DB      string   // current database as far as the proxy knows it
+	Command Command
+	SQL     string // statement text; for COM_STMT_EXECUTE the prepared text
+	Kind    Kind   // cheap lexical classification of SQL
+	InTx    bool   // the backend reported an open transaction before this statement
+
+	normalized string
+	digest     string
+}
+
+// Reset prepares st for a new statement, keeping the session fields.
+func (st *Statement) Reset(cmd Command, sql string) {
+	st.Command = cmd
+	st.SQL = sql
+	st.Kind = Classify(sql)
+	st.normalized = ""
+	st.digest = ""
+}
+
+// Normalized returns the statement with literals replaced by '?' and
+// whitespace and case folded (TiDB's digest normalization). It is computed on
+// first use (about 1 µs) and cached for the rest of the statement.
+func (st *Statement) Normalized() string {
+	st.computeDigest()
+	return st.normalized
+}
+
+// Digest returns the hex digest of the normalized statement: statements that
+// differ only in literals share it.
+func (st *Statement) Digest() string {
+	st.computeDigest()
+	return st.digest
+}
+
+func (st *Statement) computeDigest() {
+	if st.digest != "" {
+		return
+	}
+	norm, d := parser.NormalizeDigest(st.SQL)
+	st.normalized = norm
+	st.digest = d.String()
+}
+
+// Source says who produced the answer to a statement.
+type Source uint8
+
+const (
+	FromBackend Source = iota // relayed from the backend
+	FromPlugin                // answered by a plugin on the chain
+	FromProxy                 // refused or answered by the proxy itself
+)
+
+func (s Source) String() string {
+	switch s {
+	case FromBackend:
+		return "backend"
+	case FromPlugin:
+		return "plugin"
+	}
+	return "proxy"
+}
+
+// Outcome is how a statement ended.
+type Outcome struct {
+	Duration     time.Duration
+	Source       Source
+	Plugin       string         // the answering or refusing plugin, if any
+	Err          *mysql.MyError // nil on success; the backend's error as sent, or the proxy's
+	AffectedRows uint64         // from the final OK packet, when there was one
+	Rows         uint64         // result-set rows relayed
+	Warnings     uint16
+}
+
+// ConnEventKind tells what happened to a client connection.
+type ConnEventKind uint8
+
+const (
+	ConnOpened   ConnEventKind = iota // authenticated and bound to a backend
+	ConnClosed                        // ended, for whatever reason
+	ConnRejected                      // refused before it was opened (auth, limit, backend down)
+)
+
+func (k ConnEventKind) String() string {
+	switch k {
+	case ConnOpened:
+		return "opened"
+	case ConnClosed:
+		return "closed"
+	}
+	return "rejected"
+}
+
+// ConnEvent describes one connection event.
+type ConnEvent struct {
+	Kind   ConnEventKind
+	ConnID uint32
+	User   string
+	Remote net.Addr
+	Err    *mysql.MyError // for ConnRejected: what the client was told
+}
+
+// ResponseWriter is how a plugin that answers a statement writes its answer.
+// Exactly one method must be called, once.
+type ResponseWriter interface {
+	// WriteResult writes an OK packet (r.Resultset == nil) or a text-protocol
+	// result set (for COM_QUERY) or binary-protocol one (for COM_STMT_EXECUTE).
+	WriteResult(r *mysql.Result) error
+	// WriteError writes an ERR packet.
+	WriteError(e *mysql.MyError) error
+}
+
+// Responder produces an answer for the client.
+type Responder interface {
+	Respond(w ResponseWriter) error
+}
+
+// ResponderFunc adapts a function to Responder.
+type ResponderFunc func(w ResponseWriter) error
+
+// Respond calls f(w).
+func (f ResponderFunc) Respond(w ResponseWriter) error { return f(w) }
+
+// Verdict is a filter's decision.
+type Verdict uint8
+
+const (
+	Pass   Verdict = iota // let the next plugin, then the backend, handle it
+	Answer                // the Responder answers; the backend never sees it
+	Refuse                // the client gets Err; the backend never sees it
+)
+
+// Action is returned by StatementFilter.OnStatement.
+type Action struct {
+	Verdict   Verdict
+	Responder Responder
+	Err       *mysql.MyError
+}
+
+// Continue lets the statement go on.
+var Continue = Action{}
+
+// AnswerWith answers the statement in the proxy.
+func AnswerWith(r Responder) Action { return Action{Verdict: Answer, Responder: r} }
+
+// RefuseWith refuses the statement with a MySQL error.
+func RefuseWith(e *mysql.MyError) Action { return Action{Verdict: Refuse, Err: e} }
+
+// Chain runs the enabled plugins in their configured order. It is built once
+// at start and read concurrently by every session; it is never modified.
+type Chain struct {
+	all       []Plugin
+	filters   []StatementFilter
+	observers []StatementObserver
+	conns     []ConnObserver
+}
+
+// NewChain orders plugins as given: filters run in that order, and the first
+// one that answers or refuses ends the walk.
+func NewChain(ps ...Plugin) *Chain {
+	c := &Chain{all: ps}
+	for _, p := range ps {
+		if f, ok := p.(StatementFilter); ok {
+			c.filters = append(c.filters, f)
+		}
+		if o, ok := p.(StatementObserver); ok {
+			c.observers = append(c.observers, o)
+		}
+		if o, ok := p.(ConnObserver); ok {
+			c.conns = append(c.conns, o)
+		}
+	}
+	return c
+}
+
+// Plugins returns the plugins in chain order.
+func (c *Chain) Plugins() []Plugin { return c.all }
+
+// HasObservers reports whether any plugin wants outcomes, so the proxy can
+// skip timing statements when none does.
+func (c *Chain) HasObservers() bool { return c != nil && len(c.observers) > 0 }
+
+// Before walks the filters. It returns the deciding action and the name of
+// the plugin that decided (empty when every filter passed).
+func (c *Chain) Before(st *Statement) (Action, string) {
+	if c == nil {
+		return Continue, ""
+	}
+	for _, f := range c.filters {
+		if a := f.OnStatement(st); a.Verdict != Pass {
+			return a, f.Name()
+		}
+	}
+	return Continue, ""
+}
+
+// After tells every observer the outcome.
+func (c *Chain) After(st *Statement, out *Outcome) {
+	if c == nil {
+		return
+	}
+	for _, o := range c.observers {
+		o.OnResult(st, out)
+	}
+}
+
+// Conn tells every connection observer about ev.
+func (c *Chain) Conn(ev ConnEvent) {
+	if c == nil {
+		return
+	}
+	for _, o := range c.conns {
+		o.OnConn(ev)
+	}
+}
+
+// Close closes every plugin that holds resources, returning their errors joined.
+func (c *Chain) Close() error {
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	for _, p := range c.all {
+		if cl, ok := p.(Closer); ok {
+			if err := cl.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("plugin %s: %w", p.Name(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var registry = struct {
+	sync.Mutex
+	factories map[string]Factory
+}{factories: map[string]Factory{}}
+
+// Register makes a plugin available by name in the config. Built-in plugins
+// register themselves from init; packages outside plugins (cache, ddloffload)
+// register from the command's wiring.
+func Register(name string, f Factory) {
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.factories[name]; dup {
+		panic("plugins: duplicate registration of " + name)
+	}
+	registry.factories[name] = f
+}
+
+// Registered lists the names of every plugin that can be enabled.
+func Registered() []string {
+	registry.Lock()
+	defer registry.Unlock()
+	names := make([]string, 0, len(registry.factories))
+	for n := range registry.factories {
+		names = append(names, n)
+	}
+	return names
+}
+
+// Lookup returns the factory registered under name.
+func Lookup(name string) (Factory, bool) {
+	registry.Lock()
+	defer registry.Unlock()
+	f, ok := registry.factories[name]
+	return f, ok
+}

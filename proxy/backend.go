@@ -1,0 +1,291 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser/charset"
+)
+
+// BackendConfig says how to reach the backend.
+type BackendConfig struct {
+	Addr           string        // host:port
+	TLS            *tls.Config   // nil: plain TCP
+	ConnectTimeout time.Duration // dial plus handshake; 0 means 5s
+	MaxIdle        int           // pooled idle connections kept in all; 0 means 64, <0 disables pooling
+	IdleTimeout    time.Duration // an idle pooled connection older than this is closed; 0 means 60s
+}
+
+// backendParams is everything that decides how a backend connection is
+// opened, so two sessions with equal params can share a pooled connection.
+type backendParams struct {
+	user      string
+	password  string
+	db        string
+	collation uint8
+	caps      uint32 // the client's negotiated caps that are mirrored
+	attrs     map[string]string
+}
+
+type poolKey struct {
+	user      string
+	pwHash    [32]byte
+	db        string
+	collation uint8
+	caps      uint32
+}
+
+func (p *backendParams) key() poolKey {
+	return poolKey{user: p.user, pwHash: sha256.Sum256([]byte(p.password)), db: p.db, collation: p.collation, caps: p.caps & mirroredCaps}
+}
+
+// backendConn is one connection to the backend, bound to one session at a
+// time.
+type backendConn struct {
+	*client.Conn
+	key       poolKey
+	threadID  uint32 // the backend's id for this connection (for KILL)
+	maxPacket int    // the backend's max_allowed_packet
+	idleSince time.Time
+}
+
+// backendPool opens backend connections and keeps clean idle ones for reuse.
+type backendPool struct {
+	cfg BackendConfig
+
+	mu      sync.Mutex // guards idle, nIdle, version; held only for map operations
+	idle    map[poolKey][]*backendConn
+	nIdle   int
+	version string // the backend's version string, from the newest handshake
+}
+
+func newBackendPool(cfg BackendConfig) *backendPool {
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	if cfg.MaxIdle == 0 {
+		cfg.MaxIdle = 64
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 60 * time.Second
+	}
+	return &backendPool{cfg: cfg, idle: map[poolKey][]*backendConn{}}
+}
+
+// serverVersion returns the backend's version as last seen, or "".
+func (bp *backendPool) serverVersion() string {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	return bp.version
+}
+
+// get returns a connection for params: a pooled one that still answers a
+// ping, or a new one.
+func (bp *backendPool) get(ctx context.Context, params *backendParams) (*backendConn, error) {
+	key := params.key()
+	for {
+		bc := bp.takeIdle(key)
+		if bc == nil {
+			break
+		}
+		if bc.Ping() == nil {
+			return bc, nil
+		}
+		bc.Conn.Close()
+	}
+	return bp.dial(ctx, params, key)
+}
+
+func (bp *backendPool) takeIdle(key poolKey) *backendConn {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	for {
+		list := bp.idle[key]
+		if len(list) == 0 {
+			return nil
+		}
+		bc := list[len(list)-1]
+		bp.idle[key] = list[:len(list)-1]
+		bp.nIdle--
+		if time.Since(bc.idleSince) > bp.cfg.IdleTimeout {
+			go bc.Conn.Close()
+			continue
+		}
+		return bc
+	}
+}
+
+func (bp *backendPool) dial(ctx context.Context, params *backendParams, key poolKey) (*backendConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, bp.cfg.ConnectTimeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		// go-mysql's handshake has no timeout of its own; a backend that
+		// accepts but never answers (stopped, overloaded) must not hang us.
+		_ = c.SetDeadline(deadline)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		return c, nil
+	}
+	opts := []client.Option{func(c *client.Conn) error {
+		c.SetCapability(params.caps & mirroredCaps)
+		// Query attributes change the COM_QUERY and COM_STMT_EXECUTE layout;
+		// clients never negotiate them with the proxy, so the backend must
+		// not expect them either (MySQL 8 offers them, MariaDB does not).
+		c.UnsetCapability(mysql.CLIENT_QUERY_ATTRIBUTES)
+		if name := collationName(params.collation); name != "" {
+			if err := c.SetCollation(name); err != nil {
+				return err
+			}
+		}
+		if bp.cfg.TLS != nil {
+			c.SetTLSConfig(bp.cfg.TLS)
+		}
+		attrs := map[string]string{"_client_name": "tableproxy"}
+		for k, v := range params.attrs {
+			if k == "program_name" || k == "_client_name" {
+				attrs["client_"+k] = v
+			}
+		}
+		c.SetAttributes(attrs)
+		return nil
+	}}
+	c, err := client.ConnectWithDialer(ctx, "tcp", bp.cfg.Addr, params.user, params.password, params.db, dialer, opts...)
+	if err != nil {
+		var me *mysql.MyError
+		if errors.As(err, &me) {
+			return nil, me
+		}
+		return nil, &backendDownError{addr: bp.cfg.Addr, err: err}
+	}
+	bc := &backendConn{Conn: c, key: key, threadID: c.GetConnectionID(), maxPacket: 64 << 20}
+	if r, err := c.Execute("SELECT @@max_allowed_packet"); err == nil {
+		if v, err := r.GetInt(0, 0); err == nil && v > 0 {
+			bc.maxPacket = int(v)
+		}
+	} else {
+		c.Close()
+		return nil, &backendDownError{addr: bp.cfg.Addr, err: err}
+	}
+	_ = c.Conn.SetDeadline(time.Time{})
+	bp.mu.Lock()
+	bp.version = c.GetServerVersion()
+	bp.mu.Unlock()
+	return bc, nil
+}
+
+// release takes a connection back from a session. A clean connection (no
+// response pending) is reset and pooled in the background; anything else is
+// closed.
+func (bp *backendPool) release(bc *backendConn, clean bool) {
+	if bc == nil {
+		return
+	}
+	if !clean || bp.cfg.MaxIdle < 0 {
+		bc.Conn.Close()
+		return
+	}
+	go bp.resetAndPool(bc)
+}
+
+// resetAndPool clears every piece of session state (user variables,
+// temporary tables, prepared statements, open transaction, session
+// variables) with COM_RESET_CONNECTION, checks the current database is the
+// one the connection was opened with, and pools it.
+func (bp *backendPool) resetAndPool(bc *backendConn) {
+	_ = bc.Conn.Conn.SetDeadline(time.Now().Add(bp.cfg.ConnectTimeout))
+	ok := resetConnection(bc) == nil
+	if ok {
+		r, err := bc.Execute("SELECT DATABASE()")
+		ok = err == nil
+		if ok {
+			db, _ := r.GetString(0, 0)
+			ok = db == bc.key.db
+		}
+	}
+	_ = bc.Conn.Conn.SetDeadline(time.Time{})
+	if !ok {
+		bc.Conn.Close()
+		return
+	}
+	bc.idleSince = time.Now()
+	bp.mu.Lock()
+	if bp.nIdle >= bp.cfg.MaxIdle {
+		bp.mu.Unlock()
+		bc.Conn.Close()
+		return
+	}
+	bp.idle[bc.key] = append(bp.idle[bc.key], bc)
+	bp.nIdle++
+	bp.mu.Unlock()
+}
+
+func resetConnection(bc *backendConn) error {
+	bc.ResetSequence()
+	if err := bc.WritePacket([]byte{0, 0, 0, 0, mysql.COM_RESET_CONNECTION}); err != nil {
+		return err
+	}
+	p, err := bc.ReadPacket()
+	if err != nil {
+		return err
+	}
+	if len(p) == 0 || p[0] != markOK {
+		return parseErr(p)
+	}
+	return nil
+}
+
+// closeIdle closes every pooled connection.
+func (bp *backendPool) closeIdle() {
+	bp.mu.Lock()
+	idle := bp.idle
+	bp.idle = map[poolKey][]*backendConn{}
+	bp.nIdle = 0
+	bp.mu.Unlock()
+	for _, list := range idle {
+		for _, bc := range list {
+			bc.Conn.Close()
+		}
+	}
+}
+
+// backendDownError is a failure to reach the backend at all.
+type backendDownError struct {
+	addr string
+	err  error
+}
+
+func (e *backendDownError) Error() string {
+	return fmt.Sprintf("cannot reach backend %s: %v", e.addr, e.err)
+}
+
+func (e *backendDownError) Unwrap() error { return e.err }
+
+// collationName maps a handshake collation id to the name go-mysql's client
+// wants. An id the table does not know leaves the client's default.
+func collationName(id uint8) string {
+	if id == 0 {
+		return ""
+	}
+	c, err := charset.GetCollationByID(int(id))
+	if err != nil {
+		return ""
+	}
+	return c.Name
+}
+
+var _ = strconv.Itoa

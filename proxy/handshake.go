@@ -1,0 +1,256 @@
+package proxy
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/packet"
+)
+
+// The proxy does its own server-side handshake on go-mysql's packet.Conn
+// rather than go-mysql's server.Conn, because server.Conn advertises a fixed
+// capability set without CLIENT_MULTI_STATEMENTS, CLIENT_MULTI_RESULTS,
+// CLIENT_PS_MULTI_RESULTS or CLIENT_LOCAL_FILES, and chooses the connection
+// id itself; a faithful relay needs all of these under its control.
+
+// serverCaps are the capabilities the proxy offers clients. It leaves out
+// what would make the client's wire format differ from the backend
+// connection's (CLIENT_DEPRECATE_EOF, CLIENT_SESSION_TRACK,
+// CLIENT_QUERY_ATTRIBUTES) and compression, which it does not implement.
+const serverCaps uint32 = mysql.CLIENT_LONG_PASSWORD | mysql.CLIENT_FOUND_ROWS | mysql.CLIENT_LONG_FLAG |
+	mysql.CLIENT_CONNECT_WITH_DB | mysql.CLIENT_LOCAL_FILES | mysql.CLIENT_IGNORE_SPACE |
+	mysql.CLIENT_PROTOCOL_41 | mysql.CLIENT_INTERACTIVE | mysql.CLIENT_TRANSACTIONS |
+	mysql.CLIENT_SECURE_CONNECTION | mysql.CLIENT_MULTI_STATEMENTS | mysql.CLIENT_MULTI_RESULTS |
+	mysql.CLIENT_PS_MULTI_RESULTS | mysql.CLIENT_PLUGIN_AUTH | mysql.CLIENT_CONNECT_ATTRS |
+	mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
+
+// mirroredCaps are the negotiated client capabilities that change what the
+// backend does, so the backend connection is opened with the same ones.
+const mirroredCaps uint32 = mysql.CLIENT_FOUND_ROWS | mysql.CLIENT_IGNORE_SPACE |
+	mysql.CLIENT_MULTI_STATEMENTS | mysql.CLIENT_MULTI_RESULTS | mysql.CLIENT_PS_MULTI_RESULTS |
+	mysql.CLIENT_LOCAL_FILES
+
+const sslRequestLen = 32
+
+// handshakeResponse is the client's HandshakeResponse41.
+type handshakeResponse struct {
+	caps      uint32
+	maxPacket uint32
+	collation uint8
+	user      string
+	auth      []byte
+	db        string
+	plugin    string
+	attrs     map[string]string
+}
+
+// parseHandshakeResponse decodes a HandshakeResponse41 payload. It never
+// panics on malformed input: every read is bounds-checked.
+func parseHandshakeResponse(p []byte) (*handshakeResponse, error) {
+	if len(p) < sslRequestLen {
+		return nil, errMalformedHandshake
+	}
+	r := &handshakeResponse{
+		caps:      binary.LittleEndian.Uint32(p),
+		maxPacket: binary.LittleEndian.Uint32(p[4:]),
+		collation: p[8],
+	}
+	if r.caps&mysql.CLIENT_PROTOCOL_41 == 0 {
+		return nil, errors.New("client does not speak protocol 4.1")
+	}
+	pos := sslRequestLen
+	var ok bool
+	if r.user, pos, ok = readNulString(p, pos); !ok {
+		return nil, errMalformedHandshake
+	}
+	switch {
+	case r.caps&mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0:
+		n, null, w := mysql.LengthEncodedInt(p[pos:])
+		if null || w == 0 || uint64(len(p)-pos-w) < n {
+			return nil, errMalformedHandshake
+		}
+		pos += w
+		r.auth = p[pos : pos+int(n)]
+		pos += int(n)
+	case r.caps&mysql.CLIENT_SECURE_CONNECTION != 0:
+		if pos >= len(p) {
+			return nil, errMalformedHandshake
+		}
+		n := int(p[pos])
+		pos++
+		if pos+n > len(p) {
+			return nil, errMalformedHandshake
+		}
+		r.auth = p[pos : pos+n]
+		pos += n
+	default:
+		var s string
+		if s, pos, ok = readNulString(p, pos); !ok {
+			return nil, errMalformedHandshake
+		}
+		r.auth = []byte(s)
+	}
+	if r.caps&mysql.CLIENT_CONNECT_WITH_DB != 0 && pos < len(p) {
+		if r.db, pos, ok = readNulString(p, pos); !ok {
+			return nil, errMalformedHandshake
+		}
+	}
+	if r.caps&mysql.CLIENT_PLUGIN_AUTH != 0 && pos < len(p) {
+		if r.plugin, pos, ok = readNulString(p, pos); !ok {
+			// Some clients omit the terminating NUL at the end of the packet.
+			r.plugin, pos = string(p[pos:]), len(p)
+		}
+	}
+	if r.caps&mysql.CLIENT_CONNECT_ATTRS != 0 && pos < len(p) {
+		attrs, err := parseConnAttrs(p[pos:])
+		if err != nil {
+			return nil, err
+		}
+		r.attrs = attrs
+	}
+	return r, nil
+}
+
+var errMalformedHandshake = errors.New("malformed handshake response")
+
+func parseConnAttrs(p []byte) (map[string]string, error) {
+	total, null, w := mysql.LengthEncodedInt(p)
+	if null || w == 0 || uint64(len(p)-w) < total {
+		return nil, errMalformedHandshake
+	}
+	p = p[w : w+int(total)]
+	attrs := map[string]string{}
+	for len(p) > 0 {
+		k, _, n, err := mysql.LengthEncodedString(p)
+		if err != nil || n == 0 {
+			return nil, errMalformedHandshake
+		}
+		p = p[n:]
+		v, _, n, err := mysql.LengthEncodedString(p)
+		if err != nil || n == 0 {
+			return nil, errMalformedHandshake
+		}
+		p = p[n:]
+		if len(attrs) < 64 {
+			attrs[string(k)] = string(v)
+		}
+	}
+	return attrs, nil
+}
+
+// newSalt returns a 20-byte scramble of printable bytes without '$' or NUL,
+// as MySQL servers send.
+func newSalt() []byte {
+	salt := make([]byte, 20)
+	if _, err := rand.Read(salt); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	for i, b := range salt {
+		b = 33 + b%94 // '!'..'~'
+		if b == '$' {
+			b = '#'
+		}
+		salt[i] = b
+	}
+	return salt
+}
+
+// appendInitialHandshake appends a HandshakeV10 payload.
+func appendInitialHandshake(b []byte, version string, connID uint32, salt []byte, caps uint32, collation uint8, plugin string) []byte {
+	b = append(b, 10)
+	b = append(b, version...)
+	b = append(b, 0)
+	b = binary.LittleEndian.AppendUint32(b, connID)
+	b = append(b, salt[:8]...)
+	b = append(b, 0)
+	b = append(b, byte(caps), byte(caps>>8))
+	b = append(b, collation)
+	status := mysql.SERVER_STATUS_AUTOCOMMIT
+	b = append(b, byte(status), byte(status>>8))
+	b = append(b, byte(caps>>16), byte(caps>>24))
+	b = append(b, byte(len(salt)+1))
+	b = append(b, make([]byte, 10)...)
+	b = append(b, salt[8:]...)
+	b = append(b, 0)
+	b = append(b, plugin...)
+	return append(b, 0)
+}
+
+// authPluginSupported reports whether the proxy can verify a client's answer
+// for plugin. It knows every proxy user's password, so caching_sha2_password
+// always completes on its fast path and never needs the RSA exchange.
+func authPluginSupported(plugin string) bool {
+	return plugin == mysql.AUTH_NATIVE_PASSWORD || plugin == mysql.AUTH_CACHING_SHA2_PASSWORD
+}
+
+// checkScramble verifies the client's auth response for plugin.
+func checkScramble(plugin string, salt, resp []byte, password string) bool {
+	var want []byte
+	switch plugin {
+	case mysql.AUTH_NATIVE_PASSWORD:
+		want = mysql.CalcPassword(salt, []byte(password))
+	case mysql.AUTH_CACHING_SHA2_PASSWORD:
+		want = mysql.CalcCachingSha2Password(salt, password)
+	default:
+		return false
+	}
+	// An empty password scrambles to nothing; some clients send one NUL.
+	if len(want) == 0 {
+		return len(resp) == 0 || (len(resp) == 1 && resp[0] == 0)
+	}
+	return subtle.ConstantTimeCompare(want, resp) == 1
+}
+
+// clientConn is the client side of a session: the packet connection, its
+// write buffer, and what the handshake negotiated.
+type clientConn struct {
+	raw  net.Conn      // the accepted socket
+	buf  *bufferedConn // write buffering over raw or its TLS wrapper
+	pc   *packet.Conn
+	caps uint32 // negotiated capabilities
+	tls  bool
+}
+
+func newClientConn(raw net.Conn) *clientConn {
+	c := &clientConn{raw: raw, buf: newBufferedConn(raw)}
+	c.pc = packet.NewBufferedConn(c.buf, 16<<10)
+	return c
+}
+
+// startTLS upgrades the connection after an SSLRequest.
+func (c *clientConn) startTLS(cfg *tls.Config) error {
+	if err := c.buf.Flush(); err != nil {
+		return err
+	}
+	tc := tls.Server(c.raw, cfg)
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("tls handshake: %w", err)
+	}
+	seq := c.pc.Sequence
+	c.buf = newBufferedConn(tc)
+	// packet.NewTLSConn reads without its own bufio layer: tls.Conn
+	// already buffers whole records.
+	c.pc = packet.NewTLSConn(c.buf)
+	c.pc.Sequence = seq
+	c.tls = true
+	return nil
+}
+
+// writePacket writes a payload the proxy composed (b has header room).
+func (c *clientConn) writePacket(b []byte) error { return c.pc.WritePacket(b) }
+
+// writeError writes an ERR packet with the current sequence number.
+func (c *clientConn) writeError(e *mysql.MyError) error {
+	return c.pc.WritePacket(appendErr(newPacket(len(e.Message)+16), e))
+}
+
+func (c *clientConn) flush() error { return c.buf.Flush() }
+
+// close closes the socket (and TLS, if any) without a goodbye.
+func (c *clientConn) close() error { return c.raw.Close() }

@@ -1,0 +1,256 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// The relay copies the backend's response to the client packet by packet,
+// as the backend sent it: bytes, sequence numbers and all. It decodes only
+// what it must to know where a response ends (OK, ERR and EOF packets, column
+// counts) and what the plugins are told (rows, affected rows, errors).
+
+// errClientGone and errBackendLost end a session; they say which side broke.
+var (
+	errClientGone  = errors.New("client connection lost")
+	errBackendLost = errors.New("backend connection lost")
+)
+
+// relayStats is what a relayed response told the proxy.
+type relayStats struct {
+	rows     uint64
+	affected uint64
+	warnings uint16
+	status   uint16
+	haveStat bool
+	err      *mysql.MyError // the backend's ERR, if the response ended in one
+}
+
+func (r *relayStats) setStatus(status, warnings uint16) {
+	r.status, r.warnings, r.haveStat = status, warnings, true
+}
+
+// forward sends the client's command packet (in s.cmd) to the backend.
+func (s *session) forward() error {
+	s.backend.ResetSequence()
+	if err := s.backend.WritePacket(s.cmd.b); err != nil {
+		return errBackendLost
+	}
+	return nil
+}
+
+// pump reads one packet from the backend and writes it to the client. The
+// returned payload is valid until the next pump.
+func (s *session) pump() ([]byte, error) {
+	s.resp.reset(0)
+	seq := s.backend.Sequence
+	if err := s.backend.ReadPacketTo(&s.resp); err != nil {
+		return nil, errBackendLost
+	}
+	// The backend's sequence numbers are the client's: both sides started
+	// the command at 0 and the proxy writes exactly the packets it reads
+	// (a packet of 16 MB or more is split at the same points on both sides).
+	s.client.pc.Sequence = seq
+	payload := s.resp.payload()
+	if len(payload) == 0 {
+		return nil, errBackendLost
+	}
+	// WritePacket rewrites the header room in place (and, for packets of
+	// 16 MB or more, the split points), so the payload must be inspected by
+	// the caller before the next read, which it is.
+	if err := s.client.pc.WritePacket(s.resp.b); err != nil {
+		return nil, errClientGone
+	}
+	return payload, nil
+}
+
+// pumpN relays n packets.
+func (s *session) pumpN(n uint64) error {
+	for ; n > 0; n-- {
+		if _, err := s.pump(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relayQueryResponse relays the response to COM_QUERY or COM_STMT_EXECUTE:
+// OK, ERR, a LOCAL INFILE request, or result sets, for as long as the
+// backend says more results exist.
+func (s *session) relayQueryResponse(st *relayStats) error {
+	for {
+		p, err := s.pump()
+		if err != nil {
+			return err
+		}
+		switch p[0] {
+		case markOK:
+			ok, _ := parseOK(p)
+			st.affected += ok.affectedRows
+			st.setStatus(ok.status, ok.warnings)
+			if ok.status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
+				return nil
+			}
+		case markErr:
+			st.err = parseErr(p)
+			return nil
+		case markLocalInfil:
+			if err := s.relayLocalInfile(); err != nil {
+				return err
+			}
+			// The backend's OK or ERR for the load follows, as a new
+			// response in the same loop.
+		default:
+			more, err := s.relayResultSet(p, st)
+			if err != nil || !more {
+				return err
+			}
+		}
+	}
+}
+
+// relayResultSet relays one result set whose column-count packet is p.
+// It reports whether more results follow.
+func (s *session) relayResultSet(p []byte, st *relayStats) (bool, error) {
+	ncols, _, n := mysql.LengthEncodedInt(p)
+	if n == 0 {
+		return false, errBackendLost
+	}
+	if err := s.pumpN(ncols); err != nil {
+		return false, err
+	}
+	p, err := s.pump() // EOF after the column definitions
+	if err != nil {
+		return false, err
+	}
+	if !isEOF(p) {
+		if p[0] == markErr {
+			st.err = parseErr(p)
+			return false, nil
+		}
+		return false, errBackendLost
+	}
+	w, status := parseEOF(p)
+	if status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
+		// A cursor was opened (COM_STMT_EXECUTE with a cursor flag): rows
+		// come later, through COM_STMT_FETCH.
+		st.setStatus(status, w)
+		return false, nil
+	}
+	for {
+		p, err := s.pump()
+		if err != nil {
+			return false, err
+		}
+		if isEOF(p) {
+			w, status := parseEOF(p)
+			st.setStatus(status, w)
+			return status&mysql.SERVER_MORE_RESULTS_EXISTS != 0, nil
+		}
+		if p[0] == markErr {
+			st.err = parseErr(p)
+			return false, nil
+		}
+		st.rows++
+	}
+}
+
+// relayRows relays rows up to an EOF or ERR (COM_STMT_FETCH, and the column
+// list of COM_FIELD_LIST).
+func (s *session) relayRows(st *relayStats) error {
+	for {
+		p, err := s.pump()
+		if err != nil {
+			return err
+		}
+		if isEOF(p) {
+			w, status := parseEOF(p)
+			st.setStatus(status, w)
+			return nil
+		}
+		if p[0] == markErr {
+			st.err = parseErr(p)
+			return nil
+		}
+		st.rows++
+	}
+}
+
+// relayLocalInfile relays the file the client sends for LOAD DATA LOCAL
+// INFILE: packets up to and including an empty one.
+func (s *session) relayLocalInfile() error {
+	for {
+		s.resp.reset(0)
+		// The client's packets continue the sequence of the request.
+		if err := s.client.flush(); err != nil {
+			return errClientGone
+		}
+		seq := s.client.pc.Sequence
+		if err := s.client.pc.ReadPacketTo(&s.resp); err != nil {
+			return errClientGone
+		}
+		s.backend.Sequence = seq
+		empty := len(s.resp.payload()) == 0
+		if err := s.backend.WritePacket(s.resp.b); err != nil {
+			return errBackendLost
+		}
+		if empty {
+			return nil
+		}
+	}
+}
+
+// relayPrepareResponse relays the response to COM_STMT_PREPARE and returns
+// the statement id the backend assigned (0 on error).
+func (s *session) relayPrepareResponse(st *relayStats) (uint32, error) {
+	p, err := s.pump()
+	if err != nil {
+		return 0, err
+	}
+	if p[0] == markErr {
+		st.err = parseErr(p)
+		return 0, nil
+	}
+	if p[0] != markOK || len(p) < 12 {
+		return 0, errBackendLost
+	}
+	id := binary.LittleEndian.Uint32(p[1:])
+	ncols := uint64(binary.LittleEndian.Uint16(p[5:]))
+	nparams := uint64(binary.LittleEndian.Uint16(p[7:]))
+	st.warnings = binary.LittleEndian.Uint16(p[10:])
+	if nparams > 0 {
+		if err := s.pumpN(nparams + 1); err != nil {
+			return 0, err
+		}
+	}
+	if ncols > 0 {
+		if err := s.pumpN(ncols + 1); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
+}
+
+// relayOne relays a single-packet response (OK, ERR, EOF, or the string of
+// COM_STATISTICS).
+func (s *session) relayOne(st *relayStats) error {
+	p, err := s.pump()
+	if err != nil {
+		return err
+	}
+	switch {
+	case p[0] == markErr:
+		st.err = parseErr(p)
+	case p[0] == markOK:
+		if ok, valid := parseOK(p); valid {
+			st.affected = ok.affectedRows
+			st.setStatus(ok.status, ok.warnings)
+		}
+	case isEOF(p):
+		w, status := parseEOF(p)
+		st.setStatus(status, w)
+	}
+	return nil
+}

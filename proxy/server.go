@@ -1,0 +1,334 @@
+// Package proxy owns the MySQL-protocol front end of tableproxy: the
+// listener, the handshake and authentication, one session per client bound
+// to one backend connection, statement routing through the plugin chain,
+// and the relay of backend responses.
+//
+// A statement's path, top down: Server.Serve accepts; session.login
+// authenticates and binds a backend connection; session.run reads commands;
+// session.dispatch routes each; statements go through the plugin chain
+// (handleStatementText), and unless a plugin answers or refuses them, are
+// forwarded and their responses relayed packet by packet (relay.go).
+//
+// What can go wrong: the backend can vanish mid-response (the client gets
+// error 2013 and its connection is closed, since its session state is gone);
+// a client can send garbage or vanish mid-result (only that session ends);
+// and a relay that loses count of packets would desynchronise both sides,
+// which is why the relay follows the protocol's framing exactly.
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/plugins"
+)
+
+// User is an account the proxy accepts. The backend connection is opened
+// as the same user with the same password, so the backend's grants apply.
+type User struct {
+	Name     string
+	Password string
+	Admin    bool // may run the proxy's admin SQL
+}
+
+// Config is the proxy's runtime configuration.
+type Config struct {
+	Listen          string
+	Backend         BackendConfig
+	Users           map[string]User
+	ClientTLS       *tls.Config // offer TLS to clients when set
+	RequireTLS      bool        // refuse clients that do not use TLS
+	AuthPlugin      string      // offered first: mysql_native_password (default) or caching_sha2_password
+	MaxConnections  int         // beyond this, clients get error 1040; 0 means 1024
+	MaxPacketSize   int         // largest client packet; 0 means 64 MB (the backend's limit also applies)
+	ShutdownTimeout time.Duration
+	LoginTimeout    time.Duration // a client must finish the handshake within this; 0 means 10s
+	ServerVersion   string        // advertised until the backend's version is known
+	Logger          *slog.Logger
+}
+
+func (c *Config) authPlugin() string {
+	if c.AuthPlugin == "" {
+		return mysql.AUTH_NATIVE_PASSWORD
+	}
+	return c.AuthPlugin
+}
+
+// Server accepts clients and runs their sessions.
+type Server struct {
+	cfg   Config
+	chain *plugins.Chain
+	pool  *backendPool
+	log   *slog.Logger
+
+	ln       net.Listener
+	nextID   atomic.Uint32
+	active   atomic.Int64
+	draining atomic.Bool
+	wg       sync.WaitGroup
+
+	mu       sync.Mutex // guards sessions; taken on connect, disconnect, KILL and shutdown
+	sessions map[uint32]*sessionEntry
+}
+
+type sessionEntry struct {
+	s         *session
+	backendID uint32
+}
+
+// New checks cfg and returns a server that is not yet listening.
+func New(cfg Config, chain *plugins.Chain) (*Server, error) {
+	if cfg.Backend.Addr == "" {
+		return nil, errors.New("proxy: no backend address")
+	}
+	if len(cfg.Users) == 0 {
+		return nil, errors.New("proxy: no users configured")
+	}
+	if p := cfg.authPlugin(); !authPluginSupported(p) {
+		return nil, fmt.Errorf("proxy: auth plugin %q not supported (use %s or %s)", p, mysql.AUTH_NATIVE_PASSWORD, mysql.AUTH_CACHING_SHA2_PASSWORD)
+	}
+	if cfg.RequireTLS && cfg.ClientTLS == nil {
+		return nil, errors.New("proxy: require_tls set without a certificate")
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = 1024
+	}
+	if cfg.MaxPacketSize <= 0 {
+		cfg.MaxPacketSize = 64 << 20
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.LoginTimeout <= 0 {
+		cfg.LoginTimeout = 10 * time.Second
+	}
+	if cfg.ServerVersion == "" {
+		cfg.ServerVersion = "8.0.30-tableproxy"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, chain: chain, pool: newBackendPool(cfg.Backend), log: cfg.Logger,
+		sessions: map[uint32]*sessionEntry{}}
+	s.nextID.Store(proxyIDBase)
+	return s, nil
+}
+
+// Listen binds the listening socket and learns the backend's version from
+// its greeting (without logging in), so clients see the server they expect.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("proxy: listen %s: %w", s.cfg.Listen, err)
+	}
+	s.ln = ln
+	if v, err := probeVersion(s.cfg.Backend.Addr, 3*time.Second); err == nil {
+		s.pool.mu.Lock()
+		if s.pool.version == "" {
+			s.pool.version = v
+		}
+		s.pool.mu.Unlock()
+	} else {
+		s.log.Warn("backend not reachable at start; serving anyway", "backend", s.cfg.Backend.Addr, "err", err)
+	}
+	return nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// ActiveSessions is the number of connected clients.
+func (s *Server) ActiveSessions() int64 { return s.active.Load() }
+
+func (s *Server) serverVersion() string {
+	if v := s.pool.serverVersion(); v != "" {
+		return v
+	}
+	return s.cfg.ServerVersion
+}
+
+// Serve accepts clients until Shutdown. It returns nil after a shutdown.
+func (s *Server) Serve() error {
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			if s.draining.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		if s.active.Add(1) > int64(s.cfg.MaxConnections) {
+			s.active.Add(-1)
+			go s.refuse(conn, mysql.NewError(mysql.ER_CON_COUNT_ERROR, "Too many connections"))
+			continue
+		}
+		s.wg.Add(1)
+		go s.serveConn(conn)
+	}
+}
+
+// refuse answers a connection it will not serve with an error in place of
+// the handshake, as a MySQL server does.
+func (s *Server) refuse(conn net.Conn, e *mysql.MyError) {
+	c := newClientConn(conn)
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	_ = c.writeError(e)
+	_ = c.flush()
+	_ = conn.Close()
+	s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnRejected, Remote: conn.RemoteAddr(), Err: e})
+}
+
+func (s *Server) serveConn(conn net.Conn) {
+	defer s.wg.Done()
+	defer s.active.Add(-1)
+	id := s.nextID.Add(1)
+	sess := &session{srv: s, id: id, client: newClientConn(conn), log: s.log}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("session panic", "conn", id, "panic", r, "stack", string(debug.Stack()))
+			_ = conn.Close()
+			s.unregister(sess)
+			if sess.backend != nil {
+				s.pool.release(sess.backend, false)
+			}
+		}
+	}()
+	_ = conn.SetDeadline(time.Now().Add(s.cfg.LoginTimeout))
+	if s.draining.Load() {
+		_ = conn.Close()
+		return
+	}
+	if err := sess.login(context.Background()); err != nil {
+		_ = conn.Close()
+		var me *mysql.MyError
+		errors.As(err, &me)
+		s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnRejected, ConnID: id, User: sess.user.Name, Remote: conn.RemoteAddr(), Err: me})
+		if sess.backend != nil {
+			s.pool.release(sess.backend, false)
+		}
+		return
+	}
+	_ = conn.SetDeadline(time.Time{})
+	s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnOpened, ConnID: id, User: sess.user.Name, Remote: conn.RemoteAddr()})
+	clean := sess.run()
+	s.unregister(sess)
+	s.pool.release(sess.backend, clean && !sess.killed.Load())
+	_ = sess.client.flush()
+	_ = conn.Close()
+	s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnClosed, ConnID: id, User: sess.user.Name, Remote: conn.RemoteAddr()})
+}
+
+// registerBackend records which backend thread serves the session, for KILL.
+func (s *Server) registerBackend(sess *session) {
+	s.mu.Lock()
+	s.sessions[sess.id] = &sessionEntry{s: sess, backendID: sess.backend.threadID}
+	s.mu.Unlock()
+}
+
+func (s *Server) unregisterBackend(sess *session) { s.unregister(sess) }
+
+func (s *Server) unregister(sess *session) {
+	s.mu.Lock()
+	if e, ok := s.sessions[sess.id]; ok && e.s == sess {
+		delete(s.sessions, sess.id)
+	}
+	s.mu.Unlock()
+}
+
+func (s *Server) lookupSession(id uint64) (*session, uint64, bool) {
+	if id > 1<<32-1 {
+		return nil, 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.sessions[uint32(id)]
+	if !ok {
+		return nil, 0, false
+	}
+	return e.s, uint64(e.backendID), true
+}
+
+// Shutdown stops accepting, closes idle sessions at once, lets busy ones
+// finish their statement (and an open transaction) until the timeout, then
+// closes whatever is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		// Wake sessions that sit idle outside a transaction; their read
+		// fails and the loop sees draining. Repeated, because a session can
+		// finish a statement (or commit) after the previous pass.
+		s.mu.Lock()
+		for _, e := range s.sessions {
+			if e.s.idle.Load() && !e.s.inTxShared() {
+				_ = e.s.client.raw.SetReadDeadline(time.Now())
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-done:
+			s.pool.closeIdle()
+			return nil
+		case <-ctx.Done():
+			s.mu.Lock()
+			n := len(s.sessions)
+			for _, e := range s.sessions {
+				_ = e.s.client.raw.Close()
+			}
+			s.mu.Unlock()
+			<-done
+			s.pool.closeIdle()
+			return fmt.Errorf("proxy: shutdown timeout: closed %d sessions", n)
+		case <-tick.C:
+		}
+	}
+}
+
+// probeVersion reads the backend's greeting and returns its version string.
+func probeVersion(addr string, timeout time.Duration) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	c := newClientConn(conn)
+	p, err := c.pc.ReadPacket()
+	if err != nil {
+		return "", err
+	}
+	if len(p) < 2 || p[0] != 10 {
+		if len(p) > 0 && p[0] == markErr {
+			return "", parseErr(p)
+		}
+		return "", errors.New("unexpected greeting")
+	}
+	v, _, ok := readNulString(p, 1)
+	if !ok {
+		return "", errors.New("malformed greeting")
+	}
+	return v, nil
+}

@@ -1,0 +1,555 @@
+package proxy
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/plugins"
+)
+
+// session is one client connection, bound to one backend connection for its
+// whole life. The backend holds all session state (current database,
+// variables, transactions, temporary tables, prepared statements); the proxy
+// keeps only what it needs to route and to tell the plugins.
+type session struct {
+	srv    *Server
+	id     uint32 // the connection id the client sees
+	client *clientConn
+	log    *slog.Logger
+
+	user    User
+	salt    []byte
+	params  backendParams
+	backend *backendConn
+	db      string // current database, as far as the proxy has seen it change
+	status  uint16 // server status flags from the backend's latest response
+
+	cmd  packetBuffer // the client's current command
+	resp packetBuffer // the packet being relayed
+
+	st    plugins.Statement
+	stmts map[uint32]string // prepared statement id -> text
+
+	idle   atomic.Bool // blocked reading the client's next command
+	txOpen atomic.Bool // mirrors the IN_TRANS status flag for Shutdown
+	killed atomic.Bool // KILL CONNECTION aimed at this session
+}
+
+func (s *session) inTx() bool { return s.status&mysql.SERVER_STATUS_IN_TRANS != 0 }
+
+// inTxShared is inTx for other goroutines.
+func (s *session) inTxShared() bool { return s.txOpen.Load() }
+
+func (s *session) setStatus(status uint16) {
+	s.status = status
+	if tx := status&mysql.SERVER_STATUS_IN_TRANS != 0; tx != s.txOpen.Load() {
+		s.txOpen.Store(tx)
+	}
+}
+
+// maxPacket is the largest command the proxy accepts from the client: the
+// smaller of its own limit and the backend's max_allowed_packet.
+func (s *session) maxPacket() int {
+	limit := s.srv.cfg.MaxPacketSize
+	if s.backend != nil && s.backend.maxPacket < limit {
+		limit = s.backend.maxPacket
+	}
+	return limit
+}
+
+// login runs the handshake and authentication, then binds a backend
+// connection. On failure the client has been told why.
+func (s *session) login(ctx context.Context) error {
+	c := s.client
+	s.salt = newSalt()
+	caps := serverCaps
+	if s.srv.cfg.ClientTLS != nil {
+		caps |= mysql.CLIENT_SSL
+	}
+	hs := appendInitialHandshake(newPacket(128), s.srv.serverVersion(), s.id, s.salt, caps, 45, s.srv.cfg.authPlugin())
+	if err := c.writePacket(hs); err != nil {
+		return err
+	}
+	var pkt packetBuffer
+	pkt.reset(64 << 10)
+	if err := c.pc.ReadPacketTo(&pkt); err != nil {
+		return err
+	}
+	if p := pkt.payload(); len(p) == sslRequestLen && caps&mysql.CLIENT_SSL != 0 &&
+		binary.LittleEndian.Uint32(p)&mysql.CLIENT_SSL != 0 {
+		if err := c.startTLS(s.srv.cfg.ClientTLS); err != nil {
+			return err
+		}
+		pkt.reset(64 << 10)
+		if err := c.pc.ReadPacketTo(&pkt); err != nil {
+			return err
+		}
+	}
+	resp, err := parseHandshakeResponse(pkt.payload())
+	if err != nil {
+		_ = c.writeError(mysql.NewError(mysql.ER_HANDSHAKE_ERROR, "Bad handshake"))
+		return err
+	}
+	c.caps = resp.caps & caps
+	if s.srv.cfg.RequireTLS && !c.tls {
+		me := mysql.NewError(mysql.ER_ACCESS_DENIED_ERROR, fmt.Sprintf("Access denied for user '%s': connections must use TLS", resp.user))
+		_ = c.writeError(me)
+		return me
+	}
+	if err := s.authenticate(resp.user, resp.plugin, resp.auth); err != nil {
+		return err
+	}
+	s.params = backendParams{user: s.user.Name, password: s.user.Password, db: resp.db,
+		collation: resp.collation, caps: c.caps, attrs: resp.attrs}
+	if err := s.bindBackend(ctx); err != nil {
+		return err
+	}
+	s.db = resp.db
+	ok := appendOK(newPacket(16), 0, 0, mysql.SERVER_STATUS_AUTOCOMMIT, 0)
+	if err := c.writePacket(ok); err != nil {
+		return err
+	}
+	return c.flush()
+}
+
+// authenticate checks the client's credentials for user, switching the
+// client to the proxy's default auth plugin when it chose one the proxy
+// cannot verify. It writes the ERR packet itself on failure.
+func (s *session) authenticate(name, plugin string, auth []byte) error {
+	c := s.client
+	if !authPluginSupported(plugin) {
+		plugin = s.srv.cfg.authPlugin()
+		s.salt = newSalt()
+		sw := newPacket(64)
+		sw = append(sw, markEOF)
+		sw = append(sw, plugin...)
+		sw = append(sw, 0)
+		sw = append(sw, s.salt...)
+		sw = append(sw, 0)
+		if err := c.writePacket(sw); err != nil {
+			return err
+		}
+		var pkt packetBuffer
+		pkt.reset(4 << 10)
+		if err := c.pc.ReadPacketTo(&pkt); err != nil {
+			return err
+		}
+		auth = pkt.payload()
+	}
+	u, found := s.srv.cfg.Users[name]
+	if !found || !checkScramble(plugin, s.salt, auth, u.Password) {
+		using := "YES"
+		if len(auth) == 0 {
+			using = "NO"
+		}
+		me := mysql.NewError(mysql.ER_ACCESS_DENIED_ERROR,
+			fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", name, hostOf(c.raw.RemoteAddr()), using))
+		_ = c.writeError(me)
+		_ = c.flush()
+		return me
+	}
+	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && len(u.Password) > 0 {
+		// fast_auth_success: the scramble matched, no full authentication.
+		if err := c.writePacket(append(newPacket(2), 0x01, 0x03)); err != nil {
+			return err
+		}
+	}
+	s.user = u
+	return nil
+}
+
+// bindBackend opens (or takes from the pool) the session's backend
+// connection. It writes the ERR packet itself on failure.
+func (s *session) bindBackend(ctx context.Context) error {
+	bc, err := s.srv.pool.get(ctx, &s.params)
+	if err != nil {
+		var me *mysql.MyError
+		if !errors.As(err, &me) {
+			s.log.Warn("backend connect failed", "err", err)
+			me = mysql.NewError(2003, fmt.Sprintf("Can't connect to MySQL server on '%s' (tableproxy: %v)", s.srv.cfg.Backend.Addr, errors.Unwrap(err)))
+		}
+		_ = s.client.writeError(me)
+		_ = s.client.flush()
+		return me
+	}
+	s.backend = bc
+	s.setStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
+	s.st = plugins.Statement{ConnID: s.id, User: s.user.Name, Remote: s.client.raw.RemoteAddr()}
+	s.stmts = map[uint32]string{}
+	s.srv.registerBackend(s)
+	return nil
+}
+
+// run serves commands until the client quits, a side breaks, or the proxy
+// drains.
+func (s *session) run() (clean bool) {
+	for {
+		s.client.pc.ResetSequence()
+		s.cmd.reset(s.maxPacket())
+		s.idle.Store(true)
+		if s.srv.draining.Load() && !s.inTx() {
+			return true
+		}
+		err := s.client.pc.ReadPacketTo(&s.cmd)
+		s.idle.Store(false)
+		if err != nil {
+			if s.cmd.overflow {
+				_ = s.client.writeError(mysql.NewError(mysql.ER_NET_PACKET_TOO_LARGE, "Got a packet bigger than 'max_allowed_packet' bytes"))
+				_ = s.client.flush()
+				s.log.Info("client packet too large", "limit", s.maxPacket())
+				return false
+			}
+			if strings.Contains(err.Error(), "invalid sequence") {
+				_ = s.client.writeError(mysql.NewError(mysql.ER_NET_PACKETS_OUT_OF_ORDER, "Got packets out of order"))
+				_ = s.client.flush()
+			}
+			// A client that went away between commands leaves the backend
+			// connection clean.
+			return true
+		}
+		if len(s.cmd.payload()) == 0 {
+			_ = s.client.writeError(mysql.NewError(mysql.ER_UNKNOWN_COM_ERROR, "Unknown command"))
+			_ = s.client.flush()
+			continue
+		}
+		quit, err := s.dispatch()
+		if err != nil {
+			switch {
+			case errors.Is(err, errBackendLost):
+				s.log.Warn("backend connection lost", "conn", s.id)
+				_ = s.client.writeError(mysql.NewError(2013, "Lost connection to backend during query"))
+				_ = s.client.flush()
+			case errors.Is(err, errClientGone):
+			default:
+				s.log.Warn("session error", "conn", s.id, "err", err)
+			}
+			return false
+		}
+		if err := s.client.flush(); err != nil {
+			return true
+		}
+		if quit || s.killed.Load() {
+			return !s.killed.Load()
+		}
+	}
+}
+
+// dispatch handles one command. It returns quit=true for COM_QUIT.
+func (s *session) dispatch() (quit bool, err error) {
+	p := s.cmd.payload()
+	switch p[0] {
+	case mysql.COM_QUIT:
+		return true, nil
+	case mysql.COM_QUERY:
+		return false, s.handleStatement(plugins.ComQuery, p[1:])
+	case mysql.COM_STMT_PREPARE:
+		return false, s.handleStatement(plugins.ComStmtPrepare, p[1:])
+	case mysql.COM_STMT_EXECUTE:
+		if len(p) < 5 {
+			return false, s.client.writeError(mysql.NewError(mysql.ER_MALFORMED_PACKET, "Malformed communication packet"))
+		}
+		sql, ok := s.stmts[binary.LittleEndian.Uint32(p[1:])]
+		if !ok {
+			// Unknown to the proxy, so unknown to the backend too: let the
+			// backend say so in its own words.
+			return false, s.relay(s.relayQueryResponse)
+		}
+		return false, s.handleStatementText(plugins.ComStmtExecute, sql)
+	case mysql.COM_STMT_SEND_LONG_DATA:
+		return false, s.forward() // no response
+	case mysql.COM_STMT_CLOSE:
+		if len(p) >= 5 {
+			delete(s.stmts, binary.LittleEndian.Uint32(p[1:]))
+		}
+		return false, s.forward() // no response
+	case mysql.COM_STMT_RESET, mysql.COM_PING, mysql.COM_SET_OPTION, mysql.COM_REFRESH, mysql.COM_DEBUG, mysql.COM_STATISTICS:
+		return false, s.relay(s.relayOne)
+	case mysql.COM_STMT_FETCH, mysql.COM_FIELD_LIST:
+		return false, s.relay(s.relayRows)
+	case mysql.COM_PROCESS_INFO:
+		return false, s.relay(s.relayQueryResponse)
+	case mysql.COM_INIT_DB:
+		db := string(p[1:])
+		var st relayStats
+		if err := s.relayWith(&st, s.relayOne); err != nil {
+			return false, err
+		}
+		if st.err == nil {
+			s.db = db
+			s.st.DB = db
+		}
+		return false, nil
+	case mysql.COM_RESET_CONNECTION:
+		var st relayStats
+		if err := s.relayWith(&st, s.relayOne); err != nil {
+			return false, err
+		}
+		if st.err == nil {
+			clear(s.stmts)
+		}
+		return false, nil
+	case mysql.COM_PROCESS_KILL:
+		if len(p) < 5 {
+			return false, s.client.writeError(mysql.NewError(mysql.ER_MALFORMED_PACKET, "Malformed communication packet"))
+		}
+		return false, s.kill(false, "", uint64(binary.LittleEndian.Uint32(p[1:])))
+	case mysql.COM_CHANGE_USER:
+		return false, s.changeUser(p[1:])
+	}
+	// Replication, shutdown and other server-only commands are not proxied.
+	return false, s.client.writeError(mysql.NewError(mysql.ER_UNKNOWN_COM_ERROR, "Unknown command"))
+}
+
+// relay forwards the command and relays the response with fn.
+func (s *session) relay(fn func(*relayStats) error) error {
+	var st relayStats
+	return s.relayWith(&st, fn)
+}
+
+func (s *session) relayWith(st *relayStats, fn func(*relayStats) error) error {
+	if err := s.forward(); err != nil {
+		return err
+	}
+	if err := fn(st); err != nil {
+		return err
+	}
+	if st.haveStat {
+		s.setStatus(st.status)
+	}
+	return nil
+}
+
+// handleStatement runs a COM_QUERY or COM_STMT_PREPARE through the chain.
+func (s *session) handleStatement(cmd plugins.Command, text []byte) error {
+	// The statement text aliases the command buffer, which stays untouched
+	// until the next command (responses are relayed through s.resp), except
+	// that forwarding a command of 16 MB or more rewrites its split points.
+	var sql string
+	if len(text) >= mysql.MaxPayloadLen-1 {
+		sql = string(text)
+	} else {
+		sql = unsafe.String(unsafe.SliceData(text), len(text))
+	}
+	return s.handleStatementText(cmd, sql)
+}
+
+func (s *session) handleStatementText(cmd plugins.Command, sql string) error {
+	st := &s.st
+	st.Reset(cmd, sql)
+	st.DB = s.db
+	st.InTx = s.inTx()
+	chain := s.srv.chain
+	observe := chain.HasObservers()
+	var start time.Time
+	if observe {
+		start = time.Now()
+	}
+	out := plugins.Outcome{}
+	action, by := chain.Before(st)
+	var err error
+	switch action.Verdict {
+	case plugins.Refuse:
+		out.Source, out.Plugin, out.Err = plugins.FromProxy, by, action.Err
+		err = s.client.writeError(action.Err)
+		if err != nil {
+			err = errClientGone
+		}
+	case plugins.Answer:
+		out.Source, out.Plugin = plugins.FromPlugin, by
+		w := &answerWriter{s: s, binary: cmd == plugins.ComStmtExecute}
+		err = action.Responder.Respond(w)
+		out.Err, out.Rows, out.AffectedRows = w.err, w.rows, w.affected
+		if err != nil && !errors.Is(err, errClientGone) {
+			s.log.Warn("plugin answer failed", "plugin", by, "err", err)
+			err = errClientGone
+		}
+	default:
+		var rs relayStats
+		err = s.forwardStatement(cmd, st, &rs)
+		out.Source, out.Err, out.Rows, out.AffectedRows, out.Warnings = plugins.FromBackend, rs.err, rs.rows, rs.affected, rs.warnings
+	}
+	if observe {
+		out.Duration = time.Since(start)
+		if err != nil && out.Err == nil {
+			out.Err = mysql.NewError(2013, err.Error())
+		}
+		chain.After(st, &out)
+	}
+	return err
+}
+
+// forwardStatement sends a statement to the backend, with the proxy's own
+// handling of the statements it must rewrite (KILL) or track (USE).
+func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, rs *relayStats) error {
+	switch cmd {
+	case plugins.ComStmtPrepare:
+		if err := s.forward(); err != nil {
+			return err
+		}
+		id, err := s.relayPrepareResponse(rs)
+		if err == nil && rs.err == nil {
+			s.stmts[id] = strings.Clone(st.SQL)
+		}
+		return err
+	case plugins.ComQuery:
+		switch st.Kind {
+		case plugins.KindKill:
+			if k, ok := parseKill(st.SQL); ok {
+				return s.kill(k.query, k.modifier, k.id)
+			}
+		case plugins.KindUse:
+			if err := s.relayWith(rs, s.relayQueryResponse); err != nil {
+				return err
+			}
+			if rs.err == nil {
+				if db, ok := parseUse(st.SQL); ok {
+					s.db = db
+				}
+			}
+			return nil
+		}
+	}
+	return s.relayWith(rs, s.relayQueryResponse)
+}
+
+// changeUser handles COM_CHANGE_USER: authenticate the new user against the
+// proxy's users with the session's scramble, then bind a fresh backend
+// connection as that user (which resets all session state, as the command
+// does on a server). A failure closes the connection.
+func (s *session) changeUser(p []byte) error {
+	name, pos, ok := readNulString(p, 0)
+	if !ok {
+		return s.protocolError()
+	}
+	var auth []byte
+	if s.client.caps&mysql.CLIENT_SECURE_CONNECTION != 0 {
+		if pos >= len(p) || pos+1+int(p[pos]) > len(p) {
+			return s.protocolError()
+		}
+		auth = p[pos+1 : pos+1+int(p[pos])]
+		pos += 1 + int(p[pos])
+	} else {
+		var a string
+		if a, pos, ok = readNulString(p, pos); !ok {
+			return s.protocolError()
+		}
+		auth = []byte(a)
+	}
+	db, pos, ok := readNulString(p, pos)
+	if !ok {
+		return s.protocolError()
+	}
+	collation := s.params.collation
+	if pos+2 <= len(p) {
+		collation = p[pos]
+		pos += 2
+	}
+	plugin := mysql.AUTH_NATIVE_PASSWORD
+	if s.client.caps&mysql.CLIENT_PLUGIN_AUTH != 0 && pos < len(p) {
+		if plugin, pos, ok = readNulString(p, pos); !ok {
+			plugin = string(p[pos:])
+		}
+	}
+	var attrs map[string]string
+	if s.client.caps&mysql.CLIENT_CONNECT_ATTRS != 0 && pos < len(p) {
+		attrs, _ = parseConnAttrs(p[pos:])
+	}
+	if err := s.authenticate(name, plugin, auth); err != nil {
+		return errClientGone
+	}
+	old := s.backend
+	s.srv.unregisterBackend(s)
+	s.backend = nil
+	s.params = backendParams{user: s.user.Name, password: s.user.Password, db: db, collation: collation, caps: s.client.caps, attrs: attrs}
+	if err := s.bindBackend(context.Background()); err != nil {
+		s.srv.pool.release(old, true)
+		return errClientGone
+	}
+	s.srv.pool.release(old, true)
+	s.db = db
+	return s.client.writePacket(appendOK(newPacket(16), 0, 0, s.status, 0))
+}
+
+func (s *session) protocolError() error {
+	_ = s.client.writeError(mysql.NewError(mysql.ER_MALFORMED_PACKET, "Malformed communication packet"))
+	_ = s.client.flush()
+	return errClientGone
+}
+
+// answerWriter writes a plugin's answer to the client.
+type answerWriter struct {
+	s        *session
+	binary   bool
+	err      *mysql.MyError
+	rows     uint64
+	affected uint64
+}
+
+func (w *answerWriter) WriteError(e *mysql.MyError) error {
+	w.err = e
+	if err := w.s.client.writeError(e); err != nil {
+		return errClientGone
+	}
+	return nil
+}
+
+func (w *answerWriter) WriteResult(r *mysql.Result) error {
+	c := w.s.client
+	status := w.s.status
+	if r == nil || r.Resultset == nil {
+		var affected, insertID uint64
+		var warnings uint16
+		if r != nil {
+			affected, insertID, warnings = r.AffectedRows, r.InsertId, r.Warnings
+		}
+		w.affected = affected
+		if err := c.writePacket(appendOK(newPacket(16), affected, insertID, status, warnings)); err != nil {
+			return errClientGone
+		}
+		return nil
+	}
+	rs := r.Resultset
+	b := mysql.AppendLengthEncodedInteger(newPacket(9), uint64(len(rs.Fields)))
+	if err := c.writePacket(b); err != nil {
+		return errClientGone
+	}
+	for _, f := range rs.Fields {
+		if err := c.writePacket(append(newPacket(64), f.Dump()...)); err != nil {
+			return errClientGone
+		}
+	}
+	if err := c.writePacket(appendEOF(newPacket(5), 0, status)); err != nil {
+		return errClientGone
+	}
+	for _, row := range rs.RowDatas {
+		if err := c.writePacket(append(newPacket(len(row)), row...)); err != nil {
+			return errClientGone
+		}
+	}
+	w.rows = uint64(len(rs.RowDatas))
+	if err := c.writePacket(appendEOF(newPacket(5), r.Warnings, status)); err != nil {
+		return errClientGone
+	}
+	return nil
+}
+
+func hostOf(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
