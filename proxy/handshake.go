@@ -71,13 +71,12 @@ func parseHandshakeResponse(p []byte) (*handshakeResponse, error) {
 	}
 	switch {
 	case r.caps&mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0:
-		n, null, w := mysql.LengthEncodedInt(p[pos:])
-		if null || w == 0 || uint64(len(p)-pos-w) < n {
+		auth, n, ok := readLenEncString(p[pos:])
+		if !ok {
 			return nil, errMalformedHandshake
 		}
-		pos += w
-		r.auth = p[pos : pos+int(n)]
-		pos += int(n)
+		r.auth = auth
+		pos += n
 	case r.caps&mysql.CLIENT_SECURE_CONNECTION != 0:
 		if pos >= len(p) {
 			return nil, errMalformedHandshake
@@ -120,20 +119,19 @@ func parseHandshakeResponse(p []byte) (*handshakeResponse, error) {
 var errMalformedHandshake = errors.New("malformed handshake response")
 
 func parseConnAttrs(p []byte) (map[string]string, error) {
-	total, null, w := mysql.LengthEncodedInt(p)
-	if null || w == 0 || uint64(len(p)-w) < total {
+	p, _, ok := readLenEncString(p)
+	if !ok {
 		return nil, errMalformedHandshake
 	}
-	p = p[w : w+int(total)]
 	attrs := map[string]string{}
 	for len(p) > 0 {
-		k, _, n, err := mysql.LengthEncodedString(p)
-		if err != nil || n == 0 {
+		k, n, ok := readLenEncString(p)
+		if !ok {
 			return nil, errMalformedHandshake
 		}
 		p = p[n:]
-		v, _, n, err := mysql.LengthEncodedString(p)
-		if err != nil || n == 0 {
+		v, n, ok := readLenEncString(p)
+		if !ok {
 			return nil, errMalformedHandshake
 		}
 		p = p[n:]
@@ -217,10 +215,22 @@ type clientConn struct {
 	tls  bool
 }
 
+// newClientConn wraps an accepted socket for the handshake. Until the
+// handshake is over, packets are read without a read-ahead buffer: a client
+// may send its TLS ClientHello right behind the SSLRequest, and those bytes
+// must be left in the socket for the TLS layer.
 func newClientConn(raw net.Conn) *clientConn {
 	c := &clientConn{raw: raw, buf: newBufferedConn(raw)}
-	c.pc = packet.NewBufferedConn(c.buf, 16<<10)
+	c.pc = packet.NewTLSConn(c.buf) // "TLS" here only means: no bufio layer
 	return c
+}
+
+// startCommandPhase switches a plain-TCP connection to buffered reads once
+// the handshake is over (a TLS connection is already buffered by tls.Conn).
+func (c *clientConn) startCommandPhase() {
+	if !c.tls {
+		c.pc = packet.NewBufferedConn(c.buf, 16<<10)
+	}
 }
 
 // startTLS upgrades the connection after an SSLRequest.

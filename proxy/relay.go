@@ -114,8 +114,8 @@ func (s *session) relayQueryResponse(st *relayStats) error {
 // relayResultSet relays one result set whose column-count packet is p.
 // It reports whether more results follow.
 func (s *session) relayResultSet(p []byte, st *relayStats) (bool, error) {
-	ncols, _, n := mysql.LengthEncodedInt(p)
-	if n == 0 {
+	ncols, _, ok := readLenEnc(p)
+	if !ok {
 		return false, errBackendLost
 	}
 	if err := s.pumpN(ncols); err != nil {

@@ -214,6 +214,7 @@ func (s *Server) serveConn(conn net.Conn) {
 		return
 	}
 	if err := sess.login(context.Background()); err != nil {
+		_ = sess.client.flush() // the ERR packet, if login wrote one
 		_ = conn.Close()
 		var me *mysql.MyError
 		errors.As(err, &me)

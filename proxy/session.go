@@ -119,6 +119,7 @@ func (s *session) login(ctx context.Context) error {
 	if err := c.writePacket(ok); err != nil {
 		return err
 	}
+	c.startCommandPhase()
 	return c.flush()
 }
 

@@ -79,14 +79,12 @@ func parseOK(payload []byte) (okInfo, bool) {
 	}
 	pos := 1
 	var n int
-	var null bool
-	ok.affectedRows, null, n = mysql.LengthEncodedInt(payload[pos:])
-	if null || n == 0 || pos+n > len(payload) {
+	var valid bool
+	if ok.affectedRows, n, valid = readLenEnc(payload[pos:]); !valid {
 		return ok, false
 	}
 	pos += n
-	ok.lastInsertID, null, n = mysql.LengthEncodedInt(payload[pos:])
-	if null || n == 0 || pos+n > len(payload) {
+	if ok.lastInsertID, n, valid = readLenEnc(payload[pos:]); !valid {
 		return ok, false
 	}
 	pos += n
@@ -162,4 +160,41 @@ func readNulString(b []byte, pos int) (string, int, bool) {
 		}
 	}
 	return "", pos, false
+}
+
+// readLenEnc reads a length-encoded integer. Unlike go-mysql's helper it
+// never reads past b: a truncated value reports ok=false. A NULL marker
+// (0xfb) is also ok=false, since no caller here expects one.
+func readLenEnc(b []byte) (v uint64, n int, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
+	switch b[0] {
+	case 0xfb, 0xff:
+		return 0, 0, false
+	case 0xfc:
+		n = 3
+	case 0xfd:
+		n = 4
+	case 0xfe:
+		n = 9
+	default:
+		return uint64(b[0]), 1, true
+	}
+	if len(b) < n {
+		return 0, 0, false
+	}
+	for i := n - 1; i >= 1; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v, n, true
+}
+
+// readLenEncString reads a length-encoded string without reading past b.
+func readLenEncString(b []byte) (s []byte, n int, ok bool) {
+	l, w, ok := readLenEnc(b)
+	if !ok || uint64(len(b)-w) < l {
+		return nil, 0, false
+	}
+	return b[w : w+int(l)], w + int(l), true
 }

@@ -1,0 +1,581 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-sql-driver/mysql"
+
+	"tableproxy/internal/testdb"
+)
+
+func TestQueriesMatchDirect(t *testing.T) {
+	f := newFixture(t, nil)
+	direct := testdb.Open(t, f.directDSN(map[string]string{"multiStatements": "true"}))
+	mustExec(t, direct,
+		"CREATE TABLE t (id INT PRIMARY KEY AUTO_INCREMENT, v VARCHAR(20), d DECIMAL(10,3), n INT NULL)",
+		"INSERT INTO t (v, d, n) VALUES ('a', 1.5, NULL), ('b', -2.25, 7), ('c', 0, 0)")
+	for _, params := range []map[string]string{
+		{"interpolateParams": "true"}, // text protocol
+		nil,                           // prepared statements
+	} {
+		px := f.proxyDB(t, params)
+		dx := testdb.Open(t, f.directDSN(params))
+		q := "SELECT id, v, d, n, CONCAT(v, ?) FROM t WHERE id >= ? ORDER BY id"
+		got := dump(t, px, q, "-x", 1)
+		want := dump(t, dx, q, "-x", 1)
+		if got != want {
+			t.Errorf("params %v:\nproxy:  %s\ndirect: %s", params, got, want)
+		}
+		res, err := px.Exec("UPDATE t SET n = IFNULL(n, 0) + 1 WHERE id <= ?", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := res.RowsAffected(); n != 2 {
+			t.Errorf("affected rows %d, want 2", n)
+		}
+		res, err = px.Exec("INSERT INTO t (v) VALUES (?)", "z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := res.LastInsertId()
+		if want := queryString(t, dx, "SELECT MAX(id) FROM t"); fmt.Sprint(id) != want {
+			t.Errorf("last insert id %d, want %s", id, want)
+		}
+	}
+}
+
+// dump renders a query's column types and rows as one string.
+func dump(t testing.TB, db *sql.DB, q string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	cts, _ := rows.ColumnTypes()
+	for _, ct := range cts {
+		n, _ := ct.Nullable()
+		p, s, _ := ct.DecimalSize()
+		l, _ := ct.Length()
+		fmt.Fprintf(&b, "%s:%s:%v:%d,%d:%d ", ct.Name(), ct.DatabaseTypeName(), n, p, s, l)
+	}
+	vals := make([]sql.RawBytes, len(cts))
+	ptrs := make([]any, len(cts))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("|")
+		for _, v := range vals {
+			if v == nil {
+				b.WriteString("NULL,")
+			} else {
+				fmt.Fprintf(&b, "%q,", v)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestBackendErrorsPassThrough(t *testing.T) {
+	f := newFixture(t, nil)
+	px := f.proxyDB(t, nil)
+	dx := testdb.Open(t, f.directDSN(nil))
+	mustExec(t, dx, "CREATE TABLE u (id INT PRIMARY KEY)", "INSERT INTO u VALUES (1)")
+	for _, q := range []string{"INSERT INTO u VALUES (1)", "SELEC 1", "SELECT * FROM missing"} {
+		_, perr := px.Exec(q)
+		_, derr := dx.Exec(q)
+		pe, de := myErr(t, perr), myErr(t, derr)
+		if pe.Number != de.Number || pe.SQLState != de.SQLState || pe.Message != de.Message {
+			t.Errorf("%s: proxy %v (%s), direct %v (%s)", q, pe, pe.SQLState, de, de.SQLState)
+		}
+	}
+	// The session survives errors.
+	if got := queryString(t, px, "SELECT 'alive'"); got != "alive" {
+		t.Fatal(got)
+	}
+}
+
+func TestSessionStateAndTransactions(t *testing.T) {
+	f := newFixture(t, nil)
+	px := f.proxyDB(t, nil)
+	mustExec(t, px, "CREATE TABLE acct (id INT PRIMARY KEY, bal INT)", "INSERT INTO acct VALUES (1, 100)")
+	ctx := context.Background()
+	conn, err := px.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, s := range []string{"SET @x = 42", "SET SESSION sql_mode = 'ANSI_QUOTES'", "CREATE TEMPORARY TABLE tmp (a INT)", "INSERT INTO tmp VALUES (5)", "BEGIN", "UPDATE acct SET bal = 0 WHERE id = 1"} {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if got := queryString(t, conn, `SELECT CONCAT(@x, '/', @@sql_mode, '/', (SELECT a FROM tmp))`); got != "42/ANSI_QUOTES/5" {
+		t.Errorf("session state %q", got)
+	}
+	// Another session does not see the uncommitted update.
+	if got := queryString(t, px, "SELECT bal FROM acct WHERE id = 1"); got != "100" {
+		t.Errorf("uncommitted update visible: %s", got)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryString(t, conn, "SELECT bal FROM acct WHERE id = 1"); got != "100" {
+		t.Errorf("rolled back update visible: %s", got)
+	}
+}
+
+func TestPooledConnectionIsReset(t *testing.T) {
+	f := newFixture(t, nil)
+	dsn := f.proxyDSN(nil)
+	first := testdb.Open(t, dsn)
+	first.SetMaxOpenConns(1)
+	conn, _ := first.Conn(context.Background())
+	mustConnExec(t, conn, "SET @leak = 'secret'", "CREATE TEMPORARY TABLE leak (a INT)", "BEGIN", "CREATE TABLE IF NOT EXISTS marker (a INT)")
+	thread := queryString(t, conn, "SELECT CONNECTION_ID()")
+	conn.Close()
+	first.Close() // ends the session; its backend connection goes back to the pool
+
+	// Once the connection is back in the pool, the next session as the same
+	// user and database gets it; it must carry nothing over.
+	waitFor(t, func() bool {
+		f.px.srv.pool.mu.Lock()
+		defer f.px.srv.pool.mu.Unlock()
+		return f.px.srv.pool.nIdle == 1
+	})
+	db := testdb.Open(t, dsn)
+	db.SetMaxOpenConns(1)
+	if got := queryString(t, db, "SELECT CONNECTION_ID()"); got != thread {
+		t.Fatalf("backend thread %s, want the pooled %s", got, thread)
+	}
+	if v := queryString(t, db, "SELECT @leak"); v != "" {
+		t.Errorf("user variable survived reuse: %q", v)
+	}
+	if _, err := db.Exec("SELECT * FROM leak"); err == nil {
+		t.Error("temporary table survived reuse")
+	}
+	if v := queryString(t, db, "SELECT @@in_transaction"); v != "0" {
+		t.Errorf("transaction survived reuse: in_transaction=%s", v)
+	}
+}
+
+func mustConnExec(t testing.TB, c *sql.Conn, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := c.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	for _, plugin := range []string{gomysql.AUTH_NATIVE_PASSWORD, gomysql.AUTH_CACHING_SHA2_PASSWORD} {
+		t.Run(plugin, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.AuthPlugin = plugin })
+			if got := queryString(t, f.proxyDB(t, nil), "SELECT CURRENT_USER()"); !strings.HasPrefix(got, f.user+"@") {
+				t.Errorf("current user %q", got)
+			}
+			// go-mysql's client starts with its own default plugin and
+			// follows the proxy's switch request when they differ.
+			c, err := client.Connect(f.px.addr, f.user, f.pw, f.db)
+			if err != nil {
+				t.Fatalf("go-mysql client: %v", err)
+			}
+			c.Close()
+			for _, tc := range []struct{ user, pw string }{{f.user, "wrong"}, {"nobody", f.pw}, {f.user, ""}} {
+				db := testdb.Open(t, testdb.DSN(f.px.addr, tc.user, tc.pw, f.db, nil))
+				err := db.Ping()
+				me := myErr(t, err)
+				if me.Number != 1045 || string(me.SQLState[:]) != "28000" || !strings.Contains(me.Message, "Access denied for user '"+tc.user+"'") {
+					t.Errorf("%s/%q: got %v (%s)", tc.user, tc.pw, me, me.SQLState)
+				}
+			}
+		})
+	}
+}
+
+func TestBackendRefusesUser(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	// The proxy knows the user, the backend does not: the backend's own
+	// error reaches the client.
+	px := startProxy(t, be.Addr, []User{{Name: "ghost", Password: "boo"}}, nil, nil)
+	err := testdb.Open(t, testdb.DSN(px.addr, "ghost", "boo", db, nil)).Ping()
+	if me := myErr(t, err); me.Number != 1045 {
+		t.Errorf("got %v", me)
+	}
+}
+
+func TestTooManyConnections(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.MaxConnections = 2 })
+	var held []*sql.Conn
+	db := f.proxyDB(t, nil)
+	for i := 0; i < 2; i++ {
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.PingContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	other := f.proxyDB(t, nil)
+	if me := myErr(t, other.Ping()); me.Number != 1040 {
+		t.Errorf("got %v, want 1040", me)
+	}
+	held[0].Close()
+	db.SetMaxIdleConns(0)
+	// The freed slot is usable again.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		err := other.Ping()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot not freed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	held[1].Close()
+}
+
+func TestPacketTooLarge(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.MaxPacketSize = 1 << 20 })
+	db := f.proxyDB(t, nil)
+	_, err := db.Exec("SELECT '" + strings.Repeat("x", 2<<20) + "'")
+	if me := myErr(t, err); me.Number != 1153 {
+		t.Errorf("got %v, want 1153", me)
+	}
+	// Other sessions (and new ones) are unaffected.
+	if got := queryString(t, f.proxyDB(t, nil), "SELECT 'ok'"); got != "ok" {
+		t.Fatal(got)
+	}
+}
+
+func TestLargePacketsRoundTrip(t *testing.T) {
+	f := newFixture(t, nil)
+	db := f.proxyDB(t, nil)
+	mustExec(t, db, "CREATE TABLE big (id INT PRIMARY KEY, b LONGBLOB)")
+	blob := make([]byte, 20<<20) // crosses the 16 MB packet boundary both ways
+	rand.Read(blob)
+	if _, err := db.Exec("INSERT INTO big VALUES (1, ?)", blob); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	if err := db.QueryRow("SELECT b FROM big WHERE id = 1").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(blob) {
+		t.Fatalf("blob differs: %d bytes back, want %d", len(got), len(blob))
+	}
+}
+
+func TestGarbageDoesNotHurtOthers(t *testing.T) {
+	f := newFixture(t, nil)
+	good := f.proxyDB(t, nil)
+	good.SetMaxOpenConns(1)
+	if err := good.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	inputs := [][]byte{
+		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+		{0xff, 0xff, 0xff, 0x01, 0x00},
+		{0x05, 0x00, 0x00, 0x01, 0x01, 0x02},
+		make([]byte, 300),
+	}
+	for _, in := range inputs {
+		c, err := net.Dial("tcp", f.px.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(3 * time.Second))
+		buf := make([]byte, 512)
+		if _, err := c.Read(buf); err != nil { // greeting
+			t.Fatal(err)
+		}
+		c.Write(in)
+		// The proxy answers with an error or closes; it must not hang.
+		for {
+			if _, err := c.Read(buf); err != nil {
+				break
+			}
+		}
+		c.Close()
+	}
+	if got := queryString(t, good, "SELECT 'still here'"); got != "still here" {
+		t.Fatal(got)
+	}
+}
+
+func TestClientVanishesMidResult(t *testing.T) {
+	f := newFixture(t, nil)
+	c, err := client.Connect(f.px.addr, f.user, f.pw, f.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ask for a large result and hang up after the first packet.
+	q := "SELECT REPEAT('x', 1000) FROM information_schema.columns a, information_schema.columns b LIMIT 200000"
+	c.ResetSequence()
+	if err := c.WritePacket(append([]byte{0, 0, 0, 0, gomysql.COM_QUERY}, q...)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ReadPacket(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	db := f.proxyDB(t, nil)
+	if got := queryString(t, db, "SELECT 'fine'"); got != "fine" {
+		t.Fatal(got)
+	}
+}
+
+func TestBackendDownAndBack(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	link := newFaultyLink(t, be.Addr)
+	px := startProxy(t, link.addr, []User{{Name: user, Password: "pw"}}, nil, nil)
+	dsn := testdb.DSN(px.addr, user, "pw", db, nil)
+
+	live := testdb.Open(t, dsn)
+	live.SetMaxOpenConns(1)
+	if err := live.Ping(); err != nil {
+		t.Fatal(err)
+	}
+
+	link.down() // the backend dies
+	start := time.Now()
+	_, err := live.Exec("SELECT 1")
+	if me := myErr(t, err); me.Number != 2013 {
+		t.Errorf("in-flight session: got %v, want 2013", me)
+	}
+	fresh := testdb.Open(t, dsn)
+	if me := myErr(t, fresh.Ping()); me.Number != 2003 {
+		t.Errorf("new session: got %v, want 2003", me)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("errors took %v; want prompt", d)
+	}
+
+	link.up(t) // the backend is back
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := fresh.Ping()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("proxy did not recover: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The old handle reconnects (its connection was closed by the proxy).
+	if got := queryString(t, live, "SELECT 'back'"); got != "back" {
+		t.Fatal(got)
+	}
+}
+
+func TestKillUsesClientVisibleID(t *testing.T) {
+	f := newFixture(t, nil)
+	victim, err := client.Connect(f.px.addr, f.user, f.pw, f.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+	id := victim.GetConnectionID()
+	if id < proxyIDBase {
+		t.Fatalf("handshake id %d is not a proxy id", id)
+	}
+	killer := f.proxyDB(t, nil)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := victim.Execute("SELECT SLEEP(30)")
+		done <- err
+	}()
+	// KILL QUERY: wait until the sleep is running, then kill it.
+	waitFor(t, func() bool {
+		return queryString(t, killer, "SELECT COUNT(*) FROM information_schema.processlist WHERE info = 'SELECT SLEEP(30)'") == "1"
+	})
+	mustExec(t, killer, fmt.Sprintf("KILL QUERY %d", id))
+	select {
+	case err := <-done:
+		// MariaDB reports an interrupted SLEEP() as a result of 1, not an
+		// error; either way it must end now, not in 30 s.
+		if err != nil {
+			var me *gomysql.MyError
+			if !errors.As(err, &me) || me.Code != 1317 {
+				t.Errorf("victim got %v", err)
+			}
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("KILL QUERY did not reach the victim's backend thread")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("too slow")
+	}
+	// The victim's connection survives KILL QUERY.
+	if _, err := victim.Execute("SELECT 1"); err != nil {
+		t.Fatalf("victim after KILL QUERY: %v", err)
+	}
+	// KILL CONNECTION ends it.
+	mustExec(t, killer, fmt.Sprintf("KILL %d", id))
+	waitFor(t, func() bool {
+		_, err := victim.Execute("SELECT 1")
+		return err != nil
+	})
+	// Unknown proxy ids get the server's error.
+	_, err = killer.Exec(fmt.Sprintf("KILL %d", proxyIDBase+999999))
+	if me := myErr(t, err); me.Number != 1094 {
+		t.Errorf("got %v, want 1094", me)
+	}
+}
+
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.ShutdownTimeout = 3 * time.Second })
+	db := f.proxyDB(t, nil)
+	mustExec(t, db, "CREATE TABLE s (a INT)")
+	idle := f.proxyDB(t, nil)
+	if err := idle.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("INSERT INTO s VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	shut := make(chan error, 1)
+	start := time.Now()
+	go func() { shut <- f.px.srv.Shutdown(ctx) }()
+	// New clients are refused at once.
+	waitFor(t, func() bool {
+		c, err := net.DialTimeout("tcp", f.px.addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	// The open transaction may still finish.
+	if _, err := tx.Exec("INSERT INTO s VALUES (2)"); err != nil {
+		t.Fatalf("statement in open transaction during shutdown: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("commit during shutdown: %v", err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("shutdown waited %v after the last transaction ended", d)
+	}
+	direct := testdb.Open(t, f.directDSN(nil))
+	if got := queryString(t, direct, "SELECT COUNT(*) FROM s"); got != "2" {
+		t.Errorf("committed rows: %s", got)
+	}
+}
+
+func TestClientTLS(t *testing.T) {
+	cert := selfSigned(t)
+	f := newFixture(t, func(c *Config) {
+		c.ClientTLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		c.RequireTLS = true
+	})
+	mysql.RegisterTLSConfig("tp-test", &tls.Config{InsecureSkipVerify: true})
+	db := f.proxyDB(t, map[string]string{"tls": "tp-test"})
+	if got := queryString(t, db, "SELECT 'secure'"); got != "secure" {
+		t.Fatal(got)
+	}
+	plain := f.proxyDB(t, nil)
+	if me := myErr(t, plain.Ping()); me.Number != 1045 {
+		t.Errorf("plain client with require_tls: got %v", me)
+	}
+}
+
+func selfSigned(t testing.TB) tls.Certificate {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tableproxy-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"localhost"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func TestConcurrentSessions(t *testing.T) {
+	f := newFixture(t, nil)
+	db := f.proxyDB(t, nil)
+	db.SetMaxOpenConns(16)
+	mustExec(t, db, "CREATE TABLE c (id INT PRIMARY KEY, v INT)")
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				id := w*1000 + i
+				if _, err := db.Exec("INSERT INTO c VALUES (?, ?)", id, i); err != nil {
+					errs <- err
+					return
+				}
+				var v int
+				if err := db.QueryRow("SELECT v FROM c WHERE id = ?", id).Scan(&v); err != nil || v != i {
+					errs <- fmt.Errorf("read back %d: %v %v", id, v, err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := queryString(t, db, "SELECT COUNT(*) FROM c"); got != "800" {
+		t.Errorf("rows %s", got)
+	}
+}
