@@ -1,0 +1,90 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleFilesAreValid(t *testing.T) {
+	files, _ := filepath.Glob("*.example.yaml")
+	if len(files) < 2 {
+		t.Fatalf("example files: %v", files)
+	}
+	for _, f := range files {
+		cfg, err := Load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	cfg, _ := Load("tableproxy.example.yaml")
+	if cfg.Backend.ConnectTimeout != 5*time.Second || cfg.MaxPacketSize != 64<<20 || len(cfg.Plugins) != 3 ||
+		!cfg.Users[1].Admin || cfg.Plugins[1].Options["rules"] == nil {
+		t.Errorf("decoded %+v", cfg)
+	}
+}
+
+func TestDefaultsApplyUnderFile(t *testing.T) {
+	cfg, err := Load("minimal.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:6033" || cfg.ShutdownTimeout != 30*time.Second || cfg.Backend.PoolMaxIdle != 64 {
+		t.Errorf("defaults lost: %+v", cfg)
+	}
+}
+
+func TestUnknownFieldIsNamed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("backend:\n  adr: x:1\n"), 0o600)
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), "adr") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestValidationNamesEveryBadField(t *testing.T) {
+	cfg := Default()
+	cfg.Listen = "nonsense"
+	cfg.Users = []User{{Name: "a"}, {Name: "a"}, {Name: ""}}
+	cfg.AuthPlugin = "sha256_password"
+	cfg.MaxPacketSize = 10
+	cfg.Log.Level = "loud"
+	cfg.TLS.Require = true
+	cfg.Plugins = []Plugin{{Name: "metrics"}, {Name: "metrics"}}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("invalid config accepted")
+	}
+	for _, field := range []string{"listen:", "backend.addr:", "users[1].name: duplicate", "users[2].name: required",
+		"auth_plugin:", "max_packet_size:", "log.level:", "tls.require:", "plugins[1].name:"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("error does not name %q:\n%v", field, err)
+		}
+	}
+}
+
+func TestParseUserAndSizes(t *testing.T) {
+	u, err := ParseUser("app:pa:ss", true)
+	if err != nil || u.Name != "app" || u.Password != "pa:ss" || !u.Admin {
+		t.Errorf("got %+v %v", u, err)
+	}
+	if _, err := ParseUser("nopassword", false); err == nil {
+		t.Error("user without ':' accepted")
+	}
+	for in, want := range map[string]int64{"1024": 1024, "64MB": 64 << 20, "16k": 16 << 10, "1GiB": 1 << 30, "2 M": 2 << 20} {
+		if got, err := ParseByteSize(in); err != nil || got != want {
+			t.Errorf("%q: %d %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "MB", "-1", "1.5MB", "12XB"} {
+		if _, err := ParseByteSize(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
