@@ -1,0 +1,433 @@
+#!/usr/bin/env bash
+# Benchmark harness: runs the same sysbench workloads directly against the
+# private MariaDB and through tableproxy, and prints the proxy/direct ratios.
+# See bench/README.md for the options and how to read the results.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RUN_DIR="${TABLEPROXY_RUN_DIR:-$ROOT/.run}"
+mkdir -p "$RUN_DIR"
+RUN_DIR="$(cd "$RUN_DIR" && pwd)"
+BENCH_DIR="$RUN_DIR/bench"
+LOG_DIR="$BENCH_DIR/logs"
+COMMAND_LINE="bench/run.sh"
+if (($# > 0)); then
+	COMMAND_LINE+="$(printf ' %q' "$@")"
+fi
+
+DEFAULT_WORKLOADS="oltp_point_select oltp_read_only select_random_points select_random_ranges oltp_read_write"
+QUICK_WORKLOADS="oltp_point_select oltp_read_write"
+DEFAULT_PROXY_PORT=6034
+DEFAULT_METRICS_PORT=9105
+PROFILE_SECONDS=15
+READY_TIMEOUT=30
+STOP_TIMEOUT=20
+
+usage() {
+	cat <<'EOF'
+usage: bench/run.sh [options]
+
+Runs each sysbench workload directly against MariaDB and then through
+tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
+
+  --quick               smoke test: oltp_point_select and oltp_read_write, 3 s per run
+  --time SEC            seconds per run (default 20; 3 with --quick)
+  --threads N           sysbench client threads (default 8)
+  --tables N            number of sbtest tables (default 1)
+  --table-size N        rows per table (default 5000)
+  --workloads "a b"     sysbench workloads (default: oltp_point_select oltp_read_only
+                        select_random_points select_random_ranges oltp_read_write)
+  --ps "auto disable"   sysbench --db-ps-mode values to run (default: auto disable)
+  --profile             capture a CPU profile of the proxy during the first proxied
+                        run of each workload into .run/bench/<workload>-<ps>.pprof
+  --listen ADDR         proxy listen address (default 127.0.0.1:6034, or the next
+                        free port)
+  --metrics-listen ADDR proxy metrics/pprof address (default 127.0.0.1:9105, or the
+                        next free port)
+  --proxy-bin PATH      benchmark this proxy binary instead of building bin/tableproxy
+  --direct-only         only run against MariaDB (no proxy)
+  -h, --help            show this help
+EOF
+}
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+need_value() { (($# >= 2)) || die "option $1 needs a value"; }
+need_number() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "option $1 needs a positive integer, got '$2'"; }
+need_addr() { [[ "$2" =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+$ ]] || die "option $1 needs a loopback host:port, got '$2'"; }
+
+QUICK=0 PROFILE=0 DIRECT_ONLY=0
+TIME="" THREADS="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES=""
+PROXY_ADDR="" METRICS_ADDR="" PROXY_BIN=""
+while (($# > 0)); do
+	case "$1" in
+	--quick) QUICK=1 ;;
+	--profile) PROFILE=1 ;;
+	--direct-only) DIRECT_ONLY=1 ;;
+	--time) need_value "$@"; need_number "$1" "$2"; TIME="$2"; shift ;;
+	--threads) need_value "$@"; need_number "$1" "$2"; THREADS="$2"; shift ;;
+	--tables) need_value "$@"; need_number "$1" "$2"; TABLES="$2"; shift ;;
+	--table-size) need_value "$@"; need_number "$1" "$2"; TABLE_SIZE="$2"; shift ;;
+	--workloads) need_value "$@"; WORKLOADS="$2"; shift ;;
+	--ps) need_value "$@"; PS_MODES="$2"; shift ;;
+	--listen) need_value "$@"; need_addr "$1" "$2"; PROXY_ADDR="$2"; shift ;;
+	--metrics-listen) need_value "$@"; need_addr "$1" "$2"; METRICS_ADDR="$2"; shift ;;
+	--proxy-bin) need_value "$@"; PROXY_BIN="$2"; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) usage >&2; die "unknown option '$1'" ;;
+	esac
+	shift
+done
+
+# Explicit options win over --quick, whatever their order on the command line.
+if ((QUICK)); then
+	: "${TIME:=3}" "${WORKLOADS:=$QUICK_WORKLOADS}"
+fi
+: "${TIME:=20}" "${THREADS:=8}" "${TABLES:=1}" "${TABLE_SIZE:=5000}"
+: "${WORKLOADS:=$DEFAULT_WORKLOADS}" "${PS_MODES:=auto disable}"
+
+read -r -a WORKLOAD_LIST <<<"$WORKLOADS"
+read -r -a PS_LIST <<<"$PS_MODES"
+((${#WORKLOAD_LIST[@]} > 0)) || die "--workloads is empty"
+((${#PS_LIST[@]} > 0)) || die "--ps is empty"
+for ps in "${PS_LIST[@]}"; do
+	[[ "$ps" == auto || "$ps" == disable ]] || die "--ps values must be 'auto' or 'disable', got '$ps'"
+done
+for w in "${WORKLOAD_LIST[@]}"; do
+	[[ "$w" =~ ^[A-Za-z0-9_]+$ ]] || die "invalid workload name '$w'"
+done
+if ((DIRECT_ONLY && PROFILE)); then
+	die "--profile needs the proxy; it cannot be combined with --direct-only"
+fi
+
+# --- tools ---------------------------------------------------------------
+
+install_packages() {
+	command -v apt-get >/dev/null 2>&1 || die "missing $*, and apt-get is unavailable to install it"
+	log "installing $* with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null || die "apt-get update failed"
+	apt-get install -y -q --no-install-recommends "$@" >/dev/null || die "apt-get install $* failed"
+}
+
+missing=()
+command -v sysbench >/dev/null 2>&1 || missing+=(sysbench)
+command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
+if ((PROFILE)); then
+	command -v curl >/dev/null 2>&1 || missing+=(curl)
+fi
+((${#missing[@]} == 0)) || install_packages "${missing[@]}"
+for w in "${WORKLOAD_LIST[@]}"; do
+	[[ -f "/usr/share/sysbench/$w.lua" ]] || command -v "$w" >/dev/null 2>&1 ||
+		die "unknown sysbench workload '$w' (see /usr/share/sysbench)"
+done
+
+if ((!DIRECT_ONLY)) && [[ -z "$PROXY_BIN" ]]; then
+	command -v go >/dev/null 2>&1 || [[ -x /usr/local/go/bin/go ]] ||
+		die "Go is required to build the proxy: install Go and put 'go' on PATH (or pass --proxy-bin)"
+	command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
+fi
+
+port_in_use() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# Prints the first free loopback port from $1 on.
+free_port() {
+	local port
+	for ((port = $1; port < $1 + 100; port++)); do
+		if ! port_in_use "$port"; then
+			echo "$port"
+			return 0
+		fi
+	done
+	die "no free loopback port in $1..$(($1 + 99))"
+}
+
+# --- cleanup -------------------------------------------------------------
+
+STARTED_DB=0
+PROXY_PID=""
+PROFILE_PID=""
+
+stop_proxy() {
+	local deadline
+	[[ -n "$PROXY_PID" ]] || return 0
+	if kill -0 "$PROXY_PID" 2>/dev/null; then
+		kill -TERM "$PROXY_PID" 2>/dev/null || true
+		deadline=$((SECONDS + STOP_TIMEOUT))
+		while kill -0 "$PROXY_PID" 2>/dev/null; do
+			if ((SECONDS >= deadline)); then
+				log "proxy did not exit within ${STOP_TIMEOUT}s; killing it"
+				kill -KILL "$PROXY_PID" 2>/dev/null || true
+				break
+			fi
+			sleep 0.2
+		done
+	fi
+	wait "$PROXY_PID" 2>/dev/null || true
+	PROXY_PID=""
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ -n "$PROFILE_PID" ]]; then
+		kill "$PROFILE_PID" 2>/dev/null || true
+	fi
+	stop_proxy
+	if ((STARTED_DB)); then
+		"$ROOT/scripts/mariadb.sh" stop || true
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- backend -------------------------------------------------------------
+
+mkdir -p "$BENCH_DIR" "$LOG_DIR"
+
+# Leave an instance that was already running as it was.
+if ! "$ROOT/scripts/mariadb.sh" status >/dev/null 2>&1; then
+	STARTED_DB=1
+	"$ROOT/scripts/mariadb.sh" start
+fi
+# shellcheck disable=SC1091
+source "$RUN_DIR/mariadb.env"
+DB_PORT="${TABLEPROXY_TEST_BACKEND##*:}"
+ROOT_USER="${TABLEPROXY_TEST_ROOT%%:*}"
+ROOT_PASS="${TABLEPROXY_TEST_ROOT#*:}"
+
+mysql_root() {
+	mariadb --no-defaults -h 127.0.0.1 -P "$DB_PORT" -u "$ROOT_USER" "-p$ROOT_PASS" --batch "$@"
+}
+
+MARIADB_VERSION="$(mysql_root -N -e 'SELECT VERSION()')" || die "cannot query the MariaDB version"
+
+log "creating database sbtest and user sbtest"
+sql="DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest;"
+for host in 127.0.0.1 localhost; do
+	sql+="CREATE USER IF NOT EXISTS 'sbtest'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('sbtest');"
+	sql+="ALTER USER 'sbtest'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('sbtest');"
+	sql+="GRANT ALL PRIVILEGES ON sbtest.* TO 'sbtest'@'$host';"
+done
+mysql_root -e "$sql" || die "could not create database sbtest / user sbtest"
+
+SB_COMMON=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=sbtest --mysql-password=sbtest
+	--mysql-db=sbtest --tables="$TABLES" --table-size="$TABLE_SIZE")
+
+log "preparing $TABLES table(s) of $TABLE_SIZE rows"
+if ! sysbench oltp_read_write "${SB_COMMON[@]}" --mysql-port="$DB_PORT" prepare >"$LOG_DIR/prepare.log" 2>&1; then
+	tail -n 30 "$LOG_DIR/prepare.log" >&2
+	die "sysbench prepare failed (log: $LOG_DIR/prepare.log)"
+fi
+
+# --- proxy ---------------------------------------------------------------
+
+PROXY_PORT=""
+if ((!DIRECT_ONLY)); then
+	if [[ -z "$PROXY_BIN" ]]; then
+		log "building bin/tableproxy"
+		(cd "$ROOT" && go build -o bin/tableproxy ./cmd/tableproxy) || die "go build ./cmd/tableproxy failed"
+		PROXY_BIN="$ROOT/bin/tableproxy"
+	fi
+	[[ -x "$PROXY_BIN" ]] || die "proxy binary $PROXY_BIN is not executable"
+
+	if [[ -n "$PROXY_ADDR" ]]; then
+		port_in_use "${PROXY_ADDR##*:}" && die "proxy address $PROXY_ADDR is already in use"
+	else
+		PROXY_ADDR="127.0.0.1:$(free_port "$DEFAULT_PROXY_PORT")"
+	fi
+	if [[ -n "$METRICS_ADDR" ]]; then
+		port_in_use "${METRICS_ADDR##*:}" && die "metrics address $METRICS_ADDR is already in use"
+	else
+		METRICS_ADDR="127.0.0.1:$(free_port "$DEFAULT_METRICS_PORT")"
+	fi
+	PROXY_PORT="${PROXY_ADDR##*:}"
+	PROXY_LOG="$BENCH_DIR/proxy.log"
+	mkdir -p "$BENCH_DIR/proxy-data"
+
+	log "starting the proxy on $PROXY_ADDR (metrics $METRICS_ADDR, log $PROXY_LOG)"
+	"$PROXY_BIN" serve --listen "$PROXY_ADDR" --backend "127.0.0.1:$DB_PORT" \
+		--user sbtest:sbtest --metrics-listen "$METRICS_ADDR" \
+		--data-dir "$BENCH_DIR/proxy-data" </dev/null >"$PROXY_LOG" 2>&1 &
+	PROXY_PID=$!
+
+	deadline=$((SECONDS + READY_TIMEOUT))
+	until mariadb --no-defaults -h "${PROXY_ADDR%:*}" -P "$PROXY_PORT" -u sbtest -psbtest \
+		--connect-timeout=2 sbtest -e 'SELECT 1' >/dev/null 2>&1; do
+		if ! kill -0 "$PROXY_PID" 2>/dev/null; then
+			tail -n 30 "$PROXY_LOG" >&2 || true
+			die "the proxy exited during startup (log: $PROXY_LOG)"
+		fi
+		((SECONDS < deadline)) || {
+			tail -n 30 "$PROXY_LOG" >&2 || true
+			die "the proxy did not accept connections within ${READY_TIMEOUT}s"
+		}
+		sleep 0.5
+	done
+fi
+
+# --- runs ----------------------------------------------------------------
+
+# Field value from a sysbench report, e.g. queries per second from
+#   queries:                             160000 (31992.65 per sec.)
+sb_field() {
+	local file=$1 what=$2
+	case "$what" in
+	qps) awk '$1 == "queries:" { gsub(/\(/, "", $3); print $3; exit }' "$file" ;;
+	tps) awk '$1 == "transactions:" { gsub(/\(/, "", $3); print $3; exit }' "$file" ;;
+	p95) awk '/95th percentile:/ { print $3; exit }' "$file" ;;
+	errors) awk '/ignored errors:/ { print $3; exit }' "$file" ;;
+	reconnects) awk '$1 == "reconnects:" { print $2; exit }' "$file" ;;
+	writes) awk '$1 == "write:" { print $2; exit }' "$file" ;;
+	esac
+}
+
+FAILURES=()
+NOTES=()
+ROWS=()
+
+# run_sysbench WORKLOAD PS TARGET PORT: runs one measurement and sets
+# R_QPS, R_TPS, R_P95 (empty when the run failed).
+run_sysbench() {
+	local workload=$1 ps=$2 target=$3 port=$4
+	local out="$LOG_DIR/$workload-$ps-$target.log"
+	local rc=0 errors reconnects writes
+	R_QPS="" R_TPS="" R_P95=""
+	printf 'bench: %-22s ps=%-8s %-6s ... ' "$workload" "$ps" "$target" >&2
+	timeout --kill-after=10 $((TIME + 60)) sysbench "$workload" "${SB_COMMON[@]}" \
+		--mysql-port="$port" --threads="$THREADS" --time="$TIME" --report-interval=0 \
+		--percentile=95 --db-ps-mode="$ps" run >"$out" 2>&1 || rc=$?
+	R_QPS="$(sb_field "$out" qps)"
+	R_TPS="$(sb_field "$out" tps)"
+	R_P95="$(sb_field "$out" p95)"
+	errors="$(sb_field "$out" errors)"
+	reconnects="$(sb_field "$out" reconnects)"
+	writes="$(sb_field "$out" writes)"
+
+	local problem=""
+	if ((rc != 0)); then
+		problem="sysbench exited with status $rc"
+	elif [[ -z "$R_QPS" ]]; then
+		problem="no queries/s figure in the sysbench output"
+	elif awk -v q="$R_QPS" 'BEGIN { exit !(q <= 0) }'; then
+		problem="0 queries/s"
+	elif [[ "${errors:-0}" != 0 && "${writes:-0}" == 0 ]]; then
+		problem="$errors errors"
+	elif [[ "${reconnects:-0}" != 0 ]]; then
+		problem="$reconnects reconnects"
+	fi
+	if [[ -n "$problem" ]]; then
+		echo "FAILED ($problem)" >&2
+		tail -n 15 "$out" | sed 's/^/    /' >&2
+		FAILURES+=("$workload ps=$ps $target: $problem (log: $out)")
+		R_QPS="" R_TPS="" R_P95=""
+		return 0
+	fi
+	# Without --mysql-ignore-errors, sysbench aborts on any error except
+	# deadlocks and lock wait timeouts (1213, 1205, 1020), which it retries and
+	# counts as "ignored errors". Those are normal for write workloads on a
+	# small table, directly and through the proxy alike, so they are reported
+	# rather than failing the run; read-only workloads must have none.
+	if [[ "${errors:-0}" != 0 ]]; then
+		NOTES+=("$workload ps=$ps $target: $errors deadlock/lock-wait retries")
+	fi
+	printf '%s qps, %s tps, p95 %s ms\n' "$R_QPS" "$R_TPS" "$R_P95" >&2
+}
+
+ratio() {
+	if [[ -n "$1" && -n "$2" ]]; then
+		awk -v d="$1" -v p="$2" 'BEGIN { if (d > 0) printf "%.2f", p / d; else print "-" }'
+	else
+		echo "-"
+	fi
+}
+
+log "running ${#WORKLOAD_LIST[@]} workload(s) x ${#PS_LIST[@]} ps mode(s): $THREADS threads, ${TIME}s per run"
+for workload in "${WORKLOAD_LIST[@]}"; do
+	first_ps=1
+	for ps in "${PS_LIST[@]}"; do
+		run_sysbench "$workload" "$ps" direct "$DB_PORT"
+		d_qps="$R_QPS" d_p95="$R_P95"
+		p_qps="" p_p95=""
+		if ((!DIRECT_ONLY)); then
+			if ! kill -0 "$PROXY_PID" 2>/dev/null; then
+				tail -n 30 "$PROXY_LOG" >&2 || true
+				die "the proxy is no longer running (log: $PROXY_LOG)"
+			fi
+			if ((PROFILE && first_ps)); then
+				secs=$PROFILE_SECONDS
+				((TIME < secs)) && secs=$TIME
+				pprof_file="$BENCH_DIR/$workload-$ps.pprof"
+				curl -fsS -o "$pprof_file" \
+					"http://$METRICS_ADDR/debug/pprof/profile?seconds=$secs" 2>"$LOG_DIR/$workload-$ps-pprof.log" &
+				PROFILE_PID=$!
+			fi
+			run_sysbench "$workload" "$ps" proxy "$PROXY_PORT"
+			p_qps="$R_QPS" p_p95="$R_P95"
+			if [[ -n "$PROFILE_PID" ]]; then
+				if wait "$PROFILE_PID"; then
+					log "CPU profile written to $pprof_file"
+				else
+					FAILURES+=("$workload ps=$ps: CPU profile capture failed (log: $LOG_DIR/$workload-$ps-pprof.log)")
+				fi
+				PROFILE_PID=""
+			fi
+		fi
+		ROWS+=("$workload|$ps|${d_qps:--}|${p_qps:--}|$(ratio "$d_qps" "$p_qps")|${d_p95:--}|${p_p95:--}")
+		first_ps=0
+	done
+done
+
+# --- report --------------------------------------------------------------
+
+MEMORY="$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+SYSBENCH_VERSION="$(sysbench --version | awk '{ print $2 }')"
+COMMIT="$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)"
+DATE="$(date -u)"
+RESULTS="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
+
+{
+	echo "Date: $DATE; CPUs: $(nproc); memory: $MEMORY; MariaDB $MARIADB_VERSION; sysbench $SYSBENCH_VERSION; tableproxy $COMMIT"
+	echo
+	echo "Command: \`$COMMAND_LINE\` ($THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows)"
+	echo
+	echo "| workload | ps | direct qps | proxy qps | ratio | direct p95 ms | proxy p95 ms |"
+	echo "|---|---|---:|---:|---:|---:|---:|"
+	for row in "${ROWS[@]}"; do
+		echo "| ${row//|/ | } |"
+	done
+	if ((${#NOTES[@]} > 0)); then
+		echo
+		for n in "${NOTES[@]}"; do
+			echo "- $n"
+		done
+	fi
+} >"$RESULTS"
+
+echo
+printf '%-22s %-8s %12s %12s %6s %14s %13s\n' workload ps "direct qps" "proxy qps" ratio "direct p95 ms" "proxy p95 ms"
+for row in "${ROWS[@]}"; do
+	IFS='|' read -r c1 c2 c3 c4 c5 c6 c7 <<<"$row"
+	printf '%-22s %-8s %12s %12s %6s %14s %13s\n' "$c1" "$c2" "$c3" "$c4" "$c5" "$c6" "$c7"
+done
+if ((${#NOTES[@]} > 0)); then
+	echo
+	for n in "${NOTES[@]}"; do
+		echo "note: $n"
+	done
+fi
+echo
+echo "Results written to ${RESULTS#"$ROOT"/}"
+
+if ((${#FAILURES[@]} > 0)); then
+	log "${#FAILURES[@]} run(s) failed:"
+	for f in "${FAILURES[@]}"; do
+		log "  $f"
+	done
+	exit 1
+fi

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Quick start: run tableproxy in front of a private MariaDB loaded with a
+# sample database.
+#
+#   scripts/demo.sh [start]   start MariaDB, (re)load the demo data, build and start the proxy
+#   scripts/demo.sh stop      stop the proxy, then MariaDB
+#
+# Re-running start reloads the sample data and restarts the proxy with a
+# freshly built binary.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RUN_DIR="${TABLEPROXY_RUN_DIR:-$ROOT/.run}"
+mkdir -p "$RUN_DIR"
+RUN_DIR="$(cd "$RUN_DIR" && pwd)"
+
+PROXY_HOST=127.0.0.1
+PROXY_PORT=6033
+METRICS_ADDR=127.0.0.1:9104
+PROXY_BIN="$ROOT/bin/tableproxy"
+PROXY_PID="$RUN_DIR/proxy.pid"
+PROXY_LOG="$RUN_DIR/proxy.log"
+PROXY_DATA="$RUN_DIR/proxy"
+READY_TIMEOUT=30
+STOP_TIMEOUT=20
+
+log() { printf 'demo.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+port_in_use() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+proxy_pid() {
+	local pid
+	[[ -f "$PROXY_PID" ]] || return 1
+	pid="$(tr -dc '0-9' <"$PROXY_PID")"
+	[[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
+	# Guard against a stale pid file whose pid was reused by another program.
+	[[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == tableproxy ]] || return 1
+	echo "$pid"
+}
+
+stop_proxy() {
+	local pid deadline
+	if ! pid="$(proxy_pid)"; then
+		rm -f "$PROXY_PID"
+		return 0
+	fi
+	log "stopping tableproxy (pid $pid)"
+	kill -TERM "$pid" 2>/dev/null || true
+	deadline=$((SECONDS + STOP_TIMEOUT))
+	while kill -0 "$pid" 2>/dev/null; do
+		if ((SECONDS >= deadline)); then
+			log "tableproxy did not exit within ${STOP_TIMEOUT}s; killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+			break
+		fi
+		sleep 0.2
+	done
+	rm -f "$PROXY_PID"
+}
+
+cmd_stop() {
+	stop_proxy
+	"$ROOT/scripts/mariadb.sh" stop
+}
+
+cmd_start() {
+	command -v go >/dev/null 2>&1 || [[ -x /usr/local/go/bin/go ]] ||
+		die "Go is required to build the proxy: install Go and put 'go' on PATH"
+	command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
+
+	"$ROOT/scripts/mariadb.sh" start
+	# shellcheck disable=SC1091
+	source "$RUN_DIR/mariadb.env"
+	local backend="$TABLEPROXY_TEST_BACKEND"
+	local db_port="${backend##*:}"
+	local mysql=(mariadb --no-defaults --default-character-set=utf8mb4
+		-h 127.0.0.1 -P "$db_port" -u "${TABLEPROXY_TEST_ROOT%%:*}" "-p${TABLEPROXY_TEST_ROOT#*:}")
+
+	log "loading the sample database 'demo' from scripts/demo-schema.sql"
+	"${mysql[@]}" -e "CREATE DATABASE IF NOT EXISTS demo CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci" ||
+		die "could not create database demo"
+	"${mysql[@]}" demo <"$ROOT/scripts/demo-schema.sql" >/dev/null ||
+		die "loading scripts/demo-schema.sql failed"
+
+	local host sql=""
+	for host in 127.0.0.1 localhost; do
+		sql+="CREATE USER IF NOT EXISTS 'demo'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('demo');"
+		sql+="ALTER USER 'demo'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('demo');"
+		sql+="GRANT ALL PRIVILEGES ON demo.* TO 'demo'@'$host';"
+		sql+="CREATE USER IF NOT EXISTS 'admin'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('admin');"
+		sql+="ALTER USER 'admin'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('admin');"
+		sql+="GRANT ALL PRIVILEGES ON *.* TO 'admin'@'$host';"
+	done
+	"${mysql[@]}" -e "$sql" || die "could not create the demo and admin users"
+
+	log "building bin/tableproxy"
+	(cd "$ROOT" && go build -o bin/tableproxy ./cmd/tableproxy) || die "go build ./cmd/tableproxy failed"
+
+	# A restart picks up the binary that was just built.
+	stop_proxy
+	port_in_use "$PROXY_PORT" &&
+		die "port $PROXY_HOST:$PROXY_PORT is already in use by another process"
+	port_in_use "${METRICS_ADDR##*:}" &&
+		die "metrics port $METRICS_ADDR is already in use by another process"
+
+	mkdir -p "$PROXY_DATA"
+	log "starting tableproxy on $PROXY_HOST:$PROXY_PORT (log: $PROXY_LOG)"
+	(
+		cd "$ROOT"
+		exec nohup "$PROXY_BIN" serve \
+			--listen "$PROXY_HOST:$PROXY_PORT" \
+			--backend "$backend" \
+			--user demo:demo \
+			--admin-user admin:admin \
+			--data-dir "$PROXY_DATA" \
+			--metrics-listen "$METRICS_ADDR" \
+			</dev/null >"$PROXY_LOG" 2>&1
+	) &
+	local pid=$!
+	echo "$pid" >"$PROXY_PID"
+
+	local deadline=$((SECONDS + READY_TIMEOUT))
+	until mariadb --no-defaults -h "$PROXY_HOST" -P "$PROXY_PORT" -u demo -pdemo \
+		--connect-timeout=2 -e 'SELECT 1' >/dev/null 2>&1; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			tail -n 30 "$PROXY_LOG" >&2 || true
+			rm -f "$PROXY_PID"
+			die "tableproxy exited during startup (log: $PROXY_LOG)"
+		fi
+		if ((SECONDS >= deadline)); then
+			tail -n 30 "$PROXY_LOG" >&2 || true
+			die "tableproxy did not accept connections within ${READY_TIMEOUT}s (log: $PROXY_LOG)"
+		fi
+		sleep 0.5
+	done
+
+	cat <<EOF
+
+tableproxy is running (pid $pid) in front of MariaDB at $backend.
+
+  Connect:  mariadb -h $PROXY_HOST -P $PROXY_PORT -u demo -pdemo demo
+  Metrics:  http://$METRICS_ADDR/metrics
+  Logs:     $PROXY_LOG
+  Stop:     scripts/demo.sh stop
+
+EOF
+}
+
+case "${1:-start}" in
+start) cmd_start ;;
+stop) cmd_stop ;;
+*)
+	echo "usage: $0 [start|stop]" >&2
+	exit 2
+	;;
+esac
