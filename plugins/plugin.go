@@ -29,7 +29,9 @@ type Plugin interface {
 	Name() string
 }
 
-// StatementFilter sees a statement before it is executed.
+// StatementFilter sees a statement before it is executed. It may refuse a
+// COM_STMT_PREPARE but not answer one (a prepared statement lives on the
+// backend); the proxy passes such an answer on to the backend instead.
 type StatementFilter interface {
 	Plugin
 	OnStatement(st *Statement) Action
@@ -80,6 +82,7 @@ func (c Command) String() string {
 type Statement struct {
 	ConnID  uint32   // the connection id the client sees
 	User    string   // the proxy user the session authenticated as
+	Admin   bool     // the user may run the proxy's admin SQL
 	Remote  net.Addr // the client's address
 	DB      string   // current database as far as the proxy knows it
 	Command Command

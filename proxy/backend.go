@@ -33,6 +33,7 @@ type backendParams struct {
 	db        string
 	collation uint8
 	caps      uint32 // the client's negotiated caps that are mirrored
+	extCaps   uint32 // the client's negotiated MariaDB extended caps
 	attrs     map[string]string
 }
 
@@ -42,10 +43,11 @@ type poolKey struct {
 	db        string
 	collation uint8
 	caps      uint32
+	extCaps   uint32
 }
 
 func (p *backendParams) key() poolKey {
-	return poolKey{user: p.user, pwHash: sha256.Sum256([]byte(p.password)), db: p.db, collation: p.collation, caps: p.caps & mirroredCaps}
+	return poolKey{user: p.user, pwHash: sha256.Sum256([]byte(p.password)), db: p.db, collation: p.collation, caps: p.caps & mirroredCaps, extCaps: p.extCaps}
 }
 
 // backendConn is one connection to the backend, bound to one session at a
@@ -62,10 +64,10 @@ type backendConn struct {
 type backendPool struct {
 	cfg BackendConfig
 
-	mu      sync.Mutex // guards idle, nIdle, version; held only for map operations
-	idle    map[poolKey][]*backendConn
-	nIdle   int
-	version string // the backend's version string, from the newest handshake
+	mu       sync.Mutex // guards idle, nIdle, greeting; held only briefly
+	idle     map[poolKey][]*backendConn
+	nIdle    int
+	greeting greeting // from the backend's newest greeting
 }
 
 func newBackendPool(cfg BackendConfig) *backendPool {
@@ -81,11 +83,11 @@ func newBackendPool(cfg BackendConfig) *backendPool {
 	return &backendPool{cfg: cfg, idle: map[poolKey][]*backendConn{}}
 }
 
-// serverVersion returns the backend's version as last seen, or "".
-func (bp *backendPool) serverVersion() string {
+// lastGreeting returns what the backend's newest greeting said.
+func (bp *backendPool) lastGreeting() greeting {
 	bp.mu.Lock()
 	defer bp.mu.Unlock()
-	return bp.version
+	return bp.greeting
 }
 
 // get returns a connection for params: a pooled one that still answers a
@@ -125,6 +127,15 @@ func (bp *backendPool) takeIdle(key poolKey) *backendConn {
 }
 
 func (bp *backendPool) dial(ctx context.Context, params *backendParams, key poolKey) (*backendConn, error) {
+	if bp.lastGreeting().version == "" {
+		// Not seen at start (the backend was down): learn its capabilities
+		// now, for the clients that connect from here on.
+		if g, err := probeGreeting(bp.cfg.Addr, bp.cfg.ConnectTimeout); err == nil {
+			bp.mu.Lock()
+			bp.greeting = g
+			bp.mu.Unlock()
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, bp.cfg.ConnectTimeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -138,6 +149,9 @@ func (bp *backendPool) dial(ctx context.Context, params *backendParams, key pool
 		_ = c.SetDeadline(deadline)
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
+		}
+		if params.extCaps != 0 && bp.cfg.TLS == nil {
+			return &extCapsConn{Conn: c, want: params.extCaps}, nil
 		}
 		return c, nil
 	}
@@ -183,7 +197,7 @@ func (bp *backendPool) dial(ctx context.Context, params *backendParams, key pool
 	}
 	_ = c.Conn.SetDeadline(time.Time{})
 	bp.mu.Lock()
-	bp.version = c.GetServerVersion()
+	bp.greeting.version = c.GetServerVersion()
 	bp.mu.Unlock()
 	return bc, nil
 }

@@ -118,3 +118,30 @@ func TestResponseParsing(t *testing.T) {
 		t.Fatal("row mistaken for EOF")
 	}
 }
+
+func TestGreetingRoundTrip(t *testing.T) {
+	salt := newSalt()
+	for _, ext := range []uint32{0, relayedMariaDBCaps} {
+		p := appendInitialHandshake(nil, "10.11.19-MariaDB", 1<<30+1, salt, serverCaps, ext, 45, mysql.AUTH_NATIVE_PASSWORD)
+		g, ok := parseGreeting(p)
+		if !ok || g.version != "10.11.19-MariaDB" || g.extCaps != ext {
+			t.Errorf("ext %x: parsed %+v %v", ext, g, ok)
+		}
+	}
+	// A client asking for MariaDB capabilities clears CLIENT_MYSQL and puts
+	// them at the end of the filler.
+	p := handshakeSample("app", "", "", nil)
+	binary.LittleEndian.PutUint32(p, binary.LittleEndian.Uint32(p)&^clientMySQL)
+	binary.LittleEndian.PutUint32(p[extCapsOffset:], mariadbExtendedMetadata)
+	if r, err := parseHandshakeResponse(p); err != nil || r.extCaps != mariadbExtendedMetadata {
+		t.Errorf("ext caps %+v %v", r, err)
+	}
+}
+
+func FuzzParseGreeting(f *testing.F) {
+	f.Add(appendInitialHandshake(nil, "8.0.36", 7, newSalt(), serverCaps, 0, 45, mysql.AUTH_CACHING_SHA2_PASSWORD))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		_, _ = parseGreeting(p)
+		_ = clientExtCaps(p)
+	})
+}

@@ -41,6 +41,7 @@ const sslRequestLen = 32
 // handshakeResponse is the client's HandshakeResponse41.
 type handshakeResponse struct {
 	caps      uint32
+	extCaps   uint32 // MariaDB extended capabilities
 	maxPacket uint32
 	collation uint8
 	user      string
@@ -64,6 +65,7 @@ func parseHandshakeResponse(p []byte) (*handshakeResponse, error) {
 	if r.caps&mysql.CLIENT_PROTOCOL_41 == 0 {
 		return nil, errors.New("client does not speak protocol 4.1")
 	}
+	r.extCaps = clientExtCaps(p)
 	pos := sslRequestLen
 	var ok bool
 	if r.user, pos, ok = readNulString(p, pos); !ok {
@@ -160,7 +162,11 @@ func newSalt() []byte {
 }
 
 // appendInitialHandshake appends a HandshakeV10 payload.
-func appendInitialHandshake(b []byte, version string, connID uint32, salt []byte, caps uint32, collation uint8, plugin string) []byte {
+// Non-zero extCaps announce MariaDB extended capabilities.
+func appendInitialHandshake(b []byte, version string, connID uint32, salt []byte, caps, extCaps uint32, collation uint8, plugin string) []byte {
+	if extCaps != 0 {
+		caps &^= clientMySQL
+	}
 	b = append(b, 10)
 	b = append(b, version...)
 	b = append(b, 0)
@@ -173,7 +179,8 @@ func appendInitialHandshake(b []byte, version string, connID uint32, salt []byte
 	b = append(b, byte(status), byte(status>>8))
 	b = append(b, byte(caps>>16), byte(caps>>24))
 	b = append(b, byte(len(salt)+1))
-	b = append(b, make([]byte, 10)...)
+	b = append(b, make([]byte, 6)...)
+	b = binary.LittleEndian.AppendUint32(b, extCaps)
 	b = append(b, salt[8:]...)
 	b = append(b, 0)
 	b = append(b, plugin...)
@@ -211,7 +218,8 @@ type clientConn struct {
 	raw  net.Conn      // the accepted socket
 	buf  *bufferedConn // write buffering over raw or its TLS wrapper
 	pc   *packet.Conn
-	caps uint32 // negotiated capabilities
+	caps    uint32 // negotiated capabilities
+	extCaps uint32 // negotiated MariaDB extended capabilities
 	tls  bool
 }
 

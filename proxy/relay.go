@@ -94,6 +94,9 @@ func (s *session) relayQueryResponse(st *relayStats) error {
 				return nil
 			}
 		case markErr:
+			if isProgressReport(p) {
+				continue // MariaDB progress report; the response goes on
+			}
 			st.err = parseErr(p)
 			return nil
 		case markLocalInfil:

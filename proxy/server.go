@@ -132,11 +132,9 @@ func (s *Server) Listen() error {
 		return fmt.Errorf("proxy: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
-	if v, err := probeVersion(s.cfg.Backend.Addr, 3*time.Second); err == nil {
+	if g, err := probeGreeting(s.cfg.Backend.Addr, 3*time.Second); err == nil {
 		s.pool.mu.Lock()
-		if s.pool.version == "" {
-			s.pool.version = v
-		}
+		s.pool.greeting = g
 		s.pool.mu.Unlock()
 	} else {
 		s.log.Warn("backend not reachable at start; serving anyway", "backend", s.cfg.Backend.Addr, "err", err)
@@ -150,11 +148,15 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // ActiveSessions is the number of connected clients.
 func (s *Server) ActiveSessions() int64 { return s.active.Load() }
 
-func (s *Server) serverVersion() string {
-	if v := s.pool.serverVersion(); v != "" {
-		return v
+// backendGreeting is what the proxy tells clients about the server: the
+// backend's version and MariaDB capabilities, or the configured version
+// until the backend has been seen.
+func (s *Server) backendGreeting() greeting {
+	g := s.pool.lastGreeting()
+	if g.version == "" {
+		g.version = s.cfg.ServerVersion
 	}
-	return s.cfg.ServerVersion
+	return g
 }
 
 // Serve accepts clients until Shutdown. It returns nil after a shutdown.
@@ -308,28 +310,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// probeVersion reads the backend's greeting and returns its version string.
-func probeVersion(addr string, timeout time.Duration) (string, error) {
+// probeGreeting reads the backend's greeting without logging in.
+func probeGreeting(addr string, timeout time.Duration) (greeting, error) {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
-		return "", err
+		return greeting{}, err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(timeout))
 	c := newClientConn(conn)
 	p, err := c.pc.ReadPacket()
 	if err != nil {
-		return "", err
+		return greeting{}, err
 	}
-	if len(p) < 2 || p[0] != 10 {
-		if len(p) > 0 && p[0] == markErr {
-			return "", parseErr(p)
-		}
-		return "", errors.New("unexpected greeting")
+	if len(p) > 0 && p[0] == markErr {
+		return greeting{}, parseErr(p)
 	}
-	v, _, ok := readNulString(p, 1)
+	g, ok := parseGreeting(p)
 	if !ok {
-		return "", errors.New("malformed greeting")
+		return greeting{}, errors.New("malformed greeting")
 	}
-	return v, nil
+	return g, nil
 }

@@ -76,7 +76,12 @@ func (s *session) login(ctx context.Context) error {
 	if s.srv.cfg.ClientTLS != nil {
 		caps |= mysql.CLIENT_SSL
 	}
-	hs := appendInitialHandshake(newPacket(128), s.srv.serverVersion(), s.id, s.salt, caps, 45, s.srv.cfg.authPlugin())
+	g := s.srv.backendGreeting()
+	extCaps := g.extCaps & relayedMariaDBCaps
+	if s.srv.cfg.Backend.TLS != nil {
+		extCaps = 0 // see extCapsConn
+	}
+	hs := appendInitialHandshake(newPacket(128), g.version, s.id, s.salt, caps, extCaps, 45, s.srv.cfg.authPlugin())
 	if err := c.writePacket(hs); err != nil {
 		return err
 	}
@@ -101,6 +106,10 @@ func (s *session) login(ctx context.Context) error {
 		return err
 	}
 	c.caps = resp.caps & caps
+	c.extCaps = resp.extCaps & extCaps
+	if extCaps != 0 && resp.caps&clientMySQL != 0 {
+		c.extCaps = 0
+	}
 	if s.srv.cfg.RequireTLS && !c.tls {
 		me := mysql.NewError(mysql.ER_ACCESS_DENIED_ERROR, fmt.Sprintf("Access denied for user '%s': connections must use TLS", resp.user))
 		_ = c.writeError(me)
@@ -110,7 +119,7 @@ func (s *session) login(ctx context.Context) error {
 		return err
 	}
 	s.params = backendParams{user: s.user.Name, password: s.user.Password, db: resp.db,
-		collation: resp.collation, caps: c.caps, attrs: resp.attrs}
+		collation: resp.collation, caps: c.caps, extCaps: c.extCaps, attrs: resp.attrs}
 	if err := s.bindBackend(ctx); err != nil {
 		return err
 	}
@@ -185,7 +194,7 @@ func (s *session) bindBackend(ctx context.Context) error {
 	}
 	s.backend = bc
 	s.setStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
-	s.st = plugins.Statement{ConnID: s.id, User: s.user.Name, Remote: s.client.raw.RemoteAddr()}
+	s.st = plugins.Statement{ConnID: s.id, User: s.user.Name, Admin: s.user.Admin, Remote: s.client.raw.RemoteAddr()}
 	s.stmts = map[uint32]string{}
 	s.srv.registerBackend(s)
 	return nil
@@ -357,6 +366,9 @@ func (s *session) handleStatementText(cmd plugins.Command, sql string) error {
 	}
 	out := plugins.Outcome{}
 	action, by := chain.Before(st)
+	if action.Verdict == plugins.Answer && cmd == plugins.ComStmtPrepare {
+		action = plugins.Continue // see plugins.StatementFilter
+	}
 	var err error
 	switch action.Verdict {
 	case plugins.Refuse:
@@ -471,7 +483,8 @@ func (s *session) changeUser(p []byte) error {
 	old := s.backend
 	s.srv.unregisterBackend(s)
 	s.backend = nil
-	s.params = backendParams{user: s.user.Name, password: s.user.Password, db: db, collation: collation, caps: s.client.caps, attrs: attrs}
+	s.params = backendParams{user: s.user.Name, password: s.user.Password, db: db, collation: collation,
+		caps: s.client.caps, extCaps: s.client.extCaps, attrs: attrs}
 	if err := s.bindBackend(context.Background()); err != nil {
 		s.srv.pool.release(old, true)
 		return errClientGone

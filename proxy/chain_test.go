@@ -1,0 +1,126 @@
+package proxy
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/internal/testdb"
+	"tableproxy/plugins"
+)
+
+// recorder answers `SELECT 'from-plugin'`, refuses statements mentioning
+// forbidden, and records every outcome.
+type recorder struct {
+	mu       sync.Mutex
+	outcomes []string
+	conns    []string
+}
+
+func (r *recorder) Name() string { return "recorder" }
+
+func (r *recorder) OnStatement(st *plugins.Statement) plugins.Action {
+	switch {
+	case strings.Contains(st.SQL, "forbidden"):
+		return plugins.RefuseWith(mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "refused by test"))
+	case st.Command != plugins.ComStmtPrepare && (st.SQL == "SELECT 'from-plugin'" || st.SQL == "SELECT ?"):
+		binary := st.Command == plugins.ComStmtExecute
+		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+			rs, err := mysql.BuildSimpleResultset([]string{"answer"}, [][]any{{"from-plugin"}, {"second row"}}, binary)
+			if err != nil {
+				return err
+			}
+			return w.WriteResult(mysql.NewResult(rs))
+		}))
+	}
+	return plugins.Continue
+}
+
+func (r *recorder) OnResult(st *plugins.Statement, out *plugins.Outcome) {
+	code := 0
+	if out.Err != nil {
+		code = int(out.Err.Code)
+	}
+	r.mu.Lock()
+	r.outcomes = append(r.outcomes, strings.Join([]string{st.Command.String(), st.Kind.String(), out.Source.String(),
+		itoa(int(out.Rows)), itoa(int(out.AffectedRows)), itoa(code)}, "/"))
+	r.mu.Unlock()
+}
+
+func (r *recorder) OnConn(ev plugins.ConnEvent) {
+	r.mu.Lock()
+	r.conns = append(r.conns, ev.Kind.String())
+	r.mu.Unlock()
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+	}
+	return string(b)
+}
+
+func TestPluginChainAnswersRefusesObserves(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	rec := &recorder{}
+	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(rec))
+
+	for _, params := range []map[string]string{{"interpolateParams": "true"}, nil} {
+		conn := testdb.Open(t, testdb.DSN(px.addr, user, "pw", db, params))
+		rows, err := conn.Query("SELECT ?", "from-plugin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rows.Next() {
+			var s string
+			rows.Scan(&s)
+			got = append(got, s)
+		}
+		rows.Close()
+		if strings.Join(got, ",") != "from-plugin,second row" {
+			t.Errorf("params %v: answered %v", params, got)
+		}
+		_, err = conn.Exec("SELECT 'forbidden', ?", 1)
+		if me := myErr(t, err); me.Number != mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR || me.Message != "refused by test" {
+			t.Errorf("refusal: %v", me)
+		}
+		mustExec(t, conn, "CREATE TABLE IF NOT EXISTS o (a INT)")
+		if _, err := conn.Exec("INSERT INTO o VALUES (?), (?)", 1, 2); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec("INSERT INTO missing VALUES (?)", 1); err == nil {
+			t.Fatal("insert into missing table succeeded")
+		}
+		conn.Close()
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	joined := strings.Join(rec.outcomes, " ")
+	for _, want := range []string{
+		"query/select/plugin/2/0/0",       // answered in the proxy, text protocol
+		"query/select/proxy/0/0/1227",     // refused
+		"prepare/select/proxy/0/0/1227",   // a prepare refused
+		"query/insert/backend/0/2/0",      // relayed, affected rows counted
+		"query/insert/backend/0/0/1146",   // backend error seen
+		"execute/select/plugin/2/0/0",     // answered in the proxy, binary protocol
+		"prepare/insert/backend/0/0/0",    // prepared through the backend
+		"execute/insert/backend/0/2/0",    // executed through the backend
+		"prepare/insert/backend/0/0/1146", // a prepare error
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("outcome %q not seen in %s", want, joined)
+		}
+	}
+	if c := strings.Join(rec.conns, ","); !strings.HasPrefix(c, "opened") || !strings.Contains(c, "closed") {
+		t.Errorf("connection events %s", c)
+	}
+}

@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// MariaDB extends the capability flags with 32 more bits, carried in the
+// last four bytes of the handshake's reserved filler. A server announces them
+// by clearing CLIENT_LONG_PASSWORD (which MariaDB calls CLIENT_MYSQL), and a
+// client that wants them clears the same bit in its response.
+//
+// The proxy offers its clients the two that the relay can carry unchanged,
+// and only when the backend offers them: extended column metadata (JSON and
+// GEOMETRY subtypes in column definitions, which `mariadb --column-type-info`
+// shows) and progress reports (sent during long ALTER TABLE or LOAD DATA).
+// Whatever a client negotiates of them is asked of the backend connection
+// too, so both sides speak the same dialect.
+const (
+	mariadbProgress         uint32 = 1 << 0 // MARIADB_CLIENT_PROGRESS
+	mariadbExtendedMetadata uint32 = 1 << 3 // MARIADB_CLIENT_EXTENDED_METADATA
+
+	relayedMariaDBCaps = mariadbProgress | mariadbExtendedMetadata
+
+	clientMySQL = mysql.CLIENT_LONG_PASSWORD // cleared means "MariaDB extended capabilities"
+
+	// Offsets in a handshake response payload.
+	extCapsOffset = 28 // last 4 bytes of the 23-byte filler
+)
+
+// greeting is what the proxy learns from a backend's initial handshake.
+type greeting struct {
+	version string
+	extCaps uint32 // MariaDB extended capabilities; 0 for MySQL
+}
+
+// parseGreeting decodes a HandshakeV10 payload far enough for greeting.
+func parseGreeting(p []byte) (greeting, bool) {
+	var g greeting
+	if len(p) < 2 || p[0] != 10 {
+		return g, false
+	}
+	v, pos, ok := readNulString(p, 1)
+	if !ok {
+		return g, false
+	}
+	g.version = v
+	// connection id (4), auth data part 1 (8), filler (1), caps low (2),
+	// charset (1), status (2), caps high (2), auth data length (1),
+	// reserved (6), MariaDB extended caps (4).
+	pos += 4 + 8 + 1
+	if pos+2 > len(p) {
+		return g, true
+	}
+	capsLow := binary.LittleEndian.Uint16(p[pos:])
+	pos += 2 + 1 + 2 + 2 + 1 + 6
+	if capsLow&uint16(clientMySQL) == 0 && pos+4 <= len(p) {
+		g.extCaps = binary.LittleEndian.Uint32(p[pos:])
+	}
+	return g, true
+}
+
+// clientExtCaps returns the MariaDB extended capabilities in a handshake
+// response payload (0 when the client did not ask for them).
+func clientExtCaps(p []byte) uint32 {
+	if len(p) < extCapsOffset+4 || binary.LittleEndian.Uint32(p)&clientMySQL != 0 {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(p[extCapsOffset:])
+}
+
+// extCapsConn asks a MariaDB backend for extended capabilities that
+// go-mysql's client does not know about: it rewrites the handshake response
+// on its way out (clearing CLIENT_MYSQL and filling in the extended flags).
+// It sees only plain TCP, so a TLS backend connection goes without them (and
+// the proxy then does not offer them to clients either).
+type extCapsConn struct {
+	net.Conn
+	want uint32
+	once sync.Once
+}
+
+func (c *extCapsConn) Write(b []byte) (int, error) {
+	c.once.Do(func() {
+		// b is the whole handshake response packet: a 4-byte header with
+		// sequence number 1, then the payload.
+		if len(b) >= headerLen+extCapsOffset+4 && b[3] == 1 {
+			p := b[headerLen:]
+			caps := binary.LittleEndian.Uint32(p) &^ clientMySQL
+			binary.LittleEndian.PutUint32(p, caps)
+			binary.LittleEndian.PutUint32(p[extCapsOffset:], c.want)
+		}
+	})
+	return c.Conn.Write(b)
+}
+
+// isProgressReport reports whether an ERR-marked packet is a MariaDB
+// progress report (error code 0xFFFF), which a response may carry any number
+// of before its real end.
+func isProgressReport(p []byte) bool {
+	return len(p) >= 3 && p[0] == markErr && p[1] == 0xff && p[2] == 0xff
+}
