@@ -243,7 +243,6 @@ func (s *Server) registerBackend(sess *session) {
 	s.mu.Unlock()
 }
 
-func (s *Server) unregisterBackend(sess *session) { s.unregister(sess) }
 
 func (s *Server) unregister(sess *session) {
 	s.mu.Lock()

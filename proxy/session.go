@@ -438,7 +438,8 @@ func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, r
 // changeUser handles COM_CHANGE_USER: authenticate the new user against the
 // proxy's users with the session's scramble, then bind a fresh backend
 // connection as that user (which resets all session state, as the command
-// does on a server). A failure closes the connection.
+// does on a server). A refused change leaves the session as it was, as on a
+// server.
 func (s *session) changeUser(p []byte) error {
 	name, pos, ok := readNulString(p, 0)
 	if !ok {
@@ -477,16 +478,26 @@ func (s *session) changeUser(p []byte) error {
 	if s.client.caps&mysql.CLIENT_CONNECT_ATTRS != 0 && pos < len(p) {
 		attrs, _ = parseConnAttrs(p[pos:])
 	}
+	oldUser, oldParams, old := s.user, s.params, s.backend
 	if err := s.authenticate(name, plugin, auth); err != nil {
+		var me *mysql.MyError
+		if errors.As(err, &me) {
+			return nil // refused (ERR sent): the session goes on as before
+		}
 		return errClientGone
 	}
-	old := s.backend
-	s.srv.unregisterBackend(s)
+	s.srv.unregister(s)
 	s.backend = nil
 	s.params = backendParams{user: s.user.Name, password: s.user.Password, db: db, collation: collation,
 		caps: s.client.caps, extCaps: s.client.extCaps, attrs: attrs}
 	if err := s.bindBackend(context.Background()); err != nil {
-		s.srv.pool.release(old, true)
+		// The backend refused the new user (ERR sent): keep the old one.
+		s.user, s.params, s.backend = oldUser, oldParams, old
+		s.srv.registerBackend(s)
+		var me *mysql.MyError
+		if errors.As(err, &me) {
+			return nil
+		}
 		return errClientGone
 	}
 	s.srv.pool.release(old, true)
