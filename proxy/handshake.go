@@ -215,12 +215,12 @@ func checkScramble(plugin string, salt, resp []byte, password string) bool {
 // clientConn is the client side of a session: the packet connection, its
 // write buffer, and what the handshake negotiated.
 type clientConn struct {
-	raw  net.Conn      // the accepted socket
-	buf  *bufferedConn // write buffering over raw or its TLS wrapper
-	pc   *packet.Conn
+	raw     net.Conn      // the accepted socket
+	buf     *bufferedConn // write buffering over raw or its TLS wrapper
+	pc      *packet.Conn
 	caps    uint32 // negotiated capabilities
 	extCaps uint32 // negotiated MariaDB extended capabilities
-	tls  bool
+	tls     bool
 }
 
 // newClientConn wraps an accepted socket for the handshake. Until the

@@ -243,7 +243,6 @@ func (s *Server) registerBackend(sess *session) {
 	s.mu.Unlock()
 }
 
-
 func (s *Server) unregister(sess *session) {
 	s.mu.Lock()
 	if e, ok := s.sessions[sess.id]; ok && e.s == sess {
