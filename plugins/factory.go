@@ -74,6 +74,9 @@ type Duration time.Duration
 
 // UnmarshalJSON accepts a Go duration string or a number of seconds.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil // an empty value in the file: keep the default
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		v, err := time.ParseDuration(s)

@@ -83,8 +83,13 @@ func Classify(sql string) Kind {
 		switch {
 		case eqFold(word, "ALTER"):
 			return KindDDL
-		case eqFold(word, "BEGIN"), eqFold(word, "START"):
+		case eqFold(word, "BEGIN"):
 			return KindBegin
+		case eqFold(word, "START"):
+			// START TRANSACTION, not START SLAVE / REPLICA / GROUP_REPLICATION.
+			if eqFold(secondKeyword(sql), "TRANSACTION") {
+				return KindBegin
+			}
 		case eqFold(word, "ADMIN"):
 			return KindAdmin
 		}
@@ -135,24 +140,45 @@ func FirstKeyword(sql string) string {
 	return sql[i:j]
 }
 
+// secondKeyword returns the word after the first one.
+func secondKeyword(sql string) string {
+	i := skipNoise(sql, 0)
+	for i < len(sql) && isWordByte(sql[i]) {
+		i++
+	}
+	i = skipNoise(sql, i)
+	j := i
+	for j < len(sql) && isWordByte(sql[j]) {
+		j++
+	}
+	return sql[i:j]
+}
+
 // skipNoise skips whitespace, comments and '(' from i.
 func skipNoise(s string, i int) int {
 	for i < len(s) {
 		c := s[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '(' || c == ';':
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(' || c == ';':
 			i++
 		case c == '#':
 			i = skipLine(s, i)
-		case c == '-' && i+2 < len(s) && s[i+1] == '-' && (s[i+2] == ' ' || s[i+2] == '\t' || s[i+2] == '\n'):
+		case c == '-' && i+2 < len(s) && s[i+1] == '-' && s[i+2] <= ' ':
+			// "-- " starts a comment when followed by any whitespace or
+			// control character.
 			i = skipLine(s, i)
 		case c == '-' && i+2 == len(s) && s[i+1] == '-':
 			return len(s)
 		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			if i+2 < len(s) && s[i+2] == '!' {
-				// Executable comment: /*!50100 CODE */ runs CODE. Skip the
-				// marker and version digits and read on as code.
-				i += 3
+			if i+2 < len(s) && s[i+2] == '!' || i+3 < len(s) && s[i+2] == 'M' && s[i+3] == '!' {
+				// Executable comment: /*!50100 CODE */ (and MariaDB's
+				// /*M!100100 CODE */) runs CODE. Skip the marker and the
+				// version digits and read on as code.
+				if s[i+2] == 'M' {
+					i += 4
+				} else {
+					i += 3
+				}
 				for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 					i++
 				}

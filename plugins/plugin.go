@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -340,6 +341,7 @@ func Registered() []string {
 	for n := range registry.factories {
 		names = append(names, n)
 	}
+	slices.Sort(names)
 	return names
 }
 
