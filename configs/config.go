@@ -36,7 +36,7 @@ type Config struct {
 
 // Backend is the MySQL or MariaDB server behind the proxy.
 type Backend struct {
-	Addr            string        `yaml:"addr"`
+	Addr            string        `yaml:"addr"` // host:port, or unix:/path (or /path) for a local socket
 	ConnectTimeout  time.Duration `yaml:"connect_timeout"`
 	PoolMaxIdle     int           `yaml:"pool_max_idle"`
 	PoolIdleTimeout time.Duration `yaml:"pool_idle_timeout"`
@@ -140,7 +140,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	checkAddr("listen", c.Listen, true)
-	checkAddr("backend.addr", c.Backend.Addr, true)
+	if a := c.Backend.Addr; !strings.HasPrefix(a, "/") && !strings.HasPrefix(a, "unix:") {
+		checkAddr("backend.addr", a, true)
+	}
 	checkAddr("metrics_listen", c.MetricsListen, false)
 	if c.Backend.ConnectTimeout <= 0 {
 		bad("backend.connect_timeout", "must be positive")

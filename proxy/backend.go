@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,7 +179,8 @@ func (bp *backendPool) dial(ctx context.Context, params *backendParams, key pool
 		c.SetAttributes(attrs)
 		return nil
 	}}
-	c, err := client.ConnectWithDialer(ctx, "tcp", bp.cfg.Addr, params.user, params.password, params.db, dialer, opts...)
+	network, addr := backendNetwork(bp.cfg.Addr)
+	c, err := client.ConnectWithDialer(ctx, network, addr, params.user, params.password, params.db, dialer, opts...)
 	if err != nil {
 		var me *mysql.MyError
 		if errors.As(err, &me) {
@@ -275,6 +277,19 @@ func (bp *backendPool) closeIdle() {
 			bc.Conn.Close()
 		}
 	}
+}
+
+// backendNetwork splits a backend address into a network and an address:
+// "host:port" is TCP, and "unix:/path" or "/path" a Unix socket, for a
+// proxy that runs on the backend's own host.
+func backendNetwork(addr string) (network, address string) {
+	if rest, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return "unix", rest
+	}
+	if strings.HasPrefix(addr, "/") {
+		return "unix", addr
+	}
+	return "tcp", addr
 }
 
 // backendDownError is a failure to reach the backend at all.

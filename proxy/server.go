@@ -310,7 +310,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // probeGreeting reads the backend's greeting without logging in.
 func probeGreeting(addr string, timeout time.Duration) (greeting, error) {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+	network, address := backendNetwork(addr)
+	conn, err := net.DialTimeout(network, address, timeout)
 	if err != nil {
 		return greeting{}, err
 	}
