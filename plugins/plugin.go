@@ -93,6 +93,16 @@ type Statement struct {
 
 	normalized string
 	digest     string
+	memo       *Memo
+}
+
+// Memo keeps what is derived from a statement's text (kind, digest) across
+// executions of one prepared statement, so it is computed once.
+type Memo struct {
+	kind       Kind
+	classified bool
+	normalized string
+	digest     string
 }
 
 // Reset prepares st for a new statement, keeping the session fields.
@@ -102,6 +112,21 @@ func (st *Statement) Reset(cmd Command, sql string) {
 	st.Kind = Classify(sql)
 	st.normalized = ""
 	st.digest = ""
+	st.memo = nil
+}
+
+// ResetMemo is Reset for a statement whose derived values are kept in m
+// (the proxy keeps one Memo per prepared statement).
+func (st *Statement) ResetMemo(cmd Command, sql string, m *Memo) {
+	if !m.classified {
+		m.kind, m.classified = Classify(sql), true
+	}
+	st.Command = cmd
+	st.SQL = sql
+	st.Kind = m.kind
+	st.normalized = m.normalized
+	st.digest = m.digest
+	st.memo = m
 }
 
 // Normalized returns the statement with literals replaced by '?' and
@@ -126,6 +151,9 @@ func (st *Statement) computeDigest() {
 	norm, d := parser.NormalizeDigest(st.SQL)
 	st.normalized = norm
 	st.digest = d.String()
+	if st.memo != nil {
+		st.memo.normalized, st.memo.digest = st.normalized, st.digest
+	}
 }
 
 // Source says who produced the answer to a statement.

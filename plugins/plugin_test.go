@@ -352,3 +352,20 @@ func FuzzStatementDigest(f *testing.F) {
 		}
 	})
 }
+
+func TestMemoKeepsDerivedValues(t *testing.T) {
+	var m Memo
+	var st Statement
+	st.ResetMemo(ComStmtExecute, "SELECT * FROM t WHERE id = ?", &m)
+	d := st.Digest()
+	if st.Kind != KindSelect || d == "" || m.digest != d || m.normalized != st.Normalized() {
+		t.Fatalf("memo %+v, kind %v, digest %q", m, st.Kind, d)
+	}
+	// A later execution starts from the memo and does not recompute.
+	m.normalized, m.digest = "memo-normalized", "memo-digest"
+	st.Reset(ComQuery, "SELECT 1")
+	st.ResetMemo(ComStmtExecute, "SELECT * FROM t WHERE id = ?", &m)
+	if st.Digest() != "memo-digest" || st.Normalized() != "memo-normalized" {
+		t.Fatalf("recomputed: %q %q", st.Digest(), st.Normalized())
+	}
+}

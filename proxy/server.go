@@ -6,7 +6,7 @@
 // A statement's path, top down: Server.Serve accepts; session.login
 // authenticates and binds a backend connection; session.run reads commands;
 // session.dispatch routes each; statements go through the plugin chain
-// (handleStatementText), and unless a plugin answers or refuses them, are
+// (runStatement), and unless a plugin answers or refuses them, are
 // forwarded and their responses relayed packet by packet (relay.go).
 //
 // What can go wrong: the backend can vanish mid-response (the client gets

@@ -38,11 +38,17 @@ type session struct {
 	resp packetBuffer // the packet being relayed
 
 	st    plugins.Statement
-	stmts map[uint32]string // prepared statement id -> text
+	stmts map[uint32]*prepared // by the backend's statement id
 
 	idle   atomic.Bool // blocked reading the client's next command
 	txOpen atomic.Bool // mirrors the IN_TRANS status flag for Shutdown
 	killed atomic.Bool // KILL CONNECTION aimed at this session
+}
+
+// prepared is what the proxy keeps of a prepared statement.
+type prepared struct {
+	sql  string
+	memo plugins.Memo
 }
 
 func (s *session) inTx() bool { return s.status&mysql.SERVER_STATUS_IN_TRANS != 0 }
@@ -195,7 +201,7 @@ func (s *session) bindBackend(ctx context.Context) error {
 	s.backend = bc
 	s.setStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
 	s.st = plugins.Statement{ConnID: s.id, User: s.user.Name, Admin: s.user.Admin, Remote: s.client.raw.RemoteAddr()}
-	s.stmts = map[uint32]string{}
+	s.stmts = map[uint32]*prepared{}
 	s.srv.registerBackend(s)
 	return nil
 }
@@ -268,13 +274,14 @@ func (s *session) dispatch() (quit bool, err error) {
 		if len(p) < 5 {
 			return false, s.client.writeError(mysql.NewError(mysql.ER_MALFORMED_PACKET, "Malformed communication packet"))
 		}
-		sql, ok := s.stmts[binary.LittleEndian.Uint32(p[1:])]
+		ps, ok := s.stmts[binary.LittleEndian.Uint32(p[1:])]
 		if !ok {
 			// Unknown to the proxy, so unknown to the backend too: let the
 			// backend say so in its own words.
 			return false, s.relay(s.relayQueryResponse)
 		}
-		return false, s.handleStatementText(plugins.ComStmtExecute, sql)
+		s.st.ResetMemo(plugins.ComStmtExecute, ps.sql, &ps.memo)
+		return false, s.runStatement()
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		return false, s.forward() // no response
 	case mysql.COM_STMT_CLOSE:
@@ -350,12 +357,15 @@ func (s *session) handleStatement(cmd plugins.Command, text []byte) error {
 	} else {
 		sql = unsafe.String(unsafe.SliceData(text), len(text))
 	}
-	return s.handleStatementText(cmd, sql)
+	s.st.Reset(cmd, sql)
+	return s.runStatement()
 }
 
-func (s *session) handleStatementText(cmd plugins.Command, sql string) error {
+// runStatement takes the statement in s.st through the plugin chain and,
+// unless a plugin answers or refuses it, to the backend.
+func (s *session) runStatement() error {
 	st := &s.st
-	st.Reset(cmd, sql)
+	cmd := st.Command
 	st.DB = s.db
 	st.InTx = s.inTx()
 	chain := s.srv.chain
@@ -411,7 +421,7 @@ func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, r
 		}
 		id, err := s.relayPrepareResponse(rs)
 		if err == nil && rs.err == nil {
-			s.stmts[id] = strings.Clone(st.SQL)
+			s.stmts[id] = &prepared{sql: strings.Clone(st.SQL)}
 		}
 		return err
 	case plugins.ComQuery:
