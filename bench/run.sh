@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark harness: runs the same sysbench workloads directly against the
-# private MariaDB and through tableproxy, and prints the proxy/direct ratios.
+# private MariaDB and through tableproxy (and, with --floor, through a plain
+# TCP relay as a reference), and prints the proxy/direct ratios.
 # See bench/README.md for the options and how to read the results.
 set -euo pipefail
 
@@ -19,6 +20,7 @@ DEFAULT_WORKLOADS="oltp_point_select oltp_read_only select_random_points select_
 QUICK_WORKLOADS="oltp_point_select oltp_read_write"
 DEFAULT_PROXY_PORT=6034
 DEFAULT_METRICS_PORT=9105
+DEFAULT_RELAY_PORT=6044
 PROFILE_SECONDS=15
 READY_TIMEOUT=30
 STOP_TIMEOUT=20
@@ -30,7 +32,8 @@ usage: bench/run.sh [options]
 Runs each sysbench workload directly against MariaDB and then through
 tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
 
-  --quick               smoke test: oltp_point_select and oltp_read_write, 3 s per run
+  --quick               smoke test: oltp_point_select and oltp_read_write, 3 s per run,
+                        without --floor
   --time SEC            seconds per run (default 20; 3 with --quick)
   --threads N           sysbench client threads (default 8)
   --tables N            number of sbtest tables (default 1)
@@ -38,8 +41,12 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
   --workloads "a b"     sysbench workloads (default: oltp_point_select oltp_read_only
                         select_random_points select_random_ranges oltp_read_write)
   --ps "auto disable"   sysbench --db-ps-mode values to run (default: auto disable)
-  --profile             capture a CPU profile of the proxy during the first proxied
-                        run of each workload into .run/bench/<workload>-<ps>.pprof
+  --floor               also run each workload through bench/tcprelay, a plain TCP
+                        relay, and print relay qps, relay/direct and proxy/relay
+                        (default in a full run; off with --quick or --direct-only)
+  --no-floor            do not run the tcprelay reference
+  --profile             capture a CPU profile of the proxy during each proxied run
+                        into .run/bench/<workload>-<ps>.pprof
   --listen ADDR         proxy listen address (default 127.0.0.1:6034, or the next
                         free port)
   --metrics-listen ADDR proxy metrics/pprof address (default 127.0.0.1:9105, or the
@@ -57,7 +64,7 @@ need_value() { (($# >= 2)) || die "option $1 needs a value"; }
 need_number() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "option $1 needs a positive integer, got '$2'"; }
 need_addr() { [[ "$2" =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+$ ]] || die "option $1 needs a loopback host:port, got '$2'"; }
 
-QUICK=0 PROFILE=0 DIRECT_ONLY=0
+QUICK=0 PROFILE=0 DIRECT_ONLY=0 FLOOR=""
 TIME="" THREADS="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES=""
 PROXY_ADDR="" METRICS_ADDR="" PROXY_BIN=""
 while (($# > 0)); do
@@ -65,6 +72,8 @@ while (($# > 0)); do
 	--quick) QUICK=1 ;;
 	--profile) PROFILE=1 ;;
 	--direct-only) DIRECT_ONLY=1 ;;
+	--floor) FLOOR=1 ;;
+	--no-floor) FLOOR=0 ;;
 	--time) need_value "$@"; need_number "$1" "$2"; TIME="$2"; shift ;;
 	--threads) need_value "$@"; need_number "$1" "$2"; THREADS="$2"; shift ;;
 	--tables) need_value "$@"; need_number "$1" "$2"; TABLES="$2"; shift ;;
@@ -82,8 +91,13 @@ done
 
 # Explicit options win over --quick, whatever their order on the command line.
 if ((QUICK)); then
-	: "${TIME:=3}" "${WORKLOADS:=$QUICK_WORKLOADS}"
+	: "${TIME:=3}" "${WORKLOADS:=$QUICK_WORKLOADS}" "${FLOOR:=0}"
 fi
+if ((DIRECT_ONLY)); then
+	((${FLOOR:-0})) && die "--floor needs the proxy; it cannot be combined with --direct-only"
+	FLOOR=0
+fi
+: "${FLOOR:=1}"
 : "${TIME:=20}" "${THREADS:=8}" "${TABLES:=1}" "${TABLE_SIZE:=5000}"
 : "${WORKLOADS:=$DEFAULT_WORKLOADS}" "${PS_MODES:=auto disable}"
 
@@ -123,9 +137,9 @@ for w in "${WORKLOAD_LIST[@]}"; do
 		die "unknown sysbench workload '$w' (see /usr/share/sysbench)"
 done
 
-if ((!DIRECT_ONLY)) && [[ -z "$PROXY_BIN" ]]; then
+if ((FLOOR)) || { ((!DIRECT_ONLY)) && [[ -z "$PROXY_BIN" ]]; }; then
 	command -v go >/dev/null 2>&1 || [[ -x /usr/local/go/bin/go ]] ||
-		die "Go is required to build the proxy: install Go and put 'go' on PATH (or pass --proxy-bin)"
+		die "Go is required to build the proxy and bench/tcprelay: install Go and put 'go' on PATH (or pass --proxy-bin --no-floor)"
 	command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
 fi
 
@@ -149,25 +163,36 @@ free_port() {
 
 STARTED_DB=0
 PROXY_PID=""
+RELAY_PID=""
 PROFILE_PID=""
 
-stop_proxy() {
-	local deadline
-	[[ -n "$PROXY_PID" ]] || return 0
-	if kill -0 "$PROXY_PID" 2>/dev/null; then
-		kill -TERM "$PROXY_PID" 2>/dev/null || true
+# stop_process PID NAME: SIGTERM, then SIGKILL after STOP_TIMEOUT seconds.
+stop_process() {
+	local pid=$1 name=$2 deadline
+	[[ -n "$pid" ]] || return 0
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true
 		deadline=$((SECONDS + STOP_TIMEOUT))
-		while kill -0 "$PROXY_PID" 2>/dev/null; do
+		while kill -0 "$pid" 2>/dev/null; do
 			if ((SECONDS >= deadline)); then
-				log "proxy did not exit within ${STOP_TIMEOUT}s; killing it"
-				kill -KILL "$PROXY_PID" 2>/dev/null || true
+				log "$name did not exit within ${STOP_TIMEOUT}s; killing it"
+				kill -KILL "$pid" 2>/dev/null || true
 				break
 			fi
 			sleep 0.2
 		done
 	fi
-	wait "$PROXY_PID" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+stop_proxy() {
+	stop_process "$PROXY_PID" proxy
 	PROXY_PID=""
+}
+
+stop_relay() {
+	stop_process "$RELAY_PID" tcprelay
+	RELAY_PID=""
 }
 
 cleanup() {
@@ -177,6 +202,7 @@ cleanup() {
 		kill "$PROFILE_PID" 2>/dev/null || true
 	fi
 	stop_proxy
+	stop_relay
 	if ((STARTED_DB)); then
 		"$ROOT/scripts/mariadb.sh" stop || true
 	fi
@@ -271,6 +297,39 @@ if ((!DIRECT_ONLY)); then
 	done
 fi
 
+# --- floor reference -----------------------------------------------------
+
+# bench/tcprelay forwards bytes with io.Copy and does nothing else; running
+# sysbench through it shows what any userspace relay costs on this machine.
+RELAY_PORT=""
+if ((FLOOR)); then
+	RELAY_BIN="$BENCH_DIR/tcprelay"
+	log "building bench/tcprelay"
+	(cd "$ROOT" && go build -o "$RELAY_BIN" ./bench/tcprelay) || die "go build ./bench/tcprelay failed"
+
+	# Chosen after the proxy is listening, so the two never pick the same port.
+	RELAY_PORT="$(free_port "$DEFAULT_RELAY_PORT")"
+	RELAY_LOG="$BENCH_DIR/tcprelay.log"
+	log "starting tcprelay on 127.0.0.1:$RELAY_PORT (log $RELAY_LOG)"
+	"$RELAY_BIN" -listen "127.0.0.1:$RELAY_PORT" -target "127.0.0.1:$DB_PORT" \
+		</dev/null >"$RELAY_LOG" 2>&1 &
+	RELAY_PID=$!
+
+	deadline=$((SECONDS + READY_TIMEOUT))
+	until mariadb --no-defaults -h 127.0.0.1 -P "$RELAY_PORT" -u sbtest -psbtest \
+		--connect-timeout=2 sbtest -e 'SELECT 1' >/dev/null 2>&1; do
+		if ! kill -0 "$RELAY_PID" 2>/dev/null; then
+			tail -n 30 "$RELAY_LOG" >&2 || true
+			die "tcprelay exited during startup (log: $RELAY_LOG)"
+		fi
+		((SECONDS < deadline)) || {
+			tail -n 30 "$RELAY_LOG" >&2 || true
+			die "tcprelay did not accept connections within ${READY_TIMEOUT}s"
+		}
+		sleep 0.5
+	done
+fi
+
 # --- runs ----------------------------------------------------------------
 
 # Field value from a sysbench report, e.g. queries per second from
@@ -349,17 +408,24 @@ ratio() {
 
 log "running ${#WORKLOAD_LIST[@]} workload(s) x ${#PS_LIST[@]} ps mode(s): $THREADS threads, ${TIME}s per run"
 for workload in "${WORKLOAD_LIST[@]}"; do
-	first_ps=1
 	for ps in "${PS_LIST[@]}"; do
 		run_sysbench "$workload" "$ps" direct "$DB_PORT"
 		d_qps="$R_QPS" d_p95="$R_P95"
-		p_qps="" p_p95=""
+		r_qps="" p_qps="" p_p95=""
+		if ((FLOOR)); then
+			if ! kill -0 "$RELAY_PID" 2>/dev/null; then
+				tail -n 30 "$RELAY_LOG" >&2 || true
+				die "tcprelay is no longer running (log: $RELAY_LOG)"
+			fi
+			run_sysbench "$workload" "$ps" relay "$RELAY_PORT"
+			r_qps="$R_QPS"
+		fi
 		if ((!DIRECT_ONLY)); then
 			if ! kill -0 "$PROXY_PID" 2>/dev/null; then
 				tail -n 30 "$PROXY_LOG" >&2 || true
 				die "the proxy is no longer running (log: $PROXY_LOG)"
 			fi
-			if ((PROFILE && first_ps)); then
+			if ((PROFILE)); then
 				secs=$PROFILE_SECONDS
 				((TIME < secs)) && secs=$TIME
 				pprof_file="$BENCH_DIR/$workload-$ps.pprof"
@@ -378,8 +444,11 @@ for workload in "${WORKLOAD_LIST[@]}"; do
 				PROFILE_PID=""
 			fi
 		fi
-		ROWS+=("$workload|$ps|${d_qps:--}|${p_qps:--}|$(ratio "$d_qps" "$p_qps")|${d_p95:--}|${p_p95:--}")
-		first_ps=0
+		row="$workload|$ps|${d_qps:--}|${p_qps:--}|$(ratio "$d_qps" "$p_qps")|${d_p95:--}|${p_p95:--}"
+		if ((FLOOR)); then
+			row+="|${r_qps:--}|$(ratio "$d_qps" "$r_qps")|$(ratio "$r_qps" "$p_qps")"
+		fi
+		ROWS+=("$row")
 	done
 done
 
@@ -394,10 +463,17 @@ RESULTS="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 {
 	echo "Date: $DATE; CPUs: $(nproc); memory: $MEMORY; MariaDB $MARIADB_VERSION; sysbench $SYSBENCH_VERSION; tableproxy $COMMIT"
 	echo
-	echo "Command: \`$COMMAND_LINE\` ($THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows)"
-	echo
-	echo "| workload | ps | direct qps | proxy qps | ratio | direct p95 ms | proxy p95 ms |"
-	echo "|---|---|---:|---:|---:|---:|---:|"
+	if ((FLOOR)); then
+		echo "Command: \`$COMMAND_LINE\` ($THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows, with the bench/tcprelay floor)"
+		echo
+		echo "| workload | ps | direct qps | proxy qps | ratio | direct p95 ms | proxy p95 ms | relay qps | relay/direct | proxy/relay |"
+		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	else
+		echo "Command: \`$COMMAND_LINE\` ($THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows)"
+		echo
+		echo "| workload | ps | direct qps | proxy qps | ratio | direct p95 ms | proxy p95 ms |"
+		echo "|---|---|---:|---:|---:|---:|---:|"
+	fi
 	for row in "${ROWS[@]}"; do
 		echo "| ${row//|/ | } |"
 	done
@@ -410,11 +486,21 @@ RESULTS="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 } >"$RESULTS"
 
 echo
-printf '%-22s %-8s %12s %12s %6s %14s %13s\n' workload ps "direct qps" "proxy qps" ratio "direct p95 ms" "proxy p95 ms"
-for row in "${ROWS[@]}"; do
-	IFS='|' read -r c1 c2 c3 c4 c5 c6 c7 <<<"$row"
-	printf '%-22s %-8s %12s %12s %6s %14s %13s\n' "$c1" "$c2" "$c3" "$c4" "$c5" "$c6" "$c7"
-done
+if ((FLOOR)); then
+	printf '%-22s %-8s %12s %12s %6s %14s %13s %12s %12s %11s\n' workload ps "direct qps" "proxy qps" ratio \
+		"direct p95 ms" "proxy p95 ms" "relay qps" relay/direct proxy/relay
+	for row in "${ROWS[@]}"; do
+		IFS='|' read -r c1 c2 c3 c4 c5 c6 c7 c8 c9 c10 <<<"$row"
+		printf '%-22s %-8s %12s %12s %6s %14s %13s %12s %12s %11s\n' \
+			"$c1" "$c2" "$c3" "$c4" "$c5" "$c6" "$c7" "$c8" "$c9" "$c10"
+	done
+else
+	printf '%-22s %-8s %12s %12s %6s %14s %13s\n' workload ps "direct qps" "proxy qps" ratio "direct p95 ms" "proxy p95 ms"
+	for row in "${ROWS[@]}"; do
+		IFS='|' read -r c1 c2 c3 c4 c5 c6 c7 <<<"$row"
+		printf '%-22s %-8s %12s %12s %6s %14s %13s\n' "$c1" "$c2" "$c3" "$c4" "$c5" "$c6" "$c7"
+	done
+fi
 if ((${#NOTES[@]} > 0)); then
 	echo
 	for n in "${NOTES[@]}"; do
