@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -578,4 +579,54 @@ func TestConcurrentSessions(t *testing.T) {
 	if got := queryString(t, db, "SELECT COUNT(*) FROM c"); got != "800" {
 		t.Errorf("rows %s", got)
 	}
+}
+
+func TestBackendTLS(t *testing.T) {
+	be := testdb.Get(t)
+	caFile := os.Getenv("TABLEPROXY_TEST_BACKEND_CA")
+	if caFile == "" {
+		if os.Getenv("TABLEPROXY_TEST_REQUIRE") == "1" {
+			t.Fatal("TABLEPROXY_TEST_BACKEND_CA not set (scripts/mariadb.sh writes it)")
+		}
+		t.Skip("TABLEPROXY_TEST_BACKEND_CA not set")
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		t.Fatal("no CA certificate in", caFile)
+	}
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	host, _, _ := net.SplitHostPort(be.Addr)
+	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, func(c *Config) {
+		c.Backend.TLS = &tls.Config{RootCAs: roots, ServerName: host}
+	}, nil)
+	conn := testdb.Open(t, testdb.DSN(px.addr, user, "pw", db, nil))
+	var name, cipher string
+	if err := conn.QueryRow("SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(&name, &cipher); err != nil {
+		t.Fatal(err)
+	}
+	if cipher == "" {
+		t.Fatal("backend connection is not encrypted")
+	}
+	// A backend whose certificate the proxy cannot verify is refused.
+	other := x509.NewCertPool()
+	other.AddCert(mustParse(t, selfSigned(t).Certificate[0]))
+	px2 := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, func(c *Config) {
+		c.Backend.TLS = &tls.Config{RootCAs: other, ServerName: host}
+	}, nil)
+	if me := myErr(t, testdb.Open(t, testdb.DSN(px2.addr, user, "pw", db, nil)).Ping()); me.Number != 2003 {
+		t.Errorf("unverifiable backend: got %v, want 2003", me)
+	}
+}
+
+func mustParse(t testing.TB, der []byte) *x509.Certificate {
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -32,6 +32,7 @@ DATADIR="$BASE/data"
 PIDFILE="$BASE/mariadb.pid"
 LOG="$BASE/mariadb.log"
 ENV_FILE="$RUN_DIR/mariadb.env"
+TLS_DIR="$BASE/tls"
 SOCKET="$BASE/mariadb.sock"
 # Unix socket paths are limited to 108 bytes; a deeply nested checkout would
 # make mariadbd refuse to start, so fall back to a stable path under /tmp.
@@ -77,6 +78,9 @@ server_pid() {
 	kill -0 "$pid" 2>/dev/null || return 1
 	# Guard against a stale pid file whose pid was reused by another program.
 	[[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == mariadbd ]] || return 1
+	# A server killed with SIGKILL can linger as a zombie until it is reaped;
+	# it is not running.
+	[[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]] || return 1
 	echo "$pid"
 }
 
@@ -115,6 +119,23 @@ init_datadir() {
 	fi
 }
 
+# init_tls makes a private CA and a server certificate for 127.0.0.1 and
+# localhost (once), so clients and the proxy can test TLS to the backend.
+init_tls() {
+	[[ -f "$TLS_DIR/server-cert.pem" ]] && return 0
+	command -v openssl >/dev/null || die "openssl is needed for the backend's TLS certificate"
+	mkdir -p "$TLS_DIR"
+	(
+		cd "$TLS_DIR"
+		openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=tableproxy test CA" \
+			-keyout ca-key.pem -out ca.pem
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout server-key.pem -out server.csr
+		printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >san.ext
+		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 3650 \
+			-extfile san.ext -out server-cert.pem
+	) >"$BASE/tls.log" 2>&1 || die "could not make TLS certificates (see $BASE/tls.log)"
+}
+
 setup_accounts() {
 	local host sql=""
 	for host in 127.0.0.1 localhost; do
@@ -131,6 +152,7 @@ write_env() {
 export TABLEPROXY_TEST_BACKEND=127.0.0.1:$PORT
 export TABLEPROXY_TEST_ROOT=$ADMIN_USER:$ADMIN_PASS
 export TABLEPROXY_MARIADB_SOCKET=$SOCKET
+export TABLEPROXY_TEST_BACKEND_CA=$TLS_DIR/ca.pem
 ENV
 	mv -f "$tmp" "$ENV_FILE"
 }
@@ -155,6 +177,7 @@ cmd_start() {
 		fi
 		mkdir -p "$BASE"
 		init_datadir
+		init_tls
 		rm -f "$SOCKET"
 		log "starting mariadbd on 127.0.0.1:$PORT (log: $LOG)"
 		# --no-defaults must come first so /etc/mysql never leaks in.
@@ -164,6 +187,7 @@ cmd_start() {
 			--log-bin="$BASE/binlog" --binlog-format=ROW --binlog-row-image=FULL \
 			--server-id=1 --local-infile=1 --max-allowed-packet=64M \
 			--innodb-buffer-pool-size=256M --skip-name-resolve \
+			--ssl-ca="$TLS_DIR/ca.pem" --ssl-cert="$TLS_DIR/server-cert.pem" --ssl-key="$TLS_DIR/server-key.pem" \
 			</dev/null >>"$LOG" 2>&1 &
 		pid=$!
 	fi
