@@ -66,6 +66,18 @@ func (m *privateMariaDB) signal(t *testing.T, sig syscall.Signal) {
 	}
 }
 
+// faultEnv is a private MariaDB with a database and user, and a proxy in
+// front of it; it returns the backend and the proxied DSN.
+func faultEnv(t *testing.T) (*privateMariaDB, string) {
+	t.Helper()
+	m := startPrivateMariaDB(t)
+	be := testdb.Backend{Addr: m.addr(), RootUser: "tproot", RootPassword: "tproot"}
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	px := startProxy(t, m.addr(), account{user, "pw"})
+	return m, testdb.DSN(px.addr, user, "pw", db, nil)
+}
+
 func mysqlErrNumber(err error) uint16 {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
@@ -78,12 +90,7 @@ func mysqlErrNumber(err error) uint16 {
 // then start it again. Clients get prompt MySQL errors, never a hang, and
 // the proxy serves again as soon as the backend is back.
 func TestBackendKilledAndRestarted(t *testing.T) {
-	m := startPrivateMariaDB(t)
-	be := testdb.Backend{Addr: m.addr(), RootUser: "tproot", RootPassword: "tproot"}
-	db := be.NewDatabase(t)
-	user := be.NewUser(t, "pw", "ALL", db)
-	px := startProxy(t, m.addr(), account{user, "pw"})
-	dsn := testdb.DSN(px.addr, user, "pw", db, nil)
+	m, dsn := faultEnv(t)
 
 	live := testdb.Open(t, dsn)
 	live.SetMaxOpenConns(1)
@@ -122,12 +129,7 @@ func TestBackendKilledAndRestarted(t *testing.T) {
 // (SIGSTOP) must not hang new clients past the connect timeout, and once it
 // continues, everything proceeds.
 func TestBackendStopped(t *testing.T) {
-	m := startPrivateMariaDB(t)
-	be := testdb.Backend{Addr: m.addr(), RootUser: "tproot", RootPassword: "tproot"}
-	db := be.NewDatabase(t)
-	user := be.NewUser(t, "pw", "ALL", db)
-	px := startProxy(t, m.addr(), account{user, "pw"})
-	dsn := testdb.DSN(px.addr, user, "pw", db, nil)
+	m, dsn := faultEnv(t)
 	if err := testdb.Open(t, dsn).Ping(); err != nil {
 		t.Fatal(err)
 	}
