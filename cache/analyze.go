@@ -1,0 +1,162 @@
+package cache
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the standalone parser
+
+	"tableproxy/lease"
+)
+
+// Effect is what a statement does to cached tables, as far as the cache
+// must know.
+type Effect uint8
+
+const (
+	EffectNone    Effect = iota // reads, or touches no table
+	EffectCache                 // ALTER TABLE t CACHE
+	EffectNoCache               // ALTER TABLE t NOCACHE
+	EffectWrite                 // may change rows of Tables
+	EffectDDL                   // changes the definition of Tables
+	EffectUnknown               // cannot tell (unparsable, CALL, ...): may change any table
+)
+
+// Analysis is what Analyze found in one request (all its statements).
+type Analysis struct {
+	Effect Effect
+	Tables []lease.TableID // the written, altered or (for CACHE/NOCACHE) targeted tables
+}
+
+var parsers = sync.Pool{New: func() any { return parser.New() }}
+
+var errMixedAdmin = errors.New("ALTER TABLE ... CACHE/NOCACHE must be a statement of its own")
+
+// Analyze parses sql (one statement or several) and reports its effect on
+// tables, resolving unqualified names against db. It errs on the side of
+// caution: anything that could write a table it cannot name is
+// EffectUnknown, and every table a writing statement mentions counts as
+// written (a needless invalidation costs a reload; a missed one serves a
+// stale row).
+func Analyze(sql, db string) (Analysis, error) {
+	p := parsers.Get().(*parser.Parser)
+	stmts, _, err := p.ParseSQL(sql)
+	parsers.Put(p)
+	if err != nil {
+		return Analysis{Effect: EffectUnknown}, nil
+	}
+	var out Analysis
+	for _, stmt := range stmts {
+		a := analyzeOne(stmt, db)
+		if a.Effect == EffectCache || a.Effect == EffectNoCache {
+			if len(stmts) > 1 {
+				return Analysis{}, errMixedAdmin
+			}
+			return a, nil
+		}
+		if a.Effect > out.Effect {
+			out.Effect = a.Effect
+		}
+		out.Tables = appendUnique(out.Tables, a.Tables...)
+	}
+	return out, nil
+}
+
+func analyzeOne(stmt ast.StmtNode, db string) Analysis {
+	switch n := stmt.(type) {
+	case *ast.AlterTableStmt:
+		if len(n.Specs) == 1 {
+			switch n.Specs[0].Tp {
+			case ast.AlterTableCache:
+				return Analysis{Effect: EffectCache, Tables: []lease.TableID{tableID(n.Table, db)}}
+			case ast.AlterTableNoCache:
+				return Analysis{Effect: EffectNoCache, Tables: []lease.TableID{tableID(n.Table, db)}}
+			}
+		}
+		return Analysis{Effect: EffectDDL, Tables: collectTables(stmt, db)}
+	case ast.DDLNode:
+		return Analysis{Effect: EffectDDL, Tables: collectTables(stmt, db)}
+	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.LoadDataStmt:
+		return Analysis{Effect: EffectWrite, Tables: collectTables(stmt, db)}
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		// A SELECT can still write through a stored function or
+		// SELECT ... INTO a variable; stored functions are user-defined
+		// calls the parser cannot see into.
+		if callsUserFunction(stmt) {
+			return Analysis{Effect: EffectUnknown}
+		}
+		return Analysis{Effect: EffectNone}
+	case *ast.ShowStmt, *ast.ExplainStmt, *ast.SetStmt, *ast.UseStmt, *ast.BeginStmt,
+		*ast.CommitStmt, *ast.RollbackStmt, *ast.SavepointStmt, *ast.ReleaseSavepointStmt,
+		*ast.PrepareStmt, *ast.DeallocateStmt, *ast.KillStmt, *ast.DoStmt:
+		if callsUserFunction(stmt) {
+			return Analysis{Effect: EffectUnknown}
+		}
+		return Analysis{Effect: EffectNone}
+	}
+	// CALL, EXECUTE, handler statements, and whatever else: unknown.
+	return Analysis{Effect: EffectUnknown}
+}
+
+func tableID(t *ast.TableName, db string) lease.TableID {
+	schema := t.Schema.O
+	if schema == "" {
+		schema = db
+	}
+	return lease.TableID{Schema: schema, Table: t.Name.O}
+}
+
+// tableCollector gathers every table name in a statement.
+type tableCollector struct {
+	db     string
+	tables []lease.TableID
+}
+
+func (c *tableCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if t, ok := n.(*ast.TableName); ok {
+		c.tables = appendUnique(c.tables, tableID(t, c.db))
+	}
+	return n, false
+}
+
+func (c *tableCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+func collectTables(stmt ast.StmtNode, db string) []lease.TableID {
+	c := &tableCollector{db: db}
+	stmt.Accept(c)
+	return c.tables
+}
+
+// funcFinder reports calls of functions the parser does not know as
+// built-ins, which may be stored functions with side effects.
+type funcFinder struct{ found bool }
+
+func (f *funcFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if fc, ok := n.(*ast.FuncCallExpr); ok && (fc.Schema.L != "" || !isBuiltin(fc.FnName.L)) {
+		f.found = true
+	}
+	return n, f.found
+}
+
+func (f *funcFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+func callsUserFunction(stmt ast.StmtNode) bool {
+	f := &funcFinder{}
+	stmt.Accept(f)
+	return f.found
+}
+
+func appendUnique(list []lease.TableID, ids ...lease.TableID) []lease.TableID {
+next:
+	for _, id := range ids {
+		for _, have := range list {
+			if have == id {
+				continue next
+			}
+		}
+		list = append(list, id)
+	}
+	return list
+}
