@@ -2,12 +2,14 @@ package plugins
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,6 +19,17 @@ type Env struct {
 	// Metrics is where plugins register Prometheus collectors; the command
 	// serves it on --metrics-listen.
 	Metrics prometheus.Registerer
+	// DataDir is where plugins keep durable state (each in its own file).
+	DataDir string
+	// Backend opens connections to the backend for plugins' own work
+	// (loading a table, checking a schema), as a configured proxy user.
+	Backend Backend
+}
+
+// Backend opens backend connections as a configured proxy user, with that
+// user's password (so the backend's grants apply to plugins' work too).
+type Backend interface {
+	Connect(ctx context.Context, user, db string) (*client.Conn, error)
 }
 
 // Options is a plugin's section of the config file, as decoded from it.

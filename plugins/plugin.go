@@ -91,9 +91,44 @@ type Statement struct {
 	Kind    Kind   // cheap lexical classification of SQL
 	InTx    bool   // the backend reported an open transaction before this statement
 
+	// Params is the raw parameter block of a COM_STMT_EXECUTE (everything
+	// after the statement id), ParamCount how many parameters the
+	// statement has, and ParamTypes the types (two bytes each) in force,
+	// which the client sends only when they change.
+	Params     []byte
+	ParamCount int
+	ParamTypes []byte
+
+	// Session is storage that lives as long as the client session, for
+	// plugins that keep per-session state.
+	Session *SessionState
+
 	normalized string
 	digest     string
 	memo       *Memo
+}
+
+// SessionState is per-session storage for plugins, keyed by any comparable
+// value a plugin owns (use an unexported type to avoid collisions). A
+// session runs one statement at a time, so it needs no locking.
+type SessionState struct {
+	values map[any]any
+}
+
+// Get returns the value stored under key, or nil.
+func (s *SessionState) Get(key any) any {
+	if s == nil {
+		return nil
+	}
+	return s.values[key]
+}
+
+// Set stores v under key.
+func (s *SessionState) Set(key, v any) {
+	if s.values == nil {
+		s.values = map[any]any{}
+	}
+	s.values[key] = v
 }
 
 // Memo keeps what is derived from a statement's text (kind, digest) across
@@ -113,6 +148,7 @@ func (st *Statement) Reset(cmd Command, sql string) {
 	st.normalized = ""
 	st.digest = ""
 	st.memo = nil
+	st.Params, st.ParamCount, st.ParamTypes = nil, 0, nil
 }
 
 // ResetMemo is Reset for a statement whose derived values are kept in m
@@ -127,6 +163,7 @@ func (st *Statement) ResetMemo(cmd Command, sql string, m *Memo) {
 	st.normalized = m.normalized
 	st.digest = m.digest
 	st.memo = m
+	st.Params, st.ParamCount, st.ParamTypes = nil, 0, nil
 }
 
 // Normalized returns the statement with literals replaced by '?' and
@@ -184,6 +221,7 @@ type Outcome struct {
 	AffectedRows uint64         // from the final OK packet, when there was one
 	Rows         uint64         // result-set rows relayed
 	Warnings     uint16
+	Status       uint16 // server status flags the client was last sent (SERVER_STATUS_IN_TRANS, ...)
 }
 
 // ConnEventKind tells what happened to a client connection.
@@ -222,6 +260,16 @@ type ResponseWriter interface {
 	WriteResult(r *mysql.Result) error
 	// WriteError writes an ERR packet.
 	WriteError(e *mysql.MyError) error
+	// WritePacket writes one packet payload as it is; the proxy adds the
+	// header and sequence number. A plugin that encodes its own result sets
+	// (the cache, on its hot path) uses it, and must write a complete,
+	// well-formed response.
+	WritePacket(payload []byte) error
+	// Status is the server status the session's last response carried,
+	// for the EOF and OK packets a plugin writes.
+	Status() uint16
+	// Rows tells the proxy how many rows the answer had, for observers.
+	Rows(n uint64)
 }
 
 // Responder produces an answer for the client.
@@ -249,6 +297,21 @@ type Action struct {
 	Verdict   Verdict
 	Responder Responder
 	Err       *mysql.MyError
+	// Capture, with Verdict Pass, asks the proxy to record the column
+	// definitions of the backend's response (see Capture).
+	Capture *Capture
+}
+
+// Capture receives what the relay saw of a response, for a plugin that
+// learns from the backend (the cache learns each statement shape's column
+// metadata from the backend's own answer). It is filled before
+// OnResult is called.
+type Capture struct {
+	// Columns are the column-definition packet payloads of the response's
+	// result set, copied. Nil unless the response was exactly one result set.
+	Columns [][]byte
+	// Binary reports whether rows were in the binary protocol.
+	Binary bool
 }
 
 // Continue lets the statement go on.

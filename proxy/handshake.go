@@ -263,6 +263,29 @@ func (c *clientConn) startTLS(cfg *tls.Config) error {
 // writePacket writes a payload the proxy composed (b has header room).
 func (c *clientConn) writePacket(b []byte) error { return c.pc.WritePacket(b) }
 
+// writePayload writes one packet from a payload without header room,
+// splitting it as the protocol requires.
+func (c *clientConn) writePayload(p []byte) error {
+	for {
+		n := len(p)
+		if n > mysql.MaxPayloadLen {
+			n = mysql.MaxPayloadLen
+		}
+		hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), c.pc.Sequence}
+		if _, err := c.buf.Write(hdr[:]); err != nil {
+			return err
+		}
+		if _, err := c.buf.Write(p[:n]); err != nil {
+			return err
+		}
+		c.pc.Sequence++
+		p = p[n:]
+		if n < mysql.MaxPayloadLen {
+			return nil
+		}
+	}
+}
+
 // writeError writes an ERR packet with the current sequence number.
 func (c *clientConn) writeError(e *mysql.MyError) error {
 	return c.pc.WritePacket(appendErr(newPacket(len(e.Message)+16), e))

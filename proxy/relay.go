@@ -121,7 +121,18 @@ func (s *session) relayResultSet(p []byte, st *relayStats) (bool, error) {
 	if !ok {
 		return false, errBackendLost
 	}
-	if err := s.pumpN(ncols); err != nil {
+	if s.capture != nil {
+		s.captureSets++
+		for i := uint64(0); i < ncols; i++ {
+			p, err := s.pump()
+			if err != nil {
+				return false, err
+			}
+			if s.captureSets == 1 {
+				s.capture.Columns = append(s.capture.Columns, append([]byte(nil), p...))
+			}
+		}
+	} else if err := s.pumpN(ncols); err != nil {
 		return false, err
 	}
 	p, err := s.pump() // EOF after the column definitions
@@ -206,18 +217,18 @@ func (s *session) relayLocalInfile() error {
 }
 
 // relayPrepareResponse relays the response to COM_STMT_PREPARE and returns
-// the statement id the backend assigned (0 on error).
-func (s *session) relayPrepareResponse(st *relayStats) (uint32, error) {
+// the statement id the backend assigned and its parameter count.
+func (s *session) relayPrepareResponse(st *relayStats) (uint32, int, error) {
 	p, err := s.pump()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if p[0] == markErr {
 		st.err = parseErr(p)
-		return 0, nil
+		return 0, 0, nil
 	}
 	if p[0] != markOK || len(p) < 12 {
-		return 0, errBackendLost
+		return 0, 0, errBackendLost
 	}
 	id := binary.LittleEndian.Uint32(p[1:])
 	ncols := uint64(binary.LittleEndian.Uint16(p[5:]))
@@ -225,15 +236,15 @@ func (s *session) relayPrepareResponse(st *relayStats) (uint32, error) {
 	st.warnings = binary.LittleEndian.Uint16(p[10:])
 	if nparams > 0 {
 		if err := s.pumpN(nparams + 1); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	if ncols > 0 {
 		if err := s.pumpN(ncols + 1); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return id, nil
+	return id, int(nparams), nil
 }
 
 // relayOne relays a single-packet response (OK, ERR, EOF, or the string of

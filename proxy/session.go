@@ -40,6 +40,9 @@ type session struct {
 	st    plugins.Statement
 	stmts map[uint32]*prepared // by the backend's statement id
 
+	capture     *plugins.Capture // set while relaying a response a plugin asked to see
+	captureSets int              // result sets seen while capturing
+
 	idle   atomic.Bool // blocked reading the client's next command
 	txOpen atomic.Bool // mirrors the IN_TRANS status flag for Shutdown
 	killed atomic.Bool // KILL CONNECTION aimed at this session
@@ -47,8 +50,23 @@ type session struct {
 
 // prepared is what the proxy keeps of a prepared statement.
 type prepared struct {
-	sql  string
-	memo plugins.Memo
+	sql     string
+	nparams int
+	types   []byte // parameter types last bound by the client
+	memo    plugins.Memo
+}
+
+// bindParams remembers the parameter types a COM_STMT_EXECUTE carries:
+// flags (1), iteration count (4), NULL bitmap, new-params-bound flag (1),
+// then the types when that flag is 1.
+func (ps *prepared) bindParams(b []byte) {
+	if ps.nparams == 0 {
+		return
+	}
+	off := 5 + (ps.nparams+7)/8
+	if off < len(b) && b[off] == 1 && off+1+2*ps.nparams <= len(b) {
+		ps.types = append(ps.types[:0], b[off+1:off+1+2*ps.nparams]...)
+	}
 }
 
 func (s *session) inTx() bool { return s.status&mysql.SERVER_STATUS_IN_TRANS != 0 }
@@ -200,7 +218,8 @@ func (s *session) bindBackend(ctx context.Context) error {
 	}
 	s.backend = bc
 	s.setStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
-	s.st = plugins.Statement{ConnID: s.id, User: s.user.Name, Admin: s.user.Admin, Remote: s.client.raw.RemoteAddr()}
+	s.st = plugins.Statement{ConnID: s.id, User: s.user.Name, Admin: s.user.Admin, Remote: s.client.raw.RemoteAddr(),
+		Session: &plugins.SessionState{}}
 	s.stmts = map[uint32]*prepared{}
 	s.srv.registerBackend(s)
 	return nil
@@ -281,6 +300,8 @@ func (s *session) dispatch() (quit bool, err error) {
 			return false, s.relay(s.relayQueryResponse)
 		}
 		s.st.ResetMemo(plugins.ComStmtExecute, ps.sql, &ps.memo)
+		ps.bindParams(p[5:])
+		s.st.Params, s.st.ParamCount, s.st.ParamTypes = p[5:], ps.nparams, ps.types
 		return false, s.runStatement()
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		return false, s.forward() // no response
@@ -398,9 +419,20 @@ func (s *session) runStatement() error {
 		}
 	default:
 		var rs relayStats
+		if c := action.Capture; c != nil && cmd != plugins.ComStmtPrepare {
+			c.Columns, c.Binary = c.Columns[:0], cmd == plugins.ComStmtExecute
+			s.capture, s.captureSets = c, 0
+		}
 		err = s.forwardStatement(cmd, st, &rs)
+		if s.capture != nil {
+			if s.captureSets != 1 || rs.err != nil {
+				s.capture.Columns = nil
+			}
+			s.capture = nil
+		}
 		out.Source, out.Err, out.Rows, out.AffectedRows, out.Warnings = plugins.FromBackend, rs.err, rs.rows, rs.affected, rs.warnings
 	}
+	out.Status = s.status
 	if observe {
 		out.Duration = time.Since(start)
 		if err != nil && out.Err == nil {
@@ -419,9 +451,9 @@ func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, r
 		if err := s.forward(); err != nil {
 			return err
 		}
-		id, err := s.relayPrepareResponse(rs)
+		id, nparams, err := s.relayPrepareResponse(rs)
 		if err == nil && rs.err == nil {
-			s.stmts[id] = &prepared{sql: strings.Clone(st.SQL)}
+			s.stmts[id] = &prepared{sql: strings.Clone(st.SQL), nparams: nparams}
 		}
 		return err
 	case plugins.ComQuery:
@@ -529,6 +561,17 @@ type answerWriter struct {
 	rows     uint64
 	affected uint64
 }
+
+func (w *answerWriter) WritePacket(payload []byte) error {
+	if err := w.s.client.writePayload(payload); err != nil {
+		return errClientGone
+	}
+	return nil
+}
+
+func (w *answerWriter) Status() uint16 { return w.s.status }
+
+func (w *answerWriter) Rows(n uint64) { w.rows = n }
 
 func (w *answerWriter) WriteError(e *mysql.MyError) error {
 	w.err = e

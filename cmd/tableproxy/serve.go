@@ -105,16 +105,17 @@ func serve(args []string) error {
 	for i, p := range cfg.Plugins {
 		specs[i] = plugins.Spec{Name: p.Name, Options: p.Options}
 	}
-	chain, err := plugins.Build(specs, plugins.Env{Logger: log, Metrics: reg})
+	pcfg, err := proxyConfig(cfg, log)
+	if err != nil {
+		return err
+	}
+	env := plugins.Env{Logger: log, Metrics: reg, DataDir: cfg.DataDir, Backend: proxy.NewConnector(pcfg)}
+	chain, err := plugins.Build(specs, env)
 	if err != nil {
 		return err
 	}
 	defer chain.Close()
 
-	pcfg, err := proxyConfig(cfg, log)
-	if err != nil {
-		return err
-	}
 	srv, err := proxy.New(pcfg, chain)
 	if err != nil {
 		return err

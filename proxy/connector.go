@@ -1,0 +1,57 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+)
+
+// Connector opens backend connections for the proxy's own work (plugins
+// loading tables, checking schemas), as a configured user with that user's
+// password, so the backend's grants apply to that work too.
+type Connector struct {
+	backend BackendConfig
+	users   map[string]User
+}
+
+// NewConnector returns a Connector for the backend and users of cfg.
+func NewConnector(cfg Config) *Connector {
+	b := cfg.Backend
+	if b.ConnectTimeout <= 0 {
+		b.ConnectTimeout = 5 * time.Second
+	}
+	return &Connector{backend: b, users: cfg.Users}
+}
+
+// Connect opens a connection as user, in database db (may be empty).
+func (c *Connector) Connect(ctx context.Context, user, db string) (*client.Conn, error) {
+	u, ok := c.users[user]
+	if !ok {
+		return nil, fmt.Errorf("no configured user %q", user)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.backend.ConnectTimeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	network, addr := backendNetwork(c.backend.Addr)
+	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			_ = conn.SetDeadline(deadline)
+		}
+		return conn, err
+	}
+	conn, err := client.ConnectWithDialer(ctx, network, addr, u.Name, u.Password, db, dialer, func(cc *client.Conn) error {
+		if c.backend.TLS != nil {
+			cc.SetTLSConfig(c.backend.TLS)
+		}
+		return cc.SetCollation("utf8mb4_general_ci")
+	})
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.Conn.SetDeadline(time.Time{})
+	return conn, nil
+}
