@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/pingcap/tidb/pkg/parser"
@@ -49,6 +50,9 @@ func Analyze(sql, db string) (Analysis, error) {
 	}
 	var out Analysis
 	for _, stmt := range stmts {
+		if u, ok := stmt.(*ast.UseStmt); ok {
+			db = u.DBName // later statements of the request resolve against it
+		}
 		a := analyzeOne(stmt, db)
 		if a.Effect == EffectCache || a.Effect == EffectNoCache {
 			if len(stmts) > 1 {
@@ -100,12 +104,14 @@ func analyzeOne(stmt ast.StmtNode, db string) Analysis {
 	return Analysis{Effect: EffectUnknown}
 }
 
+// tableID names t, copying the names: the parser's strings point into the
+// statement text, which the proxy reuses for the next statement.
 func tableID(t *ast.TableName, db string) lease.TableID {
 	schema := t.Schema.O
 	if schema == "" {
 		schema = db
 	}
-	return lease.TableID{Schema: schema, Table: t.Name.O}
+	return lease.TableID{Schema: strings.Clone(schema), Table: strings.Clone(t.Name.O)}
 }
 
 // tableCollector gathers every table name in a statement.

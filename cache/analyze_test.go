@@ -33,6 +33,7 @@ func TestAnalyze(t *testing.T) {
 		{"SELECT 1; UPDATE rates SET v = 1", EffectWrite, []lease.TableID{rates}},
 		{"this is not sql", EffectUnknown, nil},
 		{"SET @a = 1", EffectNone, nil},
+		{"USE other; DELETE FROM t", EffectWrite, []lease.TableID{other}},
 		{"BEGIN", EffectNone, nil},
 	} {
 		a, err := Analyze(tc.sql, "shop")

@@ -83,18 +83,35 @@ type proxyProc struct {
 // the shutdown timeout. Its stderr goes to the test log if the test failed.
 func startProxy(t *testing.T, backendAddr string, users ...account) *proxyProc {
 	t.Helper()
+	return startProxyOpts(t, backendAddr, users, proxyOpts{})
+}
+
+// proxyOpts are the less common ways to start a proxy.
+type proxyOpts struct {
+	yaml    string    // more of the config file (e.g. a plugins section)
+	admins  []account // admin users
+	dataDir string    // the data directory; a fresh one when empty
+}
+
+// startProxyOpts is startProxy with options.
+func startProxyOpts(t *testing.T, backendAddr string, users []account, o proxyOpts) *proxyProc {
+	t.Helper()
 	if proxyBin == "" {
 		t.Fatal("no proxy binary (TestMain did not build one)")
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tableproxy.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("shutdown_timeout: %s\n", shutdownTimeout)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("shutdown_timeout: %s\n%s", shutdownTimeout, o.yaml)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A port found free can be taken by another process before the proxy
 	// binds it; only that failure is retried.
 	for attempt := 1; ; attempt++ {
-		p := launchProxy(t, cfg, dir, backendAddr, freePort(t), users)
+		dataDir := o.dataDir
+		if dataDir == "" {
+			dataDir = filepath.Join(dir, "data")
+		}
+		p := launchProxy(t, cfg, dataDir, backendAddr, freePort(t), users, o.admins)
 		err := p.waitReady(15 * time.Second)
 		if err == nil {
 			t.Cleanup(func() { p.stop(t) })
@@ -109,12 +126,15 @@ func startProxy(t *testing.T, backendAddr string, users ...account) *proxyProc {
 	}
 }
 
-func launchProxy(t *testing.T, cfg, dir, backendAddr, addr string, users []account) *proxyProc {
+func launchProxy(t *testing.T, cfg, dataDir, backendAddr, addr string, users, admins []account) *proxyProc {
 	t.Helper()
 	args := []string{"serve", "--config", cfg, "--listen", addr, "--backend", backendAddr,
-		"--data-dir", filepath.Join(dir, "data"), "--log-level", "debug"}
+		"--data-dir", dataDir, "--log-level", "debug"}
 	for _, u := range users {
 		args = append(args, "--user", u.name+":"+u.password)
+	}
+	for _, u := range admins {
+		args = append(args, "--admin-user", u.name+":"+u.password)
 	}
 	p := &proxyProc{addr: addr, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(proxyBin, args...)

@@ -78,8 +78,10 @@ func (c Command) String() string {
 }
 
 // Statement is what the chain sees of one client request. The proxy reuses
-// one Statement per session, so a plugin must not keep a pointer to it after
-// its hook returns; copy what it needs.
+// one Statement per session, and SQL points into the session's packet
+// buffer, which the next command overwrites: a plugin must not keep the
+// Statement, its SQL, or any substring of it (parsers return substrings)
+// after its hook returns; copy what it needs (strings.Clone).
 type Statement struct {
 	ConnID  uint32   // the connection id the client sees
 	User    string   // the proxy user the session authenticated as
@@ -270,6 +272,10 @@ type ResponseWriter interface {
 	Status() uint16
 	// Rows tells the proxy how many rows the answer had, for observers.
 	Rows(n uint64)
+	// ExtendedMetadata reports whether the client negotiated MariaDB's
+	// extended column metadata: column definitions then carry one more
+	// field (the extended type info) after the column's original name.
+	ExtendedMetadata() bool
 }
 
 // Responder produces an answer for the client.

@@ -103,3 +103,21 @@ func (c *extCapsConn) Write(b []byte) (int, error) {
 func isProgressReport(p []byte) bool {
 	return len(p) >= 3 && p[0] == markErr && p[1] == 0xff && p[2] == 0xff
 }
+
+// withEmptyExtendedMetadata inserts an empty extended-metadata field into a
+// column definition payload (after its six length-encoded strings), for a
+// client that negotiated MARIADB_CLIENT_EXTENDED_METADATA.
+func withEmptyExtendedMetadata(def []byte) []byte {
+	pos := 0
+	for i := 0; i < 6; i++ {
+		_, n, ok := readLenEncString(def[pos:])
+		if !ok {
+			return def
+		}
+		pos += n
+	}
+	out := make([]byte, 0, len(def)+1)
+	out = append(out, def[:pos]...)
+	out = append(out, 0)
+	return append(out, def[pos:]...)
+}

@@ -25,6 +25,7 @@ type relayStats struct {
 	warnings uint16
 	status   uint16
 	haveStat bool
+	results  int            // results (OK packets and result sets) in the response
 	err      *mysql.MyError // the backend's ERR, if the response ended in one
 }
 
@@ -85,6 +86,7 @@ func (s *session) relayQueryResponse(st *relayStats) error {
 		if err != nil {
 			return err
 		}
+		st.results++
 		switch p[0] {
 		case markOK:
 			ok, _ := parseOK(p)

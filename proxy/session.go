@@ -468,13 +468,32 @@ func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, r
 			}
 			if rs.err == nil {
 				if db, ok := parseUse(st.SQL); ok {
-					s.db = db
+					s.db = strings.Clone(db) // st.SQL points into the command buffer
 				}
 			}
 			return nil
 		}
 	}
-	return s.relayWith(rs, s.relayQueryResponse)
+	if err := s.relayWith(rs, s.relayQueryResponse); err != nil {
+		return err
+	}
+	if rs.results > 1 {
+		// A multi-statement request (or a procedure) may have changed the
+		// current database; plugins resolve table names against it.
+		s.refreshDB()
+	}
+	return nil
+}
+
+// refreshDB asks the backend for the current database.
+func (s *session) refreshDB() {
+	r, err := s.backend.Execute("SELECT DATABASE()")
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	db, _ := r.GetString(0, 0)
+	s.db = db
 }
 
 // changeUser handles COM_CHANGE_USER: authenticate the new user against the
@@ -573,6 +592,10 @@ func (w *answerWriter) Status() uint16 { return w.s.status }
 
 func (w *answerWriter) Rows(n uint64) { w.rows = n }
 
+func (w *answerWriter) ExtendedMetadata() bool {
+	return w.s.client.extCaps&mariadbExtendedMetadata != 0
+}
+
 func (w *answerWriter) WriteError(e *mysql.MyError) error {
 	w.err = e
 	if err := w.s.client.writeError(e); err != nil {
@@ -602,7 +625,11 @@ func (w *answerWriter) WriteResult(r *mysql.Result) error {
 		return errClientGone
 	}
 	for _, f := range rs.Fields {
-		if err := c.writePacket(append(newPacket(64), f.Dump()...)); err != nil {
+		def := f.Dump()
+		if w.ExtendedMetadata() {
+			def = withEmptyExtendedMetadata(def)
+		}
+		if err := c.writePacket(append(newPacket(64), def...)); err != nil {
 			return errClientGone
 		}
 	}

@@ -5,7 +5,16 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"tableproxy/cache"
+	"tableproxy/plugins"
 )
+
+// Plugins that live outside the plugins package register here; the
+// built-in ones register themselves.
+func init() {
+	plugins.Register(cache.Name, cache.Factory)
+}
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"

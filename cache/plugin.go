@@ -1,0 +1,529 @@
+// Package cache owns cached tables: which tables are cached (the catalog),
+// their in-memory copies (snapshots) and the loader that keeps them at the
+// current version, the admin SQL that turns caching on and off, and the
+// bookkeeping that makes every write to a cached table bump its version.
+//
+// The cache is a plugin on the proxy's chain. Whether a copy may be served
+// is the lease package's decision; this package never serves a copy whose
+// version is not the one the lease manager reports as servable.
+//
+// What can go wrong, and what stops it: a write the cache does not see
+// (stored functions, CALL, unparsable statements are treated as writing
+// every cached table); a copy loaded across a write (copies are tagged with
+// the version read before the load began, and a write bumps it); a
+// transaction that writes a cached table and keeps going (the write intent
+// is held until the transaction ends, or the session does).
+package cache
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/configs"
+	"tableproxy/lease"
+	"tableproxy/plugins"
+)
+
+// Name is the plugin's name in the config.
+const Name = "cache"
+
+// Options are the cache plugin's settings.
+type Options struct {
+	// MaxTableSize caps one table's data (on the backend, and in memory);
+	// "64MB" by default, as TiDB's cached tables.
+	MaxTableSize string `json:"max_table_size"`
+	// AcceptStaleRisk allows caching when the backend's binary log cannot
+	// show writes that bypass the proxy; such writes then stay invisible
+	// to cached reads until the next write through the proxy.
+	AcceptStaleRisk bool `json:"accept_stale_risk"`
+	// LoadTimeout bounds one table load.
+	LoadTimeout plugins.Duration `json:"load_timeout"`
+}
+
+// TiDB's error for what cached tables do not support.
+const erCacheUnsupported = 8242
+
+func errUnsupported(what string) *mysql.MyError {
+	return &mysql.MyError{Code: erCacheUnsupported, State: "HY000", Message: fmt.Sprintf("'%s' is unsupported on cache tables.", what)}
+}
+
+// Plugin is the cache on the plugin chain.
+type Plugin struct {
+	log      *slog.Logger
+	backend  plugins.Backend
+	leases   lease.Manager
+	catalog  *Catalog
+	maxBytes int64
+	opts     Options
+
+	mu     sync.RWMutex // guards tables; taken for writes only on CACHE/NOCACHE
+	tables map[lease.TableID]*tableState
+	cached atomic.Int32 // len(tables), read without the lock on every statement
+
+	heldMu sync.Mutex // guards held
+	held   map[uint32][]*lease.Intent
+
+	loads    chan lease.TableID
+	stop     chan struct{}
+	loaderWG sync.WaitGroup
+}
+
+// tableState is one cached table's live state.
+type tableState struct {
+	entry   Entry
+	lease   lease.Table
+	snap    atomic.Pointer[Snapshot]
+	pending atomic.Bool // a load is queued or running
+	lastErr atomic.Pointer[string]
+	hits    atomic.Uint64
+	passes  atomic.Uint64
+}
+
+// Factory builds the cache plugin; register it with plugins.Register(Name, Factory).
+func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+	opts := Options{MaxTableSize: "64MB", LoadTimeout: plugins.Duration(60 * time.Second)}
+	if err := plugins.DecodeOptions(raw, &opts); err != nil {
+		return nil, err
+	}
+	limit, err := configs.ParseByteSize(opts.MaxTableSize)
+	if err != nil || limit <= 0 {
+		return nil, fmt.Errorf("max_table_size: %q: want a size like 64MB", opts.MaxTableSize)
+	}
+	if env.Backend == nil {
+		return nil, fmt.Errorf("needs a backend connector")
+	}
+	if env.DataDir == "" {
+		return nil, fmt.Errorf("needs a data directory")
+	}
+	cat, err := OpenCatalog(env.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	log := env.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return New(log, env.Backend, lease.NewLocal(), cat, limit, opts), nil
+}
+
+// New builds the plugin and starts loading the catalog's tables.
+func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat *Catalog, maxBytes int64, opts Options) *Plugin {
+	p := &Plugin{log: log, backend: backend, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
+		tables: map[lease.TableID]*tableState{}, held: map[uint32][]*lease.Intent{},
+		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
+	leases.Subscribe(func(id lease.TableID, _ lease.Version) { p.requestLoad(id) })
+	for _, e := range cat.List() {
+		p.addTable(e)
+	}
+	p.loaderWG.Add(1)
+	go p.loader()
+	return p
+}
+
+// Name implements plugins.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+// Close stops the loader.
+func (p *Plugin) Close() error {
+	close(p.stop)
+	p.loaderWG.Wait()
+	return nil
+}
+
+func (p *Plugin) addTable(e Entry) *tableState {
+	p.mu.Lock()
+	ts, ok := p.tables[e.ID()]
+	if !ok {
+		ts = &tableState{entry: e, lease: p.leases.Table(e.ID())}
+		p.tables[e.ID()] = ts
+		p.cached.Store(int32(len(p.tables)))
+	}
+	p.mu.Unlock()
+	p.requestLoad(e.ID())
+	return ts
+}
+
+func (p *Plugin) removeTable(id lease.TableID) {
+	p.mu.Lock()
+	delete(p.tables, id)
+	p.cached.Store(int32(len(p.tables)))
+	p.mu.Unlock()
+}
+
+func (p *Plugin) table(id lease.TableID) *tableState {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.tables[id]
+}
+
+func (p *Plugin) cachedIDs() []lease.TableID {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	ids := make([]lease.TableID, 0, len(p.tables))
+	for id := range p.tables {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Servable returns the snapshot of id that may answer a read now, if any:
+// the table is cached, loaded at the version the lease manager says is
+// current, and no write to it is in flight.
+func (p *Plugin) Servable(id lease.TableID) (*Snapshot, bool) {
+	ts := p.table(id)
+	if ts == nil {
+		return nil, false
+	}
+	v, ok := ts.lease.Servable()
+	s := ts.snap.Load()
+	if !ok || s == nil || s.Version != v {
+		return nil, false
+	}
+	return s, true
+}
+
+// OnStatement implements plugins.StatementFilter.
+func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
+	if st.Kind == plugins.KindSelect && st.Command != plugins.ComStmtPrepare {
+		if a, ok := p.virtualQuery(st); ok {
+			return a
+		}
+	}
+	switch st.Kind {
+	case plugins.KindSelect, plugins.KindShow, plugins.KindSet, plugins.KindUse, plugins.KindBegin,
+		plugins.KindCommit, plugins.KindRollback, plugins.KindKill, plugins.KindAdmin:
+		// No write, no DDL, no CACHE/NOCACHE. (A SELECT that calls a stored
+		// function is planned as a write once reads are served.)
+		return plugins.Continue
+	}
+	if p.cached.Load() == 0 && st.Kind != plugins.KindDDL {
+		return plugins.Continue
+	}
+	a, err := Analyze(st.SQL, st.DB)
+	if err != nil {
+		return plugins.RefuseWith(mysql.NewError(mysql.ER_NOT_SUPPORTED_YET, err.Error()))
+	}
+	switch a.Effect {
+	case EffectCache, EffectNoCache:
+		if st.Command == plugins.ComStmtPrepare {
+			return plugins.Continue // the execution is what acts
+		}
+		return p.admin(st, a)
+	case EffectDDL:
+		for _, id := range a.Tables {
+			if p.table(id) != nil {
+				e := errUnsupported(ddlName(st.SQL))
+				e.Message += fmt.Sprintf(" Run ALTER TABLE %s.%s NOCACHE first.", quoteIdent(id.Schema), quoteIdent(id.Table))
+				return plugins.RefuseWith(e)
+			}
+		}
+	case EffectWrite, EffectUnknown:
+		if st.Command == plugins.ComStmtPrepare {
+			return plugins.Continue
+		}
+		var ids []lease.TableID
+		if a.Effect == EffectUnknown {
+			ids = p.cachedIDs()
+		} else {
+			for _, id := range a.Tables {
+				if p.table(id) != nil {
+					ids = append(ids, id)
+				}
+			}
+		}
+		if len(ids) > 0 {
+			p.beginWrite(st.ConnID, ids)
+		}
+	}
+	return plugins.Continue
+}
+
+// beginWrite opens an intent on ids for the session's statement. On one
+// node it cannot fail; a cluster may have to pass the write on unguarded
+// (and invalidate afterwards), never refuse it.
+func (p *Plugin) beginWrite(conn uint32, ids []lease.TableID) {
+	in, err := p.leases.BeginWrite(context.Background(), ids...)
+	if err != nil {
+		p.log.Warn("cache: write intent failed; invalidating after the write", "tables", ids, "err", err)
+		for _, id := range ids {
+			p.leases.Invalidate(id)
+		}
+		return
+	}
+	p.heldMu.Lock()
+	p.held[conn] = append(p.held[conn], in)
+	p.heldMu.Unlock()
+}
+
+// OnResult implements plugins.StatementObserver: a session's write intents
+// end with the statement, or with its transaction.
+func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
+	if out.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
+		return
+	}
+	p.endWrites(st.ConnID)
+}
+
+// OnConn implements plugins.ConnObserver: a session that ends ends its
+// transaction, and so its intents.
+func (p *Plugin) OnConn(ev plugins.ConnEvent) {
+	if ev.Kind == plugins.ConnClosed {
+		p.endWrites(ev.ConnID)
+	}
+}
+
+func (p *Plugin) endWrites(conn uint32) {
+	p.heldMu.Lock()
+	ins := p.held[conn]
+	if len(ins) == 0 {
+		p.heldMu.Unlock()
+		return
+	}
+	delete(p.held, conn)
+	p.heldMu.Unlock()
+	for _, in := range ins {
+		in.End()
+	}
+}
+
+// ddlName names a DDL statement for the error message, from its first
+// words (ALTER TABLE, DROP TABLE, TRUNCATE TABLE, RENAME TABLE, ...).
+func ddlName(sql string) string {
+	f := strings.Fields(strings.ToUpper(sql))
+	switch {
+	case len(f) >= 2 && (f[1] == "TABLE" || f[1] == "INDEX" || f[1] == "TABLES"):
+		return f[0] + " " + f[1]
+	case len(f) >= 1 && f[0] == "TRUNCATE":
+		return "TRUNCATE TABLE"
+	case len(f) >= 1:
+		return f[0]
+	}
+	return "DDL"
+}
+
+// requestLoad queues a (re)load of id, once however often it is asked.
+func (p *Plugin) requestLoad(id lease.TableID) {
+	ts := p.table(id)
+	if ts == nil || !ts.pending.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case p.loads <- id:
+	default:
+		ts.pending.Store(false) // queue full: the next version change asks again
+	}
+}
+
+// loader loads tables one at a time, so loading never competes with
+// itself for the backend.
+func (p *Plugin) loader() {
+	defer p.loaderWG.Done()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case id := <-p.loads:
+			p.load(id)
+		}
+	}
+}
+
+func (p *Plugin) load(id lease.TableID) {
+	ts := p.table(id)
+	if ts == nil {
+		return
+	}
+	ts.pending.Store(false)
+	v, ok := ts.lease.Servable()
+	if !ok {
+		return // a write is in flight; its end bumps the version and asks again
+	}
+	if s := ts.snap.Load(); s != nil && s.Version == v {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.opts.LoadTimeout))
+	defer cancel()
+	conn, err := p.backend.Connect(ctx, ts.entry.CachedBy, "")
+	if err != nil {
+		p.loadFailed(ts, err)
+		return
+	}
+	defer conn.Close()
+	s, err := loadSnapshot(ctx, conn, id, v, p.maxBytes*2)
+	if err != nil {
+		p.loadFailed(ts, err)
+		return
+	}
+	if p.table(id) != ts {
+		return // NOCACHE while loading
+	}
+	ts.snap.Store(s)
+	ts.lastErr.Store(nil)
+	p.log.Info("cache: table loaded", "table", id.String(), "version", s.Version, "rows", len(s.Rows),
+		"bytes", s.Bytes, "took", s.LoadDuration)
+}
+
+func (p *Plugin) loadFailed(ts *tableState, err error) {
+	msg := err.Error()
+	ts.lastErr.Store(&msg)
+	ts.snap.Store(nil)
+	p.log.Warn("cache: table load failed; its reads go to the backend", "table", ts.entry.ID().String(), "err", err)
+}
+
+// admin runs ALTER TABLE ... CACHE / NOCACHE.
+func (p *Plugin) admin(st *plugins.Statement, a Analysis) plugins.Action {
+	if !st.Admin {
+		return plugins.RefuseWith(mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
+			"Access denied; you need (at least one of) the tableproxy admin privilege(s) for this operation"))
+	}
+	id := a.Tables[0]
+	if id.Schema == "" {
+		return plugins.RefuseWith(mysql.NewError(mysql.ER_NO_DB_ERROR, "No database selected"))
+	}
+	user := st.User
+	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+		var err *mysql.MyError
+		if a.Effect == EffectCache {
+			err = p.cacheTable(user, id)
+		} else {
+			err = p.nocacheTable(user, id)
+		}
+		if err != nil {
+			return w.WriteError(err)
+		}
+		return w.WriteResult(nil)
+	}))
+}
+
+func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
+	if p.table(id) != nil {
+		return nil // already cached: as TiDB, a no-op
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := p.backend.Connect(ctx, user, "")
+	if err != nil {
+		return backendError(err)
+	}
+	defer conn.Close()
+	r, err := conn.Execute(`SELECT TABLE_TYPE, DATA_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, id.Schema, id.Table)
+	if err != nil {
+		return backendError(err)
+	}
+	if r.RowNumber() == 0 {
+		return mysql.NewError(mysql.ER_NO_SUCH_TABLE, fmt.Sprintf("Table '%s.%s' doesn't exist", id.Schema, id.Table))
+	}
+	if typ, _ := r.GetString(0, 0); typ != "BASE TABLE" {
+		return errUnsupported(strings.ToLower(typ))
+	}
+	if size, _ := r.GetInt(0, 1); size > p.maxBytes {
+		return errUnsupported("table too large")
+	}
+	if pk, err := primaryKey(conn, id); err != nil {
+		return backendError(err)
+	} else if len(pk) == 0 {
+		return errUnsupported("table without a primary key")
+	}
+	if !p.opts.AcceptStaleRisk {
+		if why := binlogProblem(conn); why != "" {
+			return mysql.NewError(mysql.ER_OPTION_PREVENTS_STATEMENT, "tableproxy cannot see writes that bypass it: "+why+
+				"; set the cache option accept_stale_risk to cache anyway")
+		}
+	}
+	e := Entry{Schema: id.Schema, Table: id.Table, CachedBy: user, Since: time.Now().UTC()}
+	if err := p.catalog.Put(e); err != nil {
+		return mysql.NewError(mysql.ER_ERROR_ON_WRITE, "tableproxy cache catalog: "+err.Error())
+	}
+	p.addTable(e)
+	p.log.Info("cache: table cached", "table", id.String(), "by", user)
+	return nil
+}
+
+func (p *Plugin) nocacheTable(user string, id lease.TableID) *mysql.MyError {
+	if p.table(id) == nil {
+		return nil // not cached: as TiDB, a no-op
+	}
+	if _, err := p.catalog.Delete(id); err != nil {
+		return mysql.NewError(mysql.ER_ERROR_ON_WRITE, "tableproxy cache catalog: "+err.Error())
+	}
+	p.removeTable(id)
+	p.log.Info("cache: table no longer cached", "table", id.String(), "by", user)
+	return nil
+}
+
+// binlogProblem says why the backend's binary log cannot show every write
+// that bypasses the proxy, or "" when it can.
+func binlogProblem(conn interface {
+	Execute(string, ...any) (*mysql.Result, error)
+}) string {
+	r, err := conn.Execute("SELECT @@log_bin, @@binlog_format, @@binlog_row_image")
+	if err != nil {
+		return "cannot read the binary log settings: " + err.Error()
+	}
+	defer r.Close()
+	logBin, _ := r.GetInt(0, 0)
+	format, _ := r.GetString(0, 1)
+	image, _ := r.GetString(0, 2)
+	switch {
+	case logBin != 1:
+		return "the backend's binary log is off (log_bin=OFF)"
+	case format != "ROW":
+		return "the backend's binary log is not in ROW format (binlog_format=" + format + ")"
+	case image != "FULL":
+		return "the backend's binary log lacks full row images (binlog_row_image=" + image + ")"
+	}
+	return ""
+}
+
+func backendError(err error) *mysql.MyError {
+	if me, ok := err.(*mysql.MyError); ok {
+		return me
+	}
+	return mysql.NewError(mysql.ER_UNKNOWN_ERROR, "tableproxy cache: "+err.Error())
+}
+
+// Status is one cached table as the tableproxy.cached_tables view shows it.
+type Status struct {
+	Schema, Table string
+	State         string // loading, ready, stale, failed
+	Rows          int
+	Bytes         int64
+	Version       lease.Version
+	LoadedAt      time.Time
+	LoadDuration  time.Duration
+	Hits, Passes  uint64
+	Error         string
+}
+
+// Tables reports every cached table's state.
+func (p *Plugin) Tables() []Status {
+	var out []Status
+	for _, e := range p.catalog.List() {
+		ts := p.table(e.ID())
+		if ts == nil {
+			continue
+		}
+		st := Status{Schema: e.Schema, Table: e.Table, State: "loading", Version: ts.lease.Version(),
+			Hits: ts.hits.Load(), Passes: ts.passes.Load()}
+		if msg := ts.lastErr.Load(); msg != nil {
+			st.State, st.Error = "failed", *msg
+		}
+		if s := ts.snap.Load(); s != nil {
+			st.Rows, st.Bytes, st.LoadedAt, st.LoadDuration = len(s.Rows), s.Bytes, s.LoadedAt, s.LoadDuration
+			if _, ok := p.Servable(e.ID()); ok {
+				st.State = "ready"
+			} else {
+				st.State = "stale"
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}

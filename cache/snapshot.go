@@ -1,0 +1,130 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/lease"
+)
+
+// Snapshot is a whole table in memory, as the backend encoded it, tagged
+// with the version it belongs to. It is immutable once built: a newer
+// version is a new Snapshot.
+type Snapshot struct {
+	ID      lease.TableID
+	Version lease.Version
+
+	// Fields are the backend's column definitions for SELECT * of the
+	// table, and Rows its text-protocol row payloads in primary-key order
+	// (the order InnoDB returns a plain scan in).
+	Fields []*mysql.Field
+	Rows   [][]byte
+	// PK is the primary key's column positions in Fields.
+	PK []int
+
+	Bytes        int64 // memory held by the snapshot, accounted
+	LoadedAt     time.Time
+	LoadDuration time.Duration
+}
+
+// errTooLarge says a table's data exceeds the cache's size cap.
+type errTooLarge struct {
+	id    lease.TableID
+	bytes int64
+	limit int64
+}
+
+func (e *errTooLarge) Error() string {
+	return fmt.Sprintf("%s holds %d bytes, more than the cache limit of %d", e.id, e.bytes, e.limit)
+}
+
+// loadSnapshot reads the whole table in one consistent snapshot on conn.
+// The caller reads the table's version before calling (with no write
+// intent open), so the copy holds at least every write that version
+// stands for; a write that lands during the load bumps the version past the
+// tag, and the copy is never served.
+func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.Version, limit int64) (*Snapshot, error) {
+	start := time.Now()
+	if err := conn.Conn.SetDeadline(deadlineOf(ctx)); err != nil {
+		return nil, err
+	}
+	defer conn.Conn.SetDeadline(time.Time{})
+	pk, err := primaryKey(conn, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(pk) == 0 {
+		return nil, fmt.Errorf("%s has no primary key", id)
+	}
+	if _, err := conn.Execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
+		return nil, err
+	}
+	order := make([]string, len(pk))
+	for i, c := range pk {
+		order[i] = quoteIdent(c)
+	}
+	r, err := conn.Execute(fmt.Sprintf("SELECT * FROM %s.%s ORDER BY %s", quoteIdent(id.Schema), quoteIdent(id.Table), strings.Join(order, ", ")))
+	if _, cerr := conn.Execute("COMMIT"); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	s := &Snapshot{ID: id, Version: v, LoadedAt: time.Now()}
+	for _, f := range r.Fields {
+		cp := *f
+		cp.Data = append(mysql.FieldData(nil), f.Data...)
+		s.Fields = append(s.Fields, &cp)
+		s.Bytes += int64(len(f.Data)) + 64
+	}
+	for _, name := range pk {
+		for i, f := range s.Fields {
+			if strings.EqualFold(string(f.OrgName), name) {
+				s.PK = append(s.PK, i)
+			}
+		}
+	}
+	s.Rows = make([][]byte, len(r.RowDatas))
+	for i, row := range r.RowDatas {
+		s.Rows[i] = append([]byte(nil), row...)
+		s.Bytes += int64(len(row)) + 24
+		if limit > 0 && s.Bytes > limit {
+			return nil, &errTooLarge{id: id, bytes: s.Bytes, limit: limit}
+		}
+	}
+	s.LoadDuration = time.Since(start)
+	return s, nil
+}
+
+func primaryKey(conn *client.Conn, id lease.TableID) ([]string, error) {
+	r, err := conn.Execute(`SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
+		WHERE CONSTRAINT_NAME = 'PRIMARY' AND TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, id.Schema, id.Table)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var cols []string
+	for i := 0; i < r.RowNumber(); i++ {
+		c, _ := r.GetString(i, 0)
+		cols = append(cols, c)
+	}
+	return cols, nil
+}
+
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Time{}
+}

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"tableproxy/internal/testdb"
+)
+
+// cacheEnv is a database with an application user and an admin, and a
+// proxy with the cache plugin in front of it.
+type cacheEnv struct {
+	backend testdb.Backend
+	db      string
+	app     account
+	admin   account
+	dataDir string
+	yaml    string
+	proxy   *proxyProc
+}
+
+func newCacheEnv(t *testing.T) *cacheEnv {
+	b := testdb.Get(t)
+	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(),
+		yaml: "plugins:\n  - name: cache\n    options: {max_table_size: 1MB}\n"}
+	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
+	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
+	e.start(t)
+	return e
+}
+
+func (e *cacheEnv) start(t *testing.T) {
+	e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: e.yaml, admins: []account{e.admin}, dataDir: e.dataDir})
+}
+
+func (e *cacheEnv) open(t *testing.T, a account) *sql.DB {
+	return testdb.Open(t, testdb.DSN(e.proxy.addr, a.name, a.password, e.db, nil))
+}
+
+// cachedState reads a table's row of tableproxy.cached_tables.
+func cachedState(t *testing.T, db *sql.DB, table string) (state string, rows, version int64, found bool) {
+	t.Helper()
+	err := db.QueryRow("SELECT state, row_count, version FROM tableproxy.cached_tables WHERE table_name = '"+table+"'").Scan(&state, &rows, &version)
+	if err == sql.ErrNoRows {
+		return "", 0, 0, false
+	}
+	if err != nil {
+		t.Fatalf("cached_tables: %v", err)
+	}
+	return state, rows, version, true
+}
+
+func waitState(t *testing.T, db *sql.DB, table, want string, wantRows, minVersion int64) int64 {
+	t.Helper()
+	var version int64
+	waitFor(t, 20*time.Second, fmt.Sprintf("%s to be %s", table, want), func() (bool, error) {
+		state, rows, v, _ := cachedState(t, db, table)
+		version = v
+		return state == want && rows == wantRows && v >= minVersion, fmt.Errorf("state %s, rows %d, version %d", state, rows, v)
+	})
+	return version
+}
+
+func wantError(t *testing.T, err error, number uint16, fragment string) {
+	t.Helper()
+	if got := mysqlErrNumber(err); got != number || !strings.Contains(fmt.Sprint(err), fragment) {
+		t.Errorf("got %v, want error %d containing %q", err, number, fragment)
+	}
+}
+
+func TestCacheAdminSQL(t *testing.T) {
+	e := newCacheEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.rates (id INT PRIMARY KEY, code CHAR(3), rate DECIMAL(12,6))",
+		"INSERT INTO `"+e.db+"`.rates VALUES (1, 'EUR', 1.0), (2, 'USD', 1.08), (3, 'GBP', 0.86)",
+		"CREATE TABLE `"+e.db+"`.nopk (a INT)",
+		"CREATE TABLE `"+e.db+"`.big (id INT PRIMARY KEY, b LONGBLOB)",
+		"INSERT INTO `"+e.db+"`.big SELECT seq, REPEAT('x', 100000) FROM mysql.seq_1_to_30",
+		"ANALYZE TABLE `"+e.db+"`.big")
+	app, admin := e.open(t, e.app), e.open(t, e.admin)
+
+	_, err := app.Exec("ALTER TABLE rates CACHE")
+	wantError(t, err, 1227, "Access denied")
+	_, err = admin.Exec("ALTER TABLE missing CACHE")
+	wantError(t, err, 1146, "doesn't exist")
+	_, err = admin.Exec("ALTER TABLE nopk CACHE")
+	wantError(t, err, 8242, "'table without a primary key' is unsupported on cache tables.")
+	_, err = admin.Exec("ALTER TABLE big CACHE")
+	wantError(t, err, 8242, "'table too large' is unsupported on cache tables.")
+	if _, err := admin.Exec("ALTER TABLE rates CACHE"); err != nil {
+		t.Fatalf("ALTER TABLE rates CACHE: %v", err)
+	}
+	v1 := waitState(t, app, "rates", "ready", 3, 1)
+
+	// DDL on a cached table is refused, whoever runs it.
+	for _, ddl := range []string{"ALTER TABLE rates ADD COLUMN x INT", "DROP TABLE rates", "TRUNCATE rates", "RENAME TABLE rates TO r2"} {
+		_, err := admin.Exec(ddl)
+		wantError(t, err, 8242, "NOCACHE first")
+	}
+
+	// A write through the proxy bumps the version; the copy is reloaded.
+	if _, err := app.Exec("INSERT INTO rates VALUES (4, 'JPY', 162.5)"); err != nil {
+		t.Fatal(err)
+	}
+	v2 := waitState(t, app, "rates", "ready", 4, v1+1)
+
+	// A transaction that writes keeps the table unservable until it ends.
+	tx, err := app.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("UPDATE rates SET rate = 1.09 WHERE id = 2"); err != nil {
+		t.Fatal(err)
+	}
+	if state, _, _, _ := cachedState(t, admin, "rates"); state != "stale" {
+		t.Errorf("during a writing transaction: state %s, want stale", state)
+	}
+	time.Sleep(100 * time.Millisecond) // no reload may make it servable meanwhile
+	if state, _, _, _ := cachedState(t, admin, "rates"); state != "stale" {
+		t.Errorf("during a writing transaction, later: state %s, want stale", state)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	v3 := waitState(t, app, "rates", "ready", 4, v2+1)
+
+	// Which tables are cached survives a restart.
+	e.proxy.stop(t)
+	e.start(t)
+	app, admin = e.open(t, e.app), e.open(t, e.admin)
+	waitState(t, app, "rates", "ready", 4, 1)
+	_ = v3
+
+	if _, err := admin.Exec("ALTER TABLE rates NOCACHE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, found := cachedState(t, app, "rates"); found {
+		t.Error("rates still listed after NOCACHE")
+	}
+	if _, err := admin.Exec("ALTER TABLE rates ADD COLUMN note VARCHAR(10)"); err != nil {
+		t.Errorf("DDL after NOCACHE: %v", err)
+	}
+}
