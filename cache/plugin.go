@@ -45,6 +45,10 @@ type Options struct {
 	AcceptStaleRisk bool `json:"accept_stale_risk"`
 	// LoadTimeout bounds one table load.
 	LoadTimeout plugins.Duration `json:"load_timeout"`
+	// BinlogUser is the proxy user that reads the binary log (it needs the
+	// REPLICATION SLAVE and REPLICATION CLIENT privileges on the backend);
+	// by default, the admin who cached the first table.
+	BinlogUser string `json:"binlog_user"`
 }
 
 // TiDB's error for what cached tables do not support.
@@ -73,6 +77,9 @@ type Plugin struct {
 	loads    chan lease.TableID
 	stop     chan struct{}
 	loaderWG sync.WaitGroup
+
+	watchOnce sync.Once
+	watch     atomic.Pointer[watcher]
 }
 
 // tableState is one cached table's live state.
@@ -124,7 +131,36 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat *C
 	}
 	p.loaderWG.Add(1)
 	go p.loader()
+	if list := cat.List(); len(list) > 0 {
+		p.startWatcher(list[0].CachedBy)
+	}
 	return p
+}
+
+// startWatcher starts following the binary log, once.
+func (p *Plugin) startWatcher(user string) {
+	p.watchOnce.Do(func() {
+		if p.opts.BinlogUser != "" {
+			user = p.opts.BinlogUser
+		}
+		w := &watcher{p: p, user: user}
+		p.watch.Store(w)
+		p.loaderWG.Add(1)
+		go func() {
+			defer p.loaderWG.Done()
+			w.run(p.stop)
+		}()
+	})
+}
+
+// bypassWritesVisible reports whether writes that bypass the proxy are
+// being seen (or the operator accepted that they are not).
+func (p *Plugin) bypassWritesVisible() bool {
+	if p.opts.AcceptStaleRisk {
+		return true
+	}
+	w := p.watch.Load()
+	return w != nil && w.following.Load()
 }
 
 // Name implements plugins.Plugin.
@@ -183,7 +219,7 @@ func (p *Plugin) Servable(id lease.TableID) (*Snapshot, bool) {
 	}
 	v, ok := ts.lease.Servable()
 	s := ts.snap.Load()
-	if !ok || s == nil || s.Version != v {
+	if !ok || s == nil || s.Version != v || !p.bypassWritesVisible() {
 		return nil, false
 	}
 	return s, true
@@ -442,6 +478,7 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 		return mysql.NewError(mysql.ER_ERROR_ON_WRITE, "tableproxy cache catalog: "+err.Error())
 	}
 	p.addTable(e)
+	p.startWatcher(user)
 	p.log.Info("cache: table cached", "table", id.String(), "by", user)
 	return nil
 }
@@ -500,6 +537,7 @@ type Status struct {
 	LoadDuration  time.Duration
 	Hits, Passes  uint64
 	Error         string
+	Invalidation  string // how writes that bypass the proxy are seen
 }
 
 // Tables reports every cached table's state.
@@ -511,7 +549,10 @@ func (p *Plugin) Tables() []Status {
 			continue
 		}
 		st := Status{Schema: e.Schema, Table: e.Table, State: "loading", Version: ts.lease.Version(),
-			Hits: ts.hits.Load(), Passes: ts.passes.Load()}
+			Hits: ts.hits.Load(), Passes: ts.passes.Load(), Invalidation: p.watch.Load().status()}
+		if p.opts.AcceptStaleRisk && st.Invalidation != "binlog" {
+			st.Invalidation += " (stale risk accepted)"
+		}
 		if msg := ts.lastErr.Load(); msg != nil {
 			st.State, st.Error = "failed", *msg
 		}
@@ -526,4 +567,11 @@ func (p *Plugin) Tables() []Status {
 		out = append(out, st)
 	}
 	return out
+}
+
+// invalidateAll bumps the version of every cached table.
+func (p *Plugin) invalidateAll() {
+	for _, id := range p.cachedIDs() {
+		p.leases.Invalidate(id)
+	}
 }

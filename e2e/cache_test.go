@@ -28,6 +28,10 @@ func newCacheEnv(t *testing.T) *cacheEnv {
 		yaml: "plugins:\n  - name: cache\n    options: {max_table_size: 1MB}\n"}
 	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
 	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
+	// The admin who caches the first table also reads the binary log.
+	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
+		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", e.admin.name, host))
+	}
 	e.start(t)
 	return e
 }
@@ -133,6 +137,22 @@ func TestCacheAdminSQL(t *testing.T) {
 	app, admin = e.open(t, e.app), e.open(t, e.admin)
 	waitState(t, app, "rates", "ready", 4, 1)
 	_ = v3
+
+	// A write that bypasses the proxy is seen in the binary log and
+	// invalidates the copy, which is then reloaded with the write.
+	before := waitState(t, app, "rates", "ready", 4, 1)
+	start := time.Now()
+	e.backend.Exec(t, "DELETE FROM `"+e.db+"`.rates WHERE id = 4")
+	waitFor(t, 10*time.Second, "the bypassing write to invalidate the copy", func() (bool, error) {
+		_, _, v, _ := cachedState(t, app, "rates")
+		return v > before, nil
+	})
+	t.Logf("a write bypassing the proxy invalidated the cached copy after %v", time.Since(start))
+	waitState(t, app, "rates", "ready", 3, before+1)
+	var inval string
+	if err := app.QueryRow("SELECT invalidation FROM tableproxy.cached_tables WHERE table_name = 'rates'").Scan(&inval); err != nil || inval != "binlog" {
+		t.Errorf("invalidation %q, %v", inval, err)
+	}
 
 	if _, err := admin.Exec("ALTER TABLE rates NOCACHE"); err != nil {
 		t.Fatal(err)

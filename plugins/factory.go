@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -30,6 +31,10 @@ type Env struct {
 // user's password (so the backend's grants apply to plugins' work too).
 type Backend interface {
 	Connect(ctx context.Context, user, db string) (*client.Conn, error)
+	// Binlog returns a binary-log syncer logged in as user (who needs the
+	// REPLICATION SLAVE and REPLICATION CLIENT privileges), with the given
+	// replica server id and the backend's flavor, address and TLS settings.
+	Binlog(user string, cfg replication.BinlogSyncerConfig) (*replication.BinlogSyncer, error)
 }
 
 // Options is a plugin's section of the config file, as decoded from it.

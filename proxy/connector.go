@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 // Connector opens backend connections for the proxy's own work (plugins
@@ -54,4 +58,38 @@ func (c *Connector) Connect(ctx context.Context, user, db string) (*client.Conn,
 	}
 	_ = conn.Conn.SetDeadline(time.Time{})
 	return conn, nil
+}
+
+// Binlog returns a binary-log syncer logged in as user. The caller's cfg
+// supplies the server id and event handling; the connector fills in where
+// and how to connect, and the flavor, which it decides by asking the
+// backend (MariaDB says so in its version), not by guessing.
+func (c *Connector) Binlog(user string, cfg replication.BinlogSyncerConfig) (*replication.BinlogSyncer, error) {
+	u, ok := c.users[user]
+	if !ok {
+		return nil, fmt.Errorf("no configured user %q", user)
+	}
+	network, addr := backendNetwork(c.backend.Addr)
+	if network != "tcp" {
+		return nil, fmt.Errorf("the binary log is read over TCP; backend address %q is not host:port", c.backend.Addr)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("backend port %q: %w", port, err)
+	}
+	g, err := probeGreeting(c.backend.Addr, c.backend.ConnectTimeout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Flavor = mysql.MySQLFlavor
+	if strings.Contains(g.version, "MariaDB") {
+		cfg.Flavor = mysql.MariaDBFlavor
+	}
+	cfg.Host, cfg.Port, cfg.User, cfg.Password = host, uint16(p), u.Name, u.Password
+	cfg.TLSConfig = c.backend.TLS
+	return replication.NewBinlogSyncer(cfg), nil
 }

@@ -1,0 +1,191 @@
+package cache
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"tableproxy/lease"
+)
+
+// The watcher follows the backend's binary log (ROW format) and bumps the
+// version of every cached table that a write bypassing the proxy changed
+// (another application, a cron job, a DBA at the console), so the stale copy
+// stops being served. Writes through the proxy show up there too and bump
+// the version once more; that costs a reload, never a wrong answer.
+//
+// Such writes are seen with a delay: the time the backend takes to send the
+// event plus the time to read it. Until the event arrives a cached read may
+// still return the row as it was before the write. Whenever the stream
+// breaks, every cached table is invalidated, since events may have been
+// missed, and reads go to the backend until the watcher follows again.
+type watcher struct {
+	p    *Plugin
+	user string
+
+	following atomic.Bool
+	problem   atomic.Pointer[string]
+	events    atomic.Uint64 // invalidations caused by the log
+}
+
+// status describes the watcher for tableproxy.cached_tables.
+func (w *watcher) status() string {
+	if w == nil {
+		return "none"
+	}
+	if w.following.Load() {
+		return "binlog"
+	}
+	if p := w.problem.Load(); p != nil {
+		return "binlog unavailable: " + *p
+	}
+	return "binlog starting"
+}
+
+func (w *watcher) fail(err error) {
+	msg := err.Error()
+	w.problem.Store(&msg)
+	w.following.Store(false)
+}
+
+// run follows the log until stop is closed, restarting after failures.
+func (w *watcher) run(stop <-chan struct{}) {
+	backoff := 200 * time.Millisecond
+	for {
+		err := w.follow(stop)
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		w.fail(err)
+		w.p.invalidateAll()
+		w.p.log.Warn("cache: binary log watcher stopped; cached reads go to the backend until it follows again", "err", err, "retry_in", backoff)
+		select {
+		case <-stop:
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < 5*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+func (w *watcher) follow(stop <-chan struct{}) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	pos, err := w.currentPosition(ctx)
+	if err != nil {
+		return err
+	}
+	syncer, err := w.p.backend.Binlog(w.user, replication.BinlogSyncerConfig{
+		ServerID:         randomServerID(),
+		HeartbeatPeriod:  time.Second,
+		ReadTimeout:      5 * time.Second,
+		DisableRetrySync: true, // a break is handled here: invalidate, then resume
+		Logger:           quietLogger(w.p.log),
+		// Only which table changed matters, not the rows: skip decoding them.
+		RowsEventDecodeFunc: func(e *replication.RowsEvent, data []byte) error {
+			_, err := e.DecodeHeader(data)
+			return err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer syncer.Close()
+	streamer, err := syncer.StartSync(pos)
+	if err != nil {
+		return fmt.Errorf("start binlog stream at %s: %w", pos, err)
+	}
+	// Writes between the last event seen before (if any) and pos are
+	// unknown: every copy loaded before now is suspect.
+	w.p.invalidateAll()
+	w.following.Store(true)
+	w.problem.Store(nil)
+	w.p.log.Info("cache: following the binary log", "from", pos.String())
+	for {
+		ev, err := streamer.GetEvent(ctx)
+		if err != nil {
+			return err
+		}
+		switch e := ev.Event.(type) {
+		case *replication.RowsEvent:
+			if e.Table != nil {
+				w.invalidate(lease.TableID{Schema: string(e.Table.Schema), Table: string(e.Table.Table)})
+			}
+		case *replication.QueryEvent:
+			q := string(e.Query)
+			if strings.EqualFold(q, "BEGIN") || strings.EqualFold(q, "COMMIT") {
+				continue
+			}
+			a, _ := Analyze(q, string(e.Schema))
+			switch a.Effect {
+			case EffectUnknown:
+				w.p.invalidateAll()
+			case EffectWrite, EffectDDL:
+				for _, id := range a.Tables {
+					w.invalidate(id)
+				}
+			}
+		}
+	}
+}
+
+func (w *watcher) invalidate(id lease.TableID) {
+	if w.p.table(id) == nil {
+		return
+	}
+	w.events.Add(1)
+	w.p.leases.Invalidate(id)
+}
+
+// currentPosition asks the backend where its binary log ends now.
+// MySQL 8.4 renamed SHOW MASTER STATUS; try the old name, then the new.
+func (w *watcher) currentPosition(ctx context.Context) (mysql.Position, error) {
+	conn, err := w.p.backend.Connect(ctx, w.user, "")
+	if err != nil {
+		return mysql.Position{}, err
+	}
+	defer conn.Close()
+	var r *mysql.Result
+	for _, q := range []string{"SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"} {
+		if r, err = conn.Execute(q); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return mysql.Position{}, err
+	}
+	defer r.Close()
+	if r.RowNumber() == 0 {
+		return mysql.Position{}, errors.New("the backend's binary log is off")
+	}
+	file, _ := r.GetString(0, 0)
+	pos, _ := r.GetUint(0, 1)
+	return mysql.Position{Name: file, Pos: uint32(pos)}, nil
+}
+
+// randomServerID picks a replica server id unlikely to clash with a real
+// replica's or another proxy's.
+func randomServerID() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return 1<<30 | binary.LittleEndian.Uint32(b[:])>>2
+}
