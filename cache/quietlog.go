@@ -23,4 +23,6 @@ func (f levelFloor) Handle(ctx context.Context, r slog.Record) error { return f.
 func (f levelFloor) WithAttrs(a []slog.Attr) slog.Handler {
 	return levelFloor{h: f.h.WithAttrs(a), min: f.min}
 }
-func (f levelFloor) WithGroup(n string) slog.Handler { return levelFloor{h: f.h.WithGroup(n), min: f.min} }
+func (f levelFloor) WithGroup(n string) slog.Handler {
+	return levelFloor{h: f.h.WithGroup(n), min: f.min}
+}
