@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"tableproxy/configs"
 	"tableproxy/lease"
@@ -80,6 +81,10 @@ type Plugin struct {
 
 	watchOnce sync.Once
 	watch     atomic.Pointer[watcher]
+
+	// learned is each statement shape's column metadata, as the backend
+	// sent it, keyed by shape and session configuration.
+	learned *lru.Cache[defsKey, *learned]
 }
 
 // tableState is one cached table's live state.
@@ -125,6 +130,7 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat *C
 	p := &Plugin{log: log, backend: backend, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
 		tables: map[lease.TableID]*tableState{}, held: map[uint32][]*lease.Intent{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
+	p.learned, _ = lru.New[defsKey, *learned](8192)
 	leases.Subscribe(func(id lease.TableID, _ lease.Version) { p.requestLoad(id) })
 	for _, e := range cat.List() {
 		p.addTable(e)
@@ -231,6 +237,10 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		if a, ok := p.virtualQuery(st); ok {
 			return a
 		}
+		if p.cached.Load() > 0 {
+			return p.read(st)
+		}
+		return plugins.Continue
 	}
 	switch st.Kind {
 	case plugins.KindSelect, plugins.KindShow, plugins.KindSet, plugins.KindUse, plugins.KindBegin,
@@ -301,6 +311,17 @@ func (p *Plugin) beginWrite(conn uint32, ids []lease.TableID) {
 // OnResult implements plugins.StatementObserver: a session's write intents
 // end with the statement, or with its transaction.
 func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
+	if si, ok := st.Session.Get(sessionKey{}).(*sessionInfo); ok {
+		if si.pending != nil {
+			if out.Source == plugins.FromBackend && out.Err == nil {
+				p.learn(si)
+			}
+			si.pending = nil
+		}
+		if settingsChanged(st.Kind) {
+			si.known = false
+		}
+	}
 	if out.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		return
 	}

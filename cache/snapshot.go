@@ -26,6 +26,14 @@ type Snapshot struct {
 	Rows   [][]byte
 	// PK is the primary key's column positions in Fields.
 	PK []int
+	// pkNums are the rows' primary-key values, ascending, when the key is
+	// one integer column (for point and range lookups).
+	pkNums []num
+	// ascii[i]: every value of column i is 7-bit ASCII, so any
+	// ASCII-compatible character set encodes it with the same bytes;
+	// bmp[i]: no value needs 4 bytes in UTF-8 (so utf8mb3 encodes it the
+	// same as utf8mb4, the character set the snapshot is read in).
+	ascii, bmp []bool
 
 	Bytes        int64 // memory held by the snapshot, accounted
 	LoadedAt     time.Time
@@ -101,8 +109,32 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 			return nil, &errTooLarge{id: id, bytes: s.Bytes, limit: limit}
 		}
 	}
+	s.indexPK()
+	s.scanCharsets()
 	s.LoadDuration = time.Since(start)
 	return s, nil
+}
+
+// indexPK fills pkNums for a single integer primary key.
+func (s *Snapshot) indexPK() {
+	if len(s.PK) != 1 || !isInteger(s.Fields[s.PK[0]]) {
+		return
+	}
+	r := &rowCtx{snap: s}
+	nums := make([]num, len(s.Rows))
+	for i, row := range s.Rows {
+		if !r.setRow(row) {
+			return
+		}
+		v, null, _ := r.field(s.PK[0])
+		n, ok := parseNum(v)
+		if null || !ok {
+			return
+		}
+		nums[i] = n
+	}
+	s.pkNums = nums
+	s.Bytes += int64(len(nums)) * 16
 }
 
 func primaryKey(conn *client.Conn, id lease.TableID) ([]string, error) {
@@ -127,4 +159,30 @@ func deadlineOf(ctx context.Context) time.Time {
 		return d
 	}
 	return time.Time{}
+}
+
+// scanCharsets fills ascii and bmp.
+func (s *Snapshot) scanCharsets() {
+	s.ascii = make([]bool, len(s.Fields))
+	s.bmp = make([]bool, len(s.Fields))
+	for i := range s.Fields {
+		s.ascii[i], s.bmp[i] = true, true
+	}
+	r := &rowCtx{snap: s}
+	for _, row := range s.Rows {
+		if !r.setRow(row) {
+			return
+		}
+		for i := range s.Fields {
+			v, _, _ := r.field(i)
+			for _, c := range v {
+				if c >= 0x80 {
+					s.ascii[i] = false
+				}
+				if c >= 0xf0 {
+					s.bmp[i] = false
+				}
+			}
+		}
+	}
 }

@@ -92,6 +92,9 @@ type Statement struct {
 	SQL     string // statement text; for COM_STMT_EXECUTE the prepared text
 	Kind    Kind   // cheap lexical classification of SQL
 	InTx    bool   // the backend reported an open transaction before this statement
+	// ExtendedMetadata: the client negotiated MariaDB's extended column
+	// metadata (column definitions carry one more field).
+	ExtendedMetadata bool
 
 	// Params is the raw parameter block of a COM_STMT_EXECUTE (everything
 	// after the statement id), ParamCount how many parameters the
@@ -102,12 +105,23 @@ type Statement struct {
 	ParamTypes []byte
 
 	// Session is storage that lives as long as the client session, for
-	// plugins that keep per-session state.
+	// plugins that keep per-session state. It is replaced by an empty one
+	// when the session's state is reset (COM_CHANGE_USER,
+	// COM_RESET_CONNECTION).
 	Session *SessionState
+	// Backend runs a query on the session's own backend connection, between
+	// statements (to read session variables, for instance). Each call costs
+	// a round trip to the backend.
+	Backend SessionBackend
 
 	normalized string
 	digest     string
 	memo       *Memo
+}
+
+// SessionBackend is the session's backend connection, as plugins may use it.
+type SessionBackend interface {
+	Query(sql string) (*mysql.Result, error)
 }
 
 // SessionState is per-session storage for plugins, keyed by any comparable
@@ -226,6 +240,10 @@ type Outcome struct {
 	Status       uint16 // server status flags the client was last sent (SERVER_STATUS_IN_TRANS, ...)
 }
 
+// The status bits a result's final EOF may carry about how the backend ran
+// the query; Capture.FinalStatus keeps them.
+const IndexUsageStatus = mysql.SERVER_STATUS_NO_GOOD_INDEX_USED | mysql.SERVER_STATUS_NO_INDEX_USED
+
 // ConnEventKind tells what happened to a client connection.
 type ConnEventKind uint8
 
@@ -318,6 +336,9 @@ type Capture struct {
 	Columns [][]byte
 	// Binary reports whether rows were in the binary protocol.
 	Binary bool
+	// MidStatus and FinalStatus are the status flags of the result's EOF
+	// packets after the column definitions and after the rows.
+	MidStatus, FinalStatus uint16
 }
 
 // Continue lets the statement go on.
@@ -369,12 +390,19 @@ func (c *Chain) Before(st *Statement) (Action, string) {
 	if c == nil {
 		return Continue, ""
 	}
+	// A filter that passes may still ask to see the response (Capture);
+	// the first such request is kept.
+	var capture *Capture
 	for _, f := range c.filters {
-		if a := f.OnStatement(st); a.Verdict != Pass {
+		a := f.OnStatement(st)
+		if a.Verdict != Pass {
 			return a, f.Name()
 		}
+		if capture == nil {
+			capture = a.Capture
+		}
 	}
-	return Continue, ""
+	return Action{Capture: capture}, ""
 }
 
 // After tells every observer the outcome.

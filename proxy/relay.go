@@ -149,6 +149,9 @@ func (s *session) relayResultSet(p []byte, st *relayStats) (bool, error) {
 		return false, errBackendLost
 	}
 	w, status := parseEOF(p)
+	if s.capture != nil && s.captureSets == 1 {
+		s.capture.MidStatus = status
+	}
 	if status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
 		// A cursor was opened (COM_STMT_EXECUTE with a cursor flag): rows
 		// come later, through COM_STMT_FETCH.

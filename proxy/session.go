@@ -48,6 +48,14 @@ type session struct {
 	killed atomic.Bool // KILL CONNECTION aimed at this session
 }
 
+// sessionBackend lets plugins query the session's backend connection
+// between statements.
+type sessionBackend struct{ s *session }
+
+func (b sessionBackend) Query(sql string) (*mysql.Result, error) {
+	return b.s.backend.Execute(sql)
+}
+
 // prepared is what the proxy keeps of a prepared statement.
 type prepared struct {
 	sql     string
@@ -219,7 +227,8 @@ func (s *session) bindBackend(ctx context.Context) error {
 	s.backend = bc
 	s.setStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
 	s.st = plugins.Statement{ConnID: s.id, User: s.user.Name, Admin: s.user.Admin, Remote: s.client.raw.RemoteAddr(),
-		Session: &plugins.SessionState{}}
+		Session: &plugins.SessionState{}, Backend: sessionBackend{s},
+		ExtendedMetadata: s.client.extCaps&mariadbExtendedMetadata != 0}
 	s.stmts = map[uint32]*prepared{}
 	s.srv.registerBackend(s)
 	return nil
@@ -334,6 +343,7 @@ func (s *session) dispatch() (quit bool, err error) {
 		}
 		if st.err == nil {
 			clear(s.stmts)
+			s.st.Session = &plugins.SessionState{}
 		}
 		return false, nil
 	case mysql.COM_PROCESS_KILL:
@@ -428,6 +438,7 @@ func (s *session) runStatement() error {
 			if s.captureSets != 1 || rs.err != nil {
 				s.capture.Columns = nil
 			}
+			s.capture.FinalStatus = rs.status
 			s.capture = nil
 		}
 		out.Source, out.Err, out.Rows, out.AffectedRows, out.Warnings = plugins.FromBackend, rs.err, rs.rows, rs.affected, rs.warnings

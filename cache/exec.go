@@ -1,0 +1,585 @@
+package cache
+
+import (
+	"encoding/binary"
+	"math"
+	"sort"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+)
+
+// rowCtx evaluates a plan's condition on one row.
+type rowCtx struct {
+	snap *Snapshot
+	row  []byte
+	offs []int // start of each field's length prefix, plus the row's end
+	args []arg
+}
+
+// arg is a bound parameter: an integer or NULL.
+type arg struct {
+	null bool
+	v    num
+}
+
+// setRow points the context at a row and indexes its fields.
+func (r *rowCtx) setRow(row []byte) bool {
+	r.row = row
+	r.offs = r.offs[:0]
+	pos := 0
+	for range r.snap.Fields {
+		r.offs = append(r.offs, pos)
+		if pos >= len(row) {
+			return false
+		}
+		if row[pos] == 0xfb { // NULL
+			pos++
+			continue
+		}
+		_, n, ok := readLenEncBytes(row[pos:])
+		if !ok {
+			return false
+		}
+		pos += n
+	}
+	r.offs = append(r.offs, pos)
+	return true
+}
+
+// field returns column i's value (nil, true for NULL) and its encoded form
+// (length prefix included) as the text protocol carries it.
+func (r *rowCtx) field(i int) (val []byte, null bool, raw []byte) {
+	raw = r.row[r.offs[i]:r.offs[i+1]]
+	if raw[0] == 0xfb {
+		return nil, true, raw
+	}
+	v, _, _ := readLenEncBytes(raw)
+	return v, false, raw
+}
+
+func (r *rowCtx) operand(o operand) (num, bool) {
+	switch o.kind {
+	case opColumn:
+		v, null, _ := r.field(o.col)
+		if null {
+			return num{}, false
+		}
+		n, ok := parseNum(v)
+		return n, ok
+	case opLiteral:
+		return o.val, true
+	case opParam:
+		if o.param >= len(r.args) || r.args[o.param].null {
+			return num{}, false
+		}
+		return r.args[o.param].v, true
+	}
+	return num{}, false
+}
+
+func (e cmpExpr) eval(r *rowCtx) tri {
+	l, okl := r.operand(e.l)
+	rr, okr := r.operand(e.r)
+	if !okl || !okr {
+		return triNull
+	}
+	c := l.cmp(rr)
+	var t bool
+	switch e.op {
+	case opcode.EQ:
+		t = c == 0
+	case opcode.NE:
+		t = c != 0
+	case opcode.LT:
+		t = c < 0
+	case opcode.LE:
+		t = c <= 0
+	case opcode.GT:
+		t = c > 0
+	case opcode.GE:
+		t = c >= 0
+	}
+	if t {
+		return triTrue
+	}
+	return triFalse
+}
+
+func (e andExpr) eval(r *rowCtx) tri {
+	l := e.l.eval(r)
+	if l == triFalse {
+		return triFalse
+	}
+	rr := e.r.eval(r)
+	switch {
+	case rr == triFalse:
+		return triFalse
+	case l == triNull || rr == triNull:
+		return triNull
+	}
+	return triTrue
+}
+
+func (e orExpr) eval(r *rowCtx) tri {
+	l := e.l.eval(r)
+	if l == triTrue {
+		return triTrue
+	}
+	rr := e.r.eval(r)
+	switch {
+	case rr == triTrue:
+		return triTrue
+	case l == triNull || rr == triNull:
+		return triNull
+	}
+	return triFalse
+}
+
+func (e notExpr) eval(r *rowCtx) tri { return triNot(e.e.eval(r)) }
+
+func (e isNullExpr) eval(r *rowCtx) tri {
+	_, null, _ := r.field(e.col)
+	if null != e.not {
+		return triTrue
+	}
+	return triFalse
+}
+
+func (e inExpr) eval(r *rowCtx) tri {
+	x, ok := r.operand(e.x)
+	if !ok {
+		return triNull
+	}
+	res := triFalse
+	for _, o := range e.list {
+		v, ok := r.operand(o)
+		if !ok {
+			res = triNull
+			continue
+		}
+		if x.cmp(v) == 0 {
+			res = triTrue
+			break
+		}
+	}
+	if e.not {
+		return triNot(res)
+	}
+	return res
+}
+
+func (e betweenExpr) eval(r *rowCtx) tri {
+	ge := cmpExpr{op: opcode.GE, l: e.x, r: e.lo}.eval(r)
+	le := cmpExpr{op: opcode.LE, l: e.x, r: e.hi}.eval(r)
+	res := andExpr{constTri(ge), constTri(le)}.eval(r)
+	if e.not {
+		return triNot(res)
+	}
+	return res
+}
+
+type constTri tri
+
+func (c constTri) eval(*rowCtx) tri { return tri(c) }
+
+// run selects the plan's rows from snap: their indexes, in output order.
+func (p *plan) run(snap *Snapshot, args []arg) ([]int, bool) {
+	r := &rowCtx{snap: snap, args: args, offs: make([]int, 0, len(snap.Fields)+1)}
+	lo, hi := p.scanRange(snap, r)
+	var out []int
+	for i := lo; i < hi; i++ {
+		if !r.setRow(snap.Rows[i]) {
+			return nil, false
+		}
+		if p.where == nil || p.where.eval(r) == triTrue {
+			out = append(out, i)
+		}
+	}
+	if len(p.order) > 0 {
+		keys := make([][]num, len(snap.Rows))
+		nulls := make([][]bool, len(snap.Rows))
+		for _, i := range out {
+			r.setRow(snap.Rows[i])
+			k := make([]num, len(p.order))
+			n := make([]bool, len(p.order))
+			for j, o := range p.order {
+				v, null, _ := r.field(o.col)
+				if null {
+					n[j] = true
+					continue
+				}
+				k[j], _ = parseNum(v)
+			}
+			keys[i], nulls[i] = k, n
+		}
+		sort.SliceStable(out, func(a, b int) bool {
+			ka, kb, na, nb := keys[out[a]], keys[out[b]], nulls[out[a]], nulls[out[b]]
+			for j, o := range p.order {
+				var c int
+				switch {
+				case na[j] && nb[j]:
+					c = 0
+				case na[j]:
+					c = -1 // NULLs sort first ascending, as in MySQL
+				case nb[j]:
+					c = 1
+				default:
+					c = ka[j].cmp(kb[j])
+				}
+				if o.desc {
+					c = -c
+				}
+				if c != 0 {
+					return c < 0
+				}
+			}
+			return false
+		})
+	}
+	if p.limit.kind != opNone {
+		n, ok := r.operand(p.limit)
+		if !ok || n.neg {
+			return nil, false
+		}
+		off := num{}
+		if p.offset.kind != opNone {
+			if off, ok = r.operand(p.offset); !ok || off.neg {
+				return nil, false
+			}
+		}
+		if off.mag >= uint64(len(out)) {
+			return out[:0], true
+		}
+		out = out[off.mag:]
+		if n.mag < uint64(len(out)) {
+			out = out[:n.mag]
+		}
+	}
+	return out, true
+}
+
+// scanRange narrows the scan to a primary-key range when the condition's
+// top-level conjuncts bound a single integer primary key.
+func (p *plan) scanRange(snap *Snapshot, r *rowCtx) (int, int) {
+	lo, hi := 0, len(snap.Rows)
+	if len(snap.pkNums) != len(snap.Rows) || len(snap.PK) != 1 {
+		return lo, hi
+	}
+	pk := snap.PK[0]
+	var visit func(e expr)
+	visit = func(e expr) {
+		switch x := e.(type) {
+		case andExpr:
+			visit(x.l)
+			visit(x.r)
+		case cmpExpr:
+			col, val, op := x.l, x.r, x.op
+			if col.kind != opColumn {
+				col, val, op = x.r, x.l, flip(op)
+			}
+			if col.kind != opColumn || col.col != pk || val.kind == opColumn {
+				return
+			}
+			v, ok := r.operand(val)
+			if !ok {
+				lo, hi = 0, 0 // pk compared with NULL: nothing matches
+				return
+			}
+			switch op {
+			case opcode.EQ:
+				lo, hi = max(lo, snap.lowerBound(v)), min(hi, snap.upperBound(v))
+			case opcode.GE:
+				lo = max(lo, snap.lowerBound(v))
+			case opcode.GT:
+				lo = max(lo, snap.upperBound(v))
+			case opcode.LE:
+				hi = min(hi, snap.upperBound(v))
+			case opcode.LT:
+				hi = min(hi, snap.lowerBound(v))
+			}
+		case betweenExpr:
+			if x.not || x.x.col != pk {
+				return
+			}
+			l, okl := r.operand(x.lo)
+			h, okh := r.operand(x.hi)
+			if !okl || !okh {
+				lo, hi = 0, 0
+				return
+			}
+			lo, hi = max(lo, snap.lowerBound(l)), min(hi, snap.upperBound(h))
+		}
+	}
+	if p.where != nil {
+		visit(p.where)
+	}
+	if hi < lo {
+		hi = lo
+	}
+	return lo, hi
+}
+
+func flip(op opcode.Op) opcode.Op {
+	switch op {
+	case opcode.LT:
+		return opcode.GT
+	case opcode.LE:
+		return opcode.GE
+	case opcode.GT:
+		return opcode.LT
+	case opcode.GE:
+		return opcode.LE
+	}
+	return op
+}
+
+// lowerBound is the first row whose key is >= v; upperBound the first > v.
+func (s *Snapshot) lowerBound(v num) int {
+	return sort.Search(len(s.pkNums), func(i int) bool { return s.pkNums[i].cmp(v) >= 0 })
+}
+
+func (s *Snapshot) upperBound(v num) int {
+	return sort.Search(len(s.pkNums), func(i int) bool { return s.pkNums[i].cmp(v) > 0 })
+}
+
+// parseNum parses a decimal integer as MariaDB prints integer columns.
+func parseNum(b []byte) (num, bool) {
+	var n num
+	if len(b) > 0 && b[0] == '-' {
+		n.neg = true
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return num{}, false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return num{}, false
+		}
+		d := uint64(c - '0')
+		if n.mag > (math.MaxUint64-d)/10 {
+			return num{}, false
+		}
+		n.mag = n.mag*10 + d
+	}
+	if n.mag == 0 {
+		n.neg = false
+	}
+	return n, true
+}
+
+// readLenEncBytes reads a length-encoded string without reading past b.
+func readLenEncBytes(b []byte) ([]byte, int, bool) {
+	l, w, ok := readLenEncInt(b)
+	if !ok || uint64(len(b)-w) < l {
+		return nil, 0, false
+	}
+	return b[w : w+int(l)], w + int(l), true
+}
+
+// decodeParams reads the integer (or NULL) parameters of a COM_STMT_EXECUTE:
+// flags (1), iteration count (4), NULL bitmap, new-params-bound flag, the
+// types when bound, then the values. Any other parameter type makes the
+// execution unservable (false).
+func decodeParams(b []byte, n int, types []byte) ([]arg, bool) {
+	if n == 0 {
+		return nil, true
+	}
+	pos := 5
+	nb := (n + 7) / 8
+	if len(b) < pos+nb+1 {
+		return nil, false
+	}
+	bitmap := b[pos : pos+nb]
+	pos += nb
+	if b[pos] == 1 {
+		pos += 1 + 2*n
+	} else {
+		pos++
+	}
+	if len(types) != 2*n {
+		return nil, false
+	}
+	args := make([]arg, n)
+	for i := 0; i < n; i++ {
+		if bitmap[i/8]&(1<<(i%8)) != 0 {
+			args[i].null = true
+			continue
+		}
+		t, unsigned := types[2*i], types[2*i+1]&0x80 != 0
+		var size int
+		switch t {
+		case mysql.MYSQL_TYPE_TINY:
+			size = 1
+		case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+			size = 2
+		case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_INT24:
+			size = 4
+		case mysql.MYSQL_TYPE_LONGLONG:
+			size = 8
+		case mysql.MYSQL_TYPE_NULL:
+			args[i].null = true
+			continue
+		default:
+			return nil, false
+		}
+		if len(b) < pos+size {
+			return nil, false
+		}
+		var u uint64
+		for j := size - 1; j >= 0; j-- {
+			u = u<<8 | uint64(b[pos+j])
+		}
+		pos += size
+		if unsigned {
+			args[i].v = unsignedNum(u)
+		} else {
+			shift := uint(64 - 8*size)
+			args[i].v = signedNum(int64(u<<shift) >> shift)
+		}
+	}
+	return args, true
+}
+
+// appendBinaryValue appends column f's text value v in the binary
+// protocol's encoding, or reports false for a type it does not encode
+// exactly from text (FLOAT, DOUBLE, TIMESTAMP: see canServeBinary).
+func appendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
+	switch f.Type {
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR, mysql.MYSQL_TYPE_INT24,
+		mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
+		n, ok := parseNum(v)
+		if !ok {
+			return b, false
+		}
+		u := n.mag
+		if n.neg {
+			u = -u
+		}
+		switch f.Type {
+		case mysql.MYSQL_TYPE_TINY:
+			return append(b, byte(u)), true
+		case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+			return binary.LittleEndian.AppendUint16(b, uint16(u)), true
+		case mysql.MYSQL_TYPE_LONGLONG:
+			return binary.LittleEndian.AppendUint64(b, u), true
+		}
+		return binary.LittleEndian.AppendUint32(b, uint32(u)), true
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME:
+		return appendBinaryDateTime(b, v)
+	case mysql.MYSQL_TYPE_TIME:
+		return appendBinaryTime(b, v)
+	case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE, mysql.MYSQL_TYPE_TIMESTAMP:
+		return b, false
+	}
+	// Strings, BLOBs, JSON, DECIMAL, ENUM, SET, BIT, GEOMETRY: the same
+	// bytes as in the text protocol.
+	b = mysql.AppendLengthEncodedInteger(b, uint64(len(v)))
+	return append(b, v...), true
+}
+
+// digits reads n decimal digits at v[i:].
+func digits(v []byte, i, n int) (int, bool) {
+	if i+n > len(v) {
+		return 0, false
+	}
+	x := 0
+	for _, c := range v[i : i+n] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		x = x*10 + int(c-'0')
+	}
+	return x, true
+}
+
+// fraction reads ".ffffff" (1-6 digits) at v[i:] as microseconds.
+func fraction(v []byte, i int) (int, bool) {
+	if i == len(v) {
+		return 0, true
+	}
+	if v[i] != '.' || len(v)-i-1 < 1 || len(v)-i-1 > 6 {
+		return 0, false
+	}
+	n := len(v) - i - 1
+	f, ok := digits(v, i+1, n)
+	for ; n < 6; n++ {
+		f *= 10
+	}
+	return f, ok
+}
+
+// appendBinaryDateTime encodes "YYYY-MM-DD[ HH:MM:SS[.ffffff]]" as the
+// server does: the shortest of 0, 4, 7 or 11 bytes that holds the value.
+func appendBinaryDateTime(b []byte, v []byte) ([]byte, bool) {
+	y, ok1 := digits(v, 0, 4)
+	mo, ok2 := digits(v, 5, 2)
+	d, ok3 := digits(v, 8, 2)
+	if !ok1 || !ok2 || !ok3 || len(v) < 10 || v[4] != '-' || v[7] != '-' {
+		return b, false
+	}
+	var h, mi, s, us int
+	if len(v) > 10 {
+		var ok4, ok5, ok6, ok7 bool
+		h, ok4 = digits(v, 11, 2)
+		mi, ok5 = digits(v, 14, 2)
+		s, ok6 = digits(v, 17, 2)
+		us, ok7 = fraction(v, 19)
+		if !ok4 || !ok5 || !ok6 || !ok7 || v[10] != ' ' || v[13] != ':' || v[16] != ':' {
+			return b, false
+		}
+	}
+	switch {
+	case us != 0:
+		b = append(b, 11, byte(y), byte(y>>8), byte(mo), byte(d), byte(h), byte(mi), byte(s))
+		return binary.LittleEndian.AppendUint32(b, uint32(us)), true
+	case h != 0 || mi != 0 || s != 0:
+		return append(b, 7, byte(y), byte(y>>8), byte(mo), byte(d), byte(h), byte(mi), byte(s)), true
+	case y != 0 || mo != 0 || d != 0:
+		return append(b, 4, byte(y), byte(y>>8), byte(mo), byte(d)), true
+	}
+	return append(b, 0), true
+}
+
+// appendBinaryTime encodes "[-]H+:MM:SS[.ffffff]" as the server does.
+func appendBinaryTime(b []byte, v []byte) ([]byte, bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	colon := -1
+	for i, c := range v {
+		if c == ':' {
+			colon = i
+			break
+		}
+	}
+	if colon < 1 {
+		return b, false
+	}
+	h, ok1 := digits(v, 0, colon)
+	mi, ok2 := digits(v, colon+1, 2)
+	s, ok3 := digits(v, colon+4, 2)
+	us, ok4 := fraction(v, colon+6)
+	if !ok1 || !ok2 || !ok3 || !ok4 || len(v) < colon+6 || v[colon+3] != ':' {
+		return b, false
+	}
+	sign := byte(0)
+	if neg {
+		sign = 1
+	}
+	days, h := h/24, h%24
+	switch {
+	case us != 0:
+		b = append(b, 12, sign)
+		b = binary.LittleEndian.AppendUint32(b, uint32(days))
+		b = append(b, byte(h), byte(mi), byte(s))
+		return binary.LittleEndian.AppendUint32(b, uint32(us)), true
+	case days != 0 || h != 0 || mi != 0 || s != 0:
+		b = append(b, 8, sign)
+		b = binary.LittleEndian.AppendUint32(b, uint32(days))
+		return append(b, byte(h), byte(mi), byte(s)), true
+	}
+	return append(b, 0), true
+}

@@ -1,0 +1,374 @@
+package cache
+
+import (
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+
+	"tableproxy/lease"
+)
+
+// A plan answers one SELECT from one table's snapshot. It is built from the
+// statement's syntax tree against the snapshot's columns, and only for
+// shapes whose answer the proxy can compute exactly as the backend would:
+//
+//	SELECT <*, or columns with optional aliases> FROM t [AS a]
+//	  [WHERE <integer-column comparisons with integer literals or
+//	          parameters: = <> < <= > >=, BETWEEN, IN, IS [NOT] NULL on
+//	          any column, combined with AND, OR, NOT>]
+//	  [ORDER BY <integer columns, including the primary key> [ASC|DESC], ...]
+//	  [LIMIT n [OFFSET m]]
+//
+// Anything else (joins, expressions, functions, string comparisons,
+// GROUP BY, DISTINCT, locking reads, subqueries) is not planned and goes to
+// the backend. Rows come out in primary-key order (how InnoDB returns a
+// scan or a primary-key range), or in ORDER BY order with primary-key order
+// among equal keys.
+type plan struct {
+	table   lease.TableID
+	cols    []int // projected snapshot columns
+	where   expr  // nil: every row
+	order   []orderKey
+	limit   operand // count; limit.kind == opNone for no LIMIT
+	offset  operand
+	nparams int
+}
+
+type orderKey struct {
+	col  int
+	desc bool
+}
+
+// expr is a WHERE condition in three-valued logic.
+type expr interface {
+	eval(r *rowCtx) tri
+}
+
+type tri int8
+
+const (
+	triFalse tri = iota
+	triTrue
+	triNull
+)
+
+func triNot(t tri) tri {
+	switch t {
+	case triTrue:
+		return triFalse
+	case triFalse:
+		return triTrue
+	}
+	return triNull
+}
+
+// operand is a column, an integer literal or a parameter.
+type operand struct {
+	kind     opKind
+	col      int
+	val      num
+	param    int
+	unsigned bool // for columns: UNSIGNED
+}
+
+type opKind uint8
+
+const (
+	opNone opKind = iota
+	opColumn
+	opLiteral
+	opParam
+)
+
+type cmpExpr struct {
+	op   opcode.Op
+	l, r operand
+}
+
+type andExpr struct{ l, r expr }
+type orExpr struct{ l, r expr }
+type notExpr struct{ e expr }
+type isNullExpr struct {
+	col int
+	not bool
+}
+type inExpr struct {
+	x    operand
+	list []operand
+	not  bool
+}
+type betweenExpr struct {
+	x, lo, hi operand
+	not       bool
+}
+
+// planner builds a plan for one statement against one snapshot.
+type planner struct {
+	snap    *Snapshot
+	alias   string
+	nparams int
+}
+
+// buildPlan returns a plan for sel, or nil if the shape is not covered.
+func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot) {
+	if sel.Distinct || sel.GroupBy != nil || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
+		sel.SelectIntoOpt != nil || sel.With != nil || sel.Kind != ast.SelectStmtKindSelect || sel.IsInBraces ||
+		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil || sel.From.TableRefs.Right != nil {
+		return nil, nil
+	}
+	src, ok := sel.From.TableRefs.Left.(*ast.TableSource)
+	if !ok {
+		return nil, nil
+	}
+	tn, ok := src.Source.(*ast.TableName)
+	if !ok || len(tn.IndexHints) > 0 || len(tn.PartitionNames) > 0 || tn.AsOf != nil || tn.TableSample != nil {
+		return nil, nil
+	}
+	id := tableID(tn, db)
+	snap := lookup(id)
+	if snap == nil {
+		return nil, nil
+	}
+	pl := &planner{snap: snap, alias: tn.Name.L}
+	if src.AsName.L != "" {
+		pl.alias = src.AsName.L
+	}
+	p := &plan{table: id}
+	for _, f := range sel.Fields.Fields {
+		switch {
+		case f.WildCard != nil:
+			if f.WildCard.Schema.L != "" || (f.WildCard.Table.L != "" && f.WildCard.Table.L != pl.alias) {
+				return nil, nil
+			}
+			for i := range snap.Fields {
+				p.cols = append(p.cols, i)
+			}
+		default:
+			c, ok := f.Expr.(*ast.ColumnNameExpr)
+			if !ok {
+				return nil, nil
+			}
+			i := pl.column(c)
+			if i < 0 {
+				return nil, nil
+			}
+			p.cols = append(p.cols, i)
+		}
+	}
+	if sel.Where != nil {
+		if p.where = pl.cond(sel.Where); p.where == nil {
+			return nil, nil
+		}
+	}
+	if sel.OrderBy != nil {
+		for _, by := range sel.OrderBy.Items {
+			c, ok := by.Expr.(*ast.ColumnNameExpr)
+			if !ok {
+				return nil, nil
+			}
+			i := pl.column(c)
+			if i < 0 || !isInteger(snap.Fields[i]) {
+				return nil, nil
+			}
+			p.order = append(p.order, orderKey{col: i, desc: by.Desc})
+		}
+		// Rows with equal sort keys come back from the backend in an order
+		// of its own making (a filesort or priority queue); only a total
+		// order, one that includes the primary key, is certain to match.
+		for _, pk := range snap.PK {
+			total := false
+			for _, o := range p.order {
+				total = total || o.col == pk
+			}
+			if !total {
+				return nil, nil
+			}
+		}
+	}
+	if sel.Limit != nil {
+		if p.limit = pl.value(sel.Limit.Count); p.limit.kind == opNone {
+			return nil, nil
+		}
+		if sel.Limit.Offset != nil {
+			if p.offset = pl.value(sel.Limit.Offset); p.offset.kind == opNone {
+				return nil, nil
+			}
+		}
+	}
+	p.nparams = pl.nparams
+	return p, snap
+}
+
+// column resolves a column reference to a snapshot column, or -1.
+func (pl *planner) column(c *ast.ColumnNameExpr) int {
+	n := c.Name
+	if n.Schema.L != "" || (n.Table.L != "" && n.Table.L != pl.alias) {
+		return -1
+	}
+	for i, f := range pl.snap.Fields {
+		// Column names are case-insensitive.
+		if strings.EqualFold(string(f.OrgName), n.Name.O) {
+			return i
+		}
+	}
+	return -1
+}
+
+// operand turns an expression into an integer column, literal or
+// parameter, or reports false.
+func (pl *planner) operand(e ast.ExprNode) (operand, bool) {
+	switch x := e.(type) {
+	case *ast.ColumnNameExpr:
+		i := pl.column(x)
+		if i < 0 || !isInteger(pl.snap.Fields[i]) {
+			return operand{}, false
+		}
+		return operand{kind: opColumn, col: i, unsigned: pl.snap.Fields[i].Flag&mysql.UNSIGNED_FLAG != 0}, true
+	case *ast.ParenthesesExpr:
+		return pl.operand(x.Expr)
+	}
+	v := pl.value(e)
+	return v, v.kind != opNone
+}
+
+// value is an integer literal or a parameter.
+func (pl *planner) value(e ast.ExprNode) operand {
+	switch x := e.(type) {
+	case *test_driver.ParamMarkerExpr:
+		pl.nparams++
+		return operand{kind: opParam, param: x.Order}
+	case *test_driver.ValueExpr:
+		switch x.Kind() {
+		case test_driver.KindInt64:
+			return operand{kind: opLiteral, val: signedNum(x.GetInt64())}
+		case test_driver.KindUint64:
+			return operand{kind: opLiteral, val: unsignedNum(x.GetUint64())}
+		}
+	case *ast.UnaryOperationExpr:
+		// -5 is parsed as minus applied to 5.
+		if x.Op == opcode.Minus {
+			if v, ok := x.V.(*test_driver.ValueExpr); ok && v.Kind() == test_driver.KindInt64 && v.GetInt64() >= 0 {
+				return operand{kind: opLiteral, val: signedNum(-v.GetInt64())}
+			}
+		}
+	}
+	return operand{}
+}
+
+// cond builds a condition, or nil if it is not covered.
+func (pl *planner) cond(e ast.ExprNode) expr {
+	switch x := e.(type) {
+	case *ast.ParenthesesExpr:
+		return pl.cond(x.Expr)
+	case *ast.BinaryOperationExpr:
+		switch x.Op {
+		case opcode.LogicAnd, opcode.LogicOr:
+			l, r := pl.cond(x.L), pl.cond(x.R)
+			if l == nil || r == nil {
+				return nil
+			}
+			if x.Op == opcode.LogicAnd {
+				return andExpr{l, r}
+			}
+			return orExpr{l, r}
+		case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE:
+			l, okl := pl.operand(x.L)
+			r, okr := pl.operand(x.R)
+			// At least one side must be a column: comparing two constants is
+			// fine but rare, and left to the backend.
+			if !okl || !okr || (l.kind != opColumn && r.kind != opColumn) {
+				return nil
+			}
+			return cmpExpr{op: x.Op, l: l, r: r}
+		}
+	case *ast.UnaryOperationExpr:
+		if x.Op == opcode.Not {
+			if c := pl.cond(x.V); c != nil {
+				return notExpr{c}
+			}
+		}
+	case *ast.IsNullExpr:
+		c, ok := x.Expr.(*ast.ColumnNameExpr)
+		if !ok {
+			return nil
+		}
+		i := pl.column(c)
+		if i < 0 {
+			return nil
+		}
+		return isNullExpr{col: i, not: x.Not}
+	case *ast.PatternInExpr:
+		if x.Sel != nil {
+			return nil
+		}
+		v, ok := pl.operand(x.Expr)
+		if !ok || v.kind != opColumn {
+			return nil
+		}
+		in := inExpr{x: v, not: x.Not}
+		for _, item := range x.List {
+			o := pl.value(item)
+			if o.kind == opNone {
+				return nil
+			}
+			in.list = append(in.list, o)
+		}
+		return in
+	case *ast.BetweenExpr:
+		v, ok := pl.operand(x.Expr)
+		lo, okl := pl.operand(x.Left)
+		hi, okh := pl.operand(x.Right)
+		if !ok || !okl || !okh || v.kind != opColumn || lo.kind == opColumn || hi.kind == opColumn {
+			return nil
+		}
+		return betweenExpr{x: v, lo: lo, hi: hi, not: x.Not}
+	}
+	return nil
+}
+
+func isInteger(f *mysql.Field) bool {
+	switch f.Type {
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
+		return true
+	}
+	return false
+}
+
+// num is an integer of either signedness.
+type num struct {
+	neg bool   // negative (then mag is the magnitude)
+	mag uint64 // absolute value
+}
+
+func signedNum(v int64) num {
+	if v < 0 {
+		return num{neg: true, mag: uint64(-(v + 1)) + 1}
+	}
+	return num{mag: uint64(v)}
+}
+
+func unsignedNum(v uint64) num { return num{mag: v} }
+
+// cmp compares two integers exactly, whatever their signedness.
+func (a num) cmp(b num) int {
+	switch {
+	case a.neg && !b.neg:
+		return -1
+	case !a.neg && b.neg:
+		return 1
+	}
+	c := 0
+	switch {
+	case a.mag < b.mag:
+		c = -1
+	case a.mag > b.mag:
+		c = 1
+	}
+	if a.neg {
+		c = -c
+	}
+	return c
+}

@@ -1,0 +1,356 @@
+package cache
+
+import (
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"tableproxy/lease"
+	"tableproxy/plugins"
+)
+
+// Answering a SELECT from memory. The rows come from the snapshot, as the
+// backend encoded them when the table was loaded; the column definitions
+// and the status bits about index use come from the backend's own answer
+// to the same statement shape, learned the first time the shape is seen
+// (that execution goes to the backend and its response is recorded). So
+// the metadata is the backend's, not an imitation of it.
+//
+// A session's settings decide how values are encoded: the proxy reads the
+// ones that matter from the session's backend connection when they may have
+// changed (at the first cached read, and after any statement that is not a
+// plain read or write), and answers only when they are those the snapshot
+// was loaded with.
+
+// sessionKey is the cache's key in a session's plugin state.
+type sessionKey struct{}
+
+// sessionInfo is what the cache knows of a session's settings.
+type sessionInfo struct {
+	known    bool
+	charset  string // @@character_set_results ("" for NULL)
+	sqlMode  string
+	pending  *pendingLearn // a response being recorded for this session
+	settings string        // charset and sql_mode, part of the learned-metadata key
+}
+
+type pendingLearn struct {
+	key     defsKey
+	capture plugins.Capture
+	plan    *plan
+	snap    *Snapshot
+}
+
+// defsKey identifies a statement shape under a session configuration.
+type defsKey struct {
+	normalized string
+	binary     bool
+	ext        bool
+	settings   string
+}
+
+// learned is the backend's metadata for a shape.
+type learned struct {
+	defs        [][]byte
+	midStatus   uint16
+	finalStatus uint16
+}
+
+// loaderCharset is the character set the loader's connection reads
+// values in (the connector logs in with utf8mb4_general_ci).
+const loaderCharset = "utf8mb4"
+
+// session returns the cache's state for st's session.
+func session(st *plugins.Statement) *sessionInfo {
+	if si, ok := st.Session.Get(sessionKey{}).(*sessionInfo); ok {
+		return si
+	}
+	si := &sessionInfo{}
+	if st.Session != nil {
+		st.Session.Set(sessionKey{}, si)
+	}
+	return si
+}
+
+// settingsChanged reports whether a statement of kind k may change session
+// settings (SET, CALL, anything unusual), so they must be read again.
+func settingsChanged(k plugins.Kind) bool {
+	switch k {
+	case plugins.KindSelect, plugins.KindInsert, plugins.KindUpdate, plugins.KindDelete, plugins.KindReplace,
+		plugins.KindBegin, plugins.KindCommit, plugins.KindRollback, plugins.KindShow, plugins.KindUse:
+		return false
+	}
+	return true
+}
+
+// probe reads the session settings that change how values are encoded.
+func (si *sessionInfo) probe(st *plugins.Statement) bool {
+	if si.known {
+		return true
+	}
+	if st.Backend == nil {
+		return false
+	}
+	r, err := st.Backend.Query("SELECT @@character_set_results, @@sql_mode")
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	si.charset, _ = r.GetString(0, 0)
+	si.sqlMode, _ = r.GetString(0, 1)
+	si.settings = si.charset + "|" + si.sqlMode
+	si.known = true
+	return true
+}
+
+// read tries to answer a SELECT from memory.
+func (p *Plugin) read(st *plugins.Statement) plugins.Action {
+	if st.InTx {
+		// Reads inside a transaction go to the backend for now: they must
+		// see the transaction's own writes and one version per table.
+		return plugins.Continue
+	}
+	pr := parsers.Get().(*parser.Parser)
+	stmts, _, err := pr.ParseSQL(st.SQL)
+	parsers.Put(pr)
+	if err != nil || len(stmts) != 1 {
+		return plugins.Continue
+	}
+	sel, ok := stmts[0].(*ast.SelectStmt)
+	if !ok {
+		return plugins.Continue
+	}
+	if callsUserFunction(sel) {
+		return p.unknownRead(st)
+	}
+	pl, snap := buildPlan(sel, st.DB, func(id lease.TableID) *Snapshot {
+		s, _ := p.Servable(id)
+		return s
+	})
+	if pl == nil {
+		p.countPasses(sel, st.DB)
+		return plugins.Continue
+	}
+	ts := p.table(pl.table)
+	si := session(st)
+	if !si.probe(st) || !p.encodable(pl, snap, si, st.Command == plugins.ComStmtExecute) {
+		ts.passes.Add(1)
+		return plugins.Continue
+	}
+	var args []arg
+	if st.Command == plugins.ComStmtExecute {
+		if pl.nparams != st.ParamCount {
+			ts.passes.Add(1)
+			return plugins.Continue
+		}
+		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes); !ok {
+			ts.passes.Add(1)
+			return plugins.Continue
+		}
+	} else if pl.nparams != 0 {
+		return plugins.Continue
+	}
+	key := defsKey{normalized: st.Normalized(), binary: st.Command == plugins.ComStmtExecute, ext: st.ExtendedMetadata, settings: si.settings}
+	meta, ok := p.learned.Get(key)
+	if !ok {
+		// Learn this shape's metadata from the backend's answer.
+		pend := &pendingLearn{key: key, plan: pl, snap: snap}
+		si.pending = pend
+		ts.passes.Add(1)
+		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture}
+	}
+	rows, ok := pl.run(snap, args)
+	if !ok {
+		ts.passes.Add(1)
+		return plugins.Continue
+	}
+	ts.hits.Add(1)
+	binaryProto := key.binary
+	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+		return writeCached(w, meta, pl, snap, rows, binaryProto)
+	}))
+}
+
+// unknownRead handles a SELECT that calls a stored function, which may
+// write any table: it is a write of every cached table.
+func (p *Plugin) unknownRead(st *plugins.Statement) plugins.Action {
+	if ids := p.cachedIDs(); len(ids) > 0 {
+		p.beginWrite(st.ConnID, ids)
+	}
+	return plugins.Continue
+}
+
+// countPasses counts a read of cached tables that goes to the backend.
+func (p *Plugin) countPasses(sel *ast.SelectStmt, db string) {
+	for _, id := range collectTables(sel, db) {
+		if ts := p.table(id); ts != nil {
+			ts.passes.Add(1)
+		}
+	}
+}
+
+// encodable reports whether every projected column's value can be sent
+// exactly as stored for this session.
+func (p *Plugin) encodable(pl *plan, snap *Snapshot, si *sessionInfo, binaryProto bool) bool {
+	for _, c := range pl.cols {
+		f := snap.Fields[c]
+		if f.Charset != 63 { // binary values are never converted
+			switch si.charset {
+			case loaderCharset:
+			case "utf8mb3", "utf8":
+				if !snap.bmp[c] {
+					return false
+				}
+			case "latin1", "ascii":
+				if !snap.ascii[c] {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		switch f.Type {
+		case mysql.MYSQL_TYPE_TIMESTAMP:
+			// Printed in the loader's time zone; the session's may differ.
+			return false
+		case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
+			if binaryProto {
+				return false // the text form does not always hold every bit
+			}
+		case mysql.MYSQL_TYPE_STRING:
+			if strings.Contains(si.sqlMode, "PAD_CHAR_TO_FULL_LENGTH") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// learn records the backend's metadata for a shape, after checking that
+// the response has the columns the plan projects, of the same types.
+func (p *Plugin) learn(si *sessionInfo) {
+	pend := si.pending
+	si.pending = nil
+	c := pend.capture
+	if c.Columns == nil || len(c.Columns) != len(pend.plan.cols) {
+		return
+	}
+	for i, def := range c.Columns {
+		f, err := mysql.FieldData(stripExtended(def, pend.key.ext)).Parse()
+		if err != nil || f.Type != pend.snap.Fields[pend.plan.cols[i]].Type {
+			return
+		}
+	}
+	p.learned.Add(pend.key, &learned{defs: c.Columns, midStatus: c.MidStatus, finalStatus: c.FinalStatus})
+}
+
+// stripExtended removes MariaDB's extended-metadata field from a column
+// definition, so go-mysql can parse it.
+func stripExtended(def []byte, ext bool) []byte {
+	if !ext {
+		return def
+	}
+	pos := 0
+	for i := 0; i < 6; i++ {
+		_, n, ok := readLenEncBytes(def[pos:])
+		if !ok {
+			return def
+		}
+		pos += n
+	}
+	n, w, ok := readLenEncInt(def[pos:])
+	if !ok || pos+w+int(n) > len(def) {
+		return def
+	}
+	out := append([]byte(nil), def[:pos]...)
+	return append(out, def[pos+w+int(n):]...)
+}
+
+func readLenEncInt(b []byte) (uint64, int, bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
+	w := 0
+	switch b[0] {
+	case 0xfb, 0xff:
+		return 0, 0, false
+	case 0xfc:
+		w = 3
+	case 0xfd:
+		w = 4
+	case 0xfe:
+		w = 9
+	default:
+		return uint64(b[0]), 1, true
+	}
+	if len(b) < w {
+		return 0, 0, false
+	}
+	var v uint64
+	for i := w - 1; i >= 1; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v, w, true
+}
+
+// writeCached writes a result set from the snapshot.
+func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapshot, rows []int, binaryProto bool) error {
+	status := w.Status()
+	if err := w.WritePacket(mysql.AppendLengthEncodedInteger(nil, uint64(len(pl.cols)))); err != nil {
+		return err
+	}
+	for _, d := range meta.defs {
+		if err := w.WritePacket(d); err != nil {
+			return err
+		}
+	}
+	mid := status | meta.midStatus&plugins.IndexUsageStatus
+	if err := w.WritePacket([]byte{0xfe, 0, 0, byte(mid), byte(mid >> 8)}); err != nil {
+		return err
+	}
+	r := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
+	buf := make([]byte, 0, 256)
+	for _, i := range rows {
+		if !r.setRow(snap.Rows[i]) {
+			return errCorruptRow
+		}
+		buf = buf[:0]
+		if binaryProto {
+			buf = append(buf, 0)
+			nb := (len(pl.cols) + 7 + 2) / 8
+			start := len(buf)
+			buf = append(buf, make([]byte, nb)...)
+			for j, c := range pl.cols {
+				v, null, _ := r.field(c)
+				if null {
+					bit := j + 2
+					buf[start+bit/8] |= 1 << (bit % 8)
+					continue
+				}
+				var ok bool
+				if buf, ok = appendBinaryValue(buf, snap.Fields[c], v); !ok {
+					return errCorruptRow
+				}
+			}
+		} else {
+			for _, c := range pl.cols {
+				_, _, raw := r.field(c)
+				buf = append(buf, raw...)
+			}
+		}
+		if err := w.WritePacket(buf); err != nil {
+			return err
+		}
+	}
+	w.Rows(uint64(len(rows)))
+	final := status | meta.finalStatus&plugins.IndexUsageStatus
+	return w.WritePacket([]byte{0xfe, 0, 0, byte(final), byte(final >> 8)})
+}
+
+var errCorruptRow = corruptRowError{}
+
+type corruptRowError struct{}
+
+func (corruptRowError) Error() string { return "cache: a stored row could not be decoded" }
