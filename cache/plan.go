@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -110,7 +111,22 @@ type planner struct {
 	snap    *Snapshot
 	alias   string
 	nparams int
+	order   map[int]int // parameter marker offset in the text -> parameter number
 }
+
+// paramOrder numbers a statement's '?' markers in text order, which is the
+// order the client binds them in (the parser leaves ParamMarkerExpr.Order
+// unset; TiDB numbers them in its planner).
+type paramOrder struct{ offsets []int }
+
+func (v *paramOrder) Enter(n ast.Node) (ast.Node, bool) {
+	if m, ok := n.(*test_driver.ParamMarkerExpr); ok {
+		v.offsets = append(v.offsets, m.Offset)
+	}
+	return n, false
+}
+
+func (v *paramOrder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // buildPlan returns a plan for sel, or nil if the shape is not covered.
 func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot) {
@@ -132,7 +148,13 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	if snap == nil {
 		return nil, nil
 	}
-	pl := &planner{snap: snap, alias: tn.Name.L}
+	po := &paramOrder{}
+	sel.Accept(po)
+	sort.Ints(po.offsets)
+	pl := &planner{snap: snap, alias: tn.Name.L, order: map[int]int{}}
+	for i, off := range po.offsets {
+		pl.order[off] = i
+	}
 	if src.AsName.L != "" {
 		pl.alias = src.AsName.L
 	}
@@ -198,6 +220,11 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			}
 		}
 	}
+	// Every marker of the statement must have been planned (one in an
+	// unplanned place would shift the numbering of the others).
+	if pl.nparams != len(po.offsets) {
+		return nil, nil
+	}
 	p.nparams = pl.nparams
 	return p, snap
 }
@@ -239,7 +266,7 @@ func (pl *planner) value(e ast.ExprNode) operand {
 	switch x := e.(type) {
 	case *test_driver.ParamMarkerExpr:
 		pl.nparams++
-		return operand{kind: opParam, param: x.Order}
+		return operand{kind: opParam, param: pl.order[x.Offset]}
 	case *test_driver.ValueExpr:
 		switch x.Kind() {
 		case test_driver.KindInt64:

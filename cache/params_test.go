@@ -1,0 +1,30 @@
+package cache
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+func TestDecodeParams(t *testing.T) {
+	vals := []int64{2147483647, -2147483648, 45}
+	b := []byte{0, 1, 0, 0, 0, 0, 1} // flags, iteration count, NULL bitmap, new-params-bound
+	var types []byte
+	for range vals {
+		types = append(types, mysql.MYSQL_TYPE_LONGLONG, 0)
+	}
+	b = append(b, types...)
+	for _, v := range vals {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	args, ok := decodeParams(b, 3, types)
+	if !ok {
+		t.Fatal("not decoded")
+	}
+	for i, v := range vals {
+		if args[i].null || args[i].v.cmp(signedNum(v)) != 0 {
+			t.Errorf("param %d: got %+v, want %d", i, args[i], v)
+		}
+	}
+}
