@@ -69,14 +69,20 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 			pick(func() string { return strconv.Itoa(rng.Intn(255) - 128) }), pick(uv),
 			pick(wv), pick(wv), pick(wv), pick(lat), pick(func() string { return "'" + []string{"ab", "ab  ", "x"}[rng.Intn(3)] + "'" }),
 			pick(func() string { return fmt.Sprintf("%d.%04d", rng.Intn(2000)-1000, rng.Intn(10000)) }),
-			pick(func() string { return fmt.Sprintf("'2026-%02d-%02d %02d:%02d:%02d.%06d'", 1+rng.Intn(12), 1+rng.Intn(28), rng.Intn(24), rng.Intn(60), rng.Intn(60), rng.Intn(1000000)*[]int{0, 1}[rng.Intn(2)]) }),
+			pick(func() string {
+				return fmt.Sprintf("'2026-%02d-%02d %02d:%02d:%02d.%06d'", 1+rng.Intn(12), 1+rng.Intn(28), rng.Intn(24), rng.Intn(60), rng.Intn(60), rng.Intn(1000000)*[]int{0, 1}[rng.Intn(2)])
+			}),
 			pick(func() string { return []string{"'0000-00-00'", "'1999-12-31'", "'2026-02-28'"}[rng.Intn(3)] }),
-			pick(func() string { return []string{"'-838:59:59'", "'00:00:00'", "'12:34:56.789'", "'100:00:01'"}[rng.Intn(4)] }),
+			pick(func() string {
+				return []string{"'-838:59:59'", "'00:00:00'", "'12:34:56.789'", "'100:00:01'"}[rng.Intn(4)]
+			}),
 			pick(func() string { return "b'" + strconv.FormatInt(int64(rng.Intn(1024)), 2) + "'" }),
 			pick(func() string { return `'{"k": [1, 2.5, "x"], "n": null}'` }),
 			pick(func() string { return []string{"'a'", "'b'", "'c'"}[rng.Intn(3)] }),
 			pick(func() string { return []string{"0.1", "3.4028e38", "-1.5", "123456.789"}[rng.Intn(4)] }),
-			pick(func() string { return []string{"0.1", "1e308", "-2.2250738585072014e-308", "3.141592653589793"}[rng.Intn(4)] }),
+			pick(func() string {
+				return []string{"0.1", "1e308", "-2.2250738585072014e-308", "3.141592653589793"}[rng.Intn(4)]
+			}),
 			pick(func() string { return "'2026-06-01 12:00:00'" }),
 			pick(func() string { return "x'00ff10'" }),
 		))
