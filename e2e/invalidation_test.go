@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestCachedReadsSeeWrites: a write acknowledged through the proxy is seen
+// by every later read through the proxy, on the same connection or
+// another, at once; a write that bypasses the proxy is seen once the binary
+// log has shown it (bounded by bypassDelay).
+func TestCachedReadsSeeWrites(t *testing.T) {
+	const bypassDelay = 2 * time.Second
+	e := newCacheEnv(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.kv (id INT PRIMARY KEY, v BIGINT NOT NULL)",
+		"INSERT INTO `"+e.db+"`.kv VALUES (1, 0), (2, 0), (3, 0), (4, 0)")
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "kv", "ready", 4, 1)
+	writer, reader := e.open(t, e.app), e.open(t, e.app)
+	read := func(id int) int64 {
+		var v int64
+		if err := reader.QueryRow("SELECT v FROM kv WHERE id = ?", id).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	// Read-your-writes and monotonic reads through the proxy, with the
+	// cache warm between writes (reads in between are answered from memory).
+	for i := int64(1); i <= 200; i++ {
+		if _, err := writer.Exec("UPDATE kv SET v = ? WHERE id = 1", i); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(1); got != i {
+			t.Fatalf("write %d acknowledged, then read %d", i, got)
+		}
+		if i%20 == 0 {
+			waitState(t, admin, "kv", "ready", 4, 1)
+			for j := 0; j < 5; j++ {
+				if got := read(1); got != i {
+					t.Fatalf("after reload: read %d, want %d", got, i)
+				}
+			}
+		}
+	}
+	if hitsOf(t, admin, "kv") == 0 {
+		t.Fatal("no read was answered from memory: the test did not exercise the cache")
+	}
+
+	// Concurrent writers and readers: a reader that starts after a write was
+	// acknowledged never sees an older value.
+	var acked [5]atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	stop := time.Now().Add(3 * time.Second)
+	for w := 2; w <= 4; w++ {
+		wg.Add(1)
+		go func(id int) {
+			defer wg.Done()
+			db := e.open(t, e.app)
+			for n := int64(1); time.Now().Before(stop); n++ {
+				if _, err := db.Exec("UPDATE kv SET v = ? WHERE id = ?", n, id); err != nil {
+					errs <- err
+					return
+				}
+				acked[id].Store(n)
+			}
+		}(w)
+	}
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db := e.open(t, e.app)
+			for time.Now().Before(stop) {
+				for id := 2; id <= 4; id++ {
+					floor := acked[id].Load()
+					var v int64
+					if err := db.QueryRow("SELECT v FROM kv WHERE id = ?", id).Scan(&v); err != nil {
+						errs <- err
+						return
+					}
+					if v < floor {
+						errs <- fmt.Errorf("row %d: read %d after write %d was acknowledged", id, v, floor)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	// A write that bypasses the proxy.
+	waitState(t, admin, "kv", "ready", 4, 1)
+	read(2) // warm
+	e.backend.Exec(t, "UPDATE `"+e.db+"`.kv SET v = -7 WHERE id = 2")
+	start := time.Now()
+	waitFor(t, bypassDelay, "a bypassing write to be seen through the proxy", func() (bool, error) {
+		return read(2) == -7, nil
+	})
+	t.Logf("bypassing write seen through the proxy after %v", time.Since(start))
+}
