@@ -73,6 +73,9 @@ func (r *rowCtx) operand(o operand) (num, bool) {
 		if o.param >= len(r.args) || r.args[o.param].null {
 			return num{}, false
 		}
+		if o.negate {
+			return r.args[o.param].v.negated(), true
+		}
 		return r.args[o.param].v, true
 	}
 	return num{}, false

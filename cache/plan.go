@@ -72,6 +72,7 @@ type operand struct {
 	col      int
 	val      num
 	param    int
+	negate   bool // for parameters: -?
 	unsigned bool // for columns: UNSIGNED
 }
 
@@ -275,10 +276,14 @@ func (pl *planner) value(e ast.ExprNode) operand {
 			return operand{kind: opLiteral, val: unsignedNum(x.GetUint64())}
 		}
 	case *ast.UnaryOperationExpr:
-		// -5 is parsed as minus applied to 5.
+		// -5 is parsed as minus applied to 5 (and a template's -5 as -?).
 		if x.Op == opcode.Minus {
-			if v, ok := x.V.(*test_driver.ValueExpr); ok && v.Kind() == test_driver.KindInt64 && v.GetInt64() >= 0 {
-				return operand{kind: opLiteral, val: signedNum(-v.GetInt64())}
+			if v := pl.value(x.V); v.kind == opLiteral {
+				v.val = v.val.negated()
+				return v
+			} else if v.kind == opParam && !v.negate {
+				v.negate = true
+				return v
 			}
 		}
 	}
@@ -378,6 +383,13 @@ func signedNum(v int64) num {
 }
 
 func unsignedNum(v uint64) num { return num{mag: v} }
+
+func (a num) negated() num {
+	if a.mag != 0 {
+		a.neg = !a.neg
+	}
+	return a
+}
 
 // cmp compares two integers exactly, whatever their signedness.
 func (a num) cmp(b num) int {

@@ -85,6 +85,9 @@ type Plugin struct {
 	// learned is each statement shape's column metadata, as the backend
 	// sent it, keyed by shape and session configuration.
 	learned *lru.Cache[defsKey, *learned]
+	// plans are planning outcomes by statement shape; purged when the set
+	// of cached tables changes.
+	plans *lru.Cache[planKey, *planEntry]
 }
 
 // tableState is one cached table's live state.
@@ -131,6 +134,7 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat *C
 		tables: map[lease.TableID]*tableState{}, held: map[uint32][]*lease.Intent{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
 	p.learned, _ = lru.New[defsKey, *learned](8192)
+	p.plans, _ = lru.New[planKey, *planEntry](8192)
 	leases.Subscribe(func(id lease.TableID, _ lease.Version) { p.requestLoad(id) })
 	for _, e := range cat.List() {
 		p.addTable(e)
@@ -188,6 +192,9 @@ func (p *Plugin) addTable(e Entry) *tableState {
 		p.cached.Store(int32(len(p.tables)))
 	}
 	p.mu.Unlock()
+	if p.plans != nil {
+		p.plans.Purge()
+	}
 	p.requestLoad(e.ID())
 	return ts
 }
@@ -197,6 +204,7 @@ func (p *Plugin) removeTable(id lease.TableID) {
 	delete(p.tables, id)
 	p.cached.Store(int32(len(p.tables)))
 	p.mu.Unlock()
+	p.plans.Purge()
 }
 
 func (p *Plugin) table(id lease.TableID) *tableState {

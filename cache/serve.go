@@ -2,6 +2,7 @@ package cache
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser"
@@ -34,6 +35,11 @@ type sessionInfo struct {
 	sqlMode  string
 	pending  *pendingLearn // a response being recorded for this session
 	settings string        // charset and sql_mode, part of the learned-metadata key
+
+	// Scratch space reused by every statement of the session.
+	tmpl []byte
+	lits []literal
+	args []arg
 }
 
 type pendingLearn struct {
@@ -105,6 +111,19 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	return true
 }
 
+// planKey identifies a statement shape in the plan cache.
+type planKey struct {
+	db   string
+	text string // the template (text protocol) or the prepared text
+}
+
+// planEntry is a cached planning outcome.
+type planEntry struct {
+	plan   *plan // nil: the shape is not answered from memory
+	layout string
+	tables []lease.TableID // cached tables the statement reads, for pass counts
+}
+
 // read tries to answer a SELECT from memory.
 func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	if st.InTx {
@@ -112,6 +131,132 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 		// see the transaction's own writes and one version per table.
 		return plugins.Continue
 	}
+	si := session(st)
+	var text string
+	var args []arg
+	binaryProto := st.Command == plugins.ComStmtExecute
+	if binaryProto {
+		text = st.SQL
+	} else {
+		tmpl, lits, ok := templateOf(st.SQL, si.tmpl, si.lits)
+		si.tmpl, si.lits = tmpl, lits
+		if !ok {
+			return p.readSlow(st)
+		}
+		text = unsafe.String(unsafe.SliceData(tmpl), len(tmpl))
+		args = si.args[:0]
+		for _, l := range lits {
+			if !l.isInt {
+				args = nil
+				break
+			}
+			args = append(args, arg{v: l.n})
+		}
+		si.args = args
+	}
+	ent, ok := p.plans.Get(planKey{db: st.DB, text: text})
+	if !ok {
+		text = strings.Clone(text) // the key outlives the statement
+		if ent = p.planText(text, st.DB); ent == nil {
+			return plugins.Continue // a cached table is still loading: plan later
+		}
+		p.plans.Add(planKey{db: strings.Clone(st.DB), text: text}, ent)
+	}
+	if ent.plan == nil {
+		p.countPassesOf(ent.tables)
+		return plugins.Continue
+	}
+	pl := ent.plan
+	ts := p.table(pl.table)
+	if ts == nil {
+		return plugins.Continue
+	}
+	snap, ok := p.Servable(pl.table)
+	if !ok || snap.layout != ent.layout {
+		if ok {
+			p.plans.Remove(planKey{db: st.DB, text: text}) // the table changed shape
+		}
+		ts.passes.Add(1)
+		return plugins.Continue
+	}
+	if binaryProto {
+		if pl.nparams != st.ParamCount {
+			ts.passes.Add(1)
+			return plugins.Continue
+		}
+		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes); !ok {
+			ts.passes.Add(1)
+			return plugins.Continue
+		}
+	} else if args == nil && pl.nparams > 0 || len(args) != pl.nparams {
+		ts.passes.Add(1) // a string literal where the plan compares integers
+		return plugins.Continue
+	}
+	if !si.probe(st) || !p.encodable(pl, snap, si, binaryProto) {
+		ts.passes.Add(1)
+		return plugins.Continue
+	}
+	key := defsKey{normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
+	meta, ok := p.learned.Get(key)
+	if !ok {
+		// Learn this shape's metadata from the backend's answer.
+		key.normalized = strings.Clone(text)
+		pend := &pendingLearn{key: key, plan: pl, snap: snap}
+		si.pending = pend
+		ts.passes.Add(1)
+		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture}
+	}
+	rows, ok := pl.run(snap, args)
+	if !ok {
+		ts.passes.Add(1)
+		return plugins.Continue
+	}
+	ts.hits.Add(1)
+	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+		return writeCached(w, meta, pl, snap, rows, binaryProto)
+	}))
+}
+
+// planText plans a statement text (a template or a prepared text, with
+// '?' markers), or returns nil when it cannot be decided yet because a
+// cached table it reads has no snapshot loaded.
+func (p *Plugin) planText(text, db string) *planEntry {
+	pr := parsers.Get().(*parser.Parser)
+	stmts, _, err := pr.ParseSQL(text)
+	parsers.Put(pr)
+	if err != nil || len(stmts) != 1 {
+		return &planEntry{}
+	}
+	sel, ok := stmts[0].(*ast.SelectStmt)
+	if !ok || callsUserFunction(sel) {
+		return &planEntry{}
+	}
+	ent := &planEntry{}
+	loading := false
+	for _, id := range collectTables(sel, db) {
+		if ts := p.table(id); ts != nil {
+			ent.tables = append(ent.tables, id)
+			loading = loading || ts.snap.Load() == nil
+		}
+	}
+	if loading {
+		return nil
+	}
+	pl, snap := buildPlan(sel, db, func(id lease.TableID) *Snapshot {
+		if ts := p.table(id); ts != nil {
+			return ts.snap.Load()
+		}
+		return nil
+	})
+	if pl != nil {
+		ent.plan, ent.layout = pl, snap.layout
+	}
+	return ent
+}
+
+// readSlow handles a SELECT the template scanner gives up on: parse it in
+// full and answer it only if its metadata is already known.
+func (p *Plugin) readSlow(st *plugins.Statement) plugins.Action {
 	pr := parsers.Get().(*parser.Parser)
 	stmts, _, err := pr.ParseSQL(st.SQL)
 	parsers.Put(pr)
@@ -125,52 +270,8 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	if callsUserFunction(sel) {
 		return p.unknownRead(st)
 	}
-	pl, snap := buildPlan(sel, st.DB, func(id lease.TableID) *Snapshot {
-		s, _ := p.Servable(id)
-		return s
-	})
-	if pl == nil {
-		p.countPasses(sel, st.DB)
-		return plugins.Continue
-	}
-	ts := p.table(pl.table)
-	si := session(st)
-	if !si.probe(st) || !p.encodable(pl, snap, si, st.Command == plugins.ComStmtExecute) {
-		ts.passes.Add(1)
-		return plugins.Continue
-	}
-	var args []arg
-	if st.Command == plugins.ComStmtExecute {
-		if pl.nparams != st.ParamCount {
-			ts.passes.Add(1)
-			return plugins.Continue
-		}
-		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes); !ok {
-			ts.passes.Add(1)
-			return plugins.Continue
-		}
-	} else if pl.nparams != 0 {
-		return plugins.Continue
-	}
-	key := defsKey{normalized: st.Normalized(), binary: st.Command == plugins.ComStmtExecute, ext: st.ExtendedMetadata, settings: si.settings}
-	meta, ok := p.learned.Get(key)
-	if !ok {
-		// Learn this shape's metadata from the backend's answer.
-		pend := &pendingLearn{key: key, plan: pl, snap: snap}
-		si.pending = pend
-		ts.passes.Add(1)
-		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture}
-	}
-	rows, ok := pl.run(snap, args)
-	if !ok {
-		ts.passes.Add(1)
-		return plugins.Continue
-	}
-	ts.hits.Add(1)
-	binaryProto := key.binary
-	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-		return writeCached(w, meta, pl, snap, rows, binaryProto)
-	}))
+	p.countPasses(sel, st.DB)
+	return plugins.Continue
 }
 
 // unknownRead handles a SELECT that calls a stored function, which may
@@ -184,7 +285,11 @@ func (p *Plugin) unknownRead(st *plugins.Statement) plugins.Action {
 
 // countPasses counts a read of cached tables that goes to the backend.
 func (p *Plugin) countPasses(sel *ast.SelectStmt, db string) {
-	for _, id := range collectTables(sel, db) {
+	p.countPassesOf(collectTables(sel, db))
+}
+
+func (p *Plugin) countPassesOf(ids []lease.TableID) {
+	for _, id := range ids {
 		if ts := p.table(id); ts != nil {
 			ts.passes.Add(1)
 		}

@@ -34,6 +34,8 @@ type Snapshot struct {
 	// bmp[i]: no value needs 4 bytes in UTF-8 (so utf8mb3 encodes it the
 	// same as utf8mb4, the character set the snapshot is read in).
 	ascii, bmp []bool
+	// layout fingerprints the columns and key a plan is built against.
+	layout string
 
 	Bytes        int64 // memory held by the snapshot, accounted
 	LoadedAt     time.Time
@@ -111,6 +113,7 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	}
 	s.indexPK()
 	s.scanCharsets()
+	s.layout = layoutOf(s)
 	s.LoadDuration = time.Since(start)
 	return s, nil
 }
@@ -185,4 +188,15 @@ func (s *Snapshot) scanCharsets() {
 			}
 		}
 	}
+}
+
+// layoutOf fingerprints what a plan depends on: column names, types and
+// flags, and the primary key.
+func layoutOf(s *Snapshot) string {
+	var b strings.Builder
+	for _, f := range s.Fields {
+		fmt.Fprintf(&b, "%s:%d:%d:%d;", strings.ToLower(string(f.OrgName)), f.Type, f.Flag, f.Charset)
+	}
+	fmt.Fprint(&b, s.PK)
+	return b.String()
 }
