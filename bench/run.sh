@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark harness: runs the same sysbench workloads directly against the
 # private MariaDB and through tableproxy (and, with --floor, through a plain
-# TCP relay as a reference), and prints the proxy/direct ratios.
+# TCP relay as a reference), and prints the proxy/direct ratios. With --cache,
+# the proxy runs with the cache plugin and answers covered reads of the sbtest
+# tables from memory.
 # See bench/README.md for the options and how to read the results.
 set -euo pipefail
 
@@ -23,6 +25,7 @@ DEFAULT_METRICS_PORT=9105
 DEFAULT_RELAY_PORT=6044
 PROFILE_SECONDS=15
 READY_TIMEOUT=30
+CACHE_TIMEOUT=60
 STOP_TIMEOUT=20
 
 usage() {
@@ -47,6 +50,10 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
   --no-floor            do not run the tcprelay reference
   --profile             capture a CPU profile of the proxy during each proxied run
                         into .run/bench/<workload>-<ps>.pprof
+  --cache               run the proxy with the cache plugin and cache every sbtest
+                        table (ALTER TABLE ... CACHE) before the runs; prints
+                        tableproxy.cached_tables before and after the runs, and
+                        the cache hits and pass-throughs of each proxied run
   --listen ADDR         proxy listen address (default 127.0.0.1:6034, or the next
                         free port)
   --metrics-listen ADDR proxy metrics/pprof address (default 127.0.0.1:9105, or the
@@ -64,13 +71,14 @@ need_value() { (($# >= 2)) || die "option $1 needs a value"; }
 need_number() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "option $1 needs a positive integer, got '$2'"; }
 need_addr() { [[ "$2" =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+$ ]] || die "option $1 needs a loopback host:port, got '$2'"; }
 
-QUICK=0 PROFILE=0 DIRECT_ONLY=0 FLOOR=""
+QUICK=0 PROFILE=0 DIRECT_ONLY=0 CACHE=0 FLOOR=""
 TIME="" THREADS="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES=""
 PROXY_ADDR="" METRICS_ADDR="" PROXY_BIN=""
 while (($# > 0)); do
 	case "$1" in
 	--quick) QUICK=1 ;;
 	--profile) PROFILE=1 ;;
+	--cache) CACHE=1 ;;
 	--direct-only) DIRECT_ONLY=1 ;;
 	--floor) FLOOR=1 ;;
 	--no-floor) FLOOR=0 ;;
@@ -113,6 +121,9 @@ for w in "${WORKLOAD_LIST[@]}"; do
 done
 if ((DIRECT_ONLY && PROFILE)); then
 	die "--profile needs the proxy; it cannot be combined with --direct-only"
+fi
+if ((DIRECT_ONLY && CACHE)); then
+	die "--cache needs the proxy; it cannot be combined with --direct-only"
 fi
 
 # --- tools ---------------------------------------------------------------
@@ -239,6 +250,11 @@ for host in 127.0.0.1 localhost; do
 	sql+="CREATE USER IF NOT EXISTS 'sbtest'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('sbtest');"
 	sql+="ALTER USER 'sbtest'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('sbtest');"
 	sql+="GRANT ALL PRIVILEGES ON sbtest.* TO 'sbtest'@'$host';"
+	if ((CACHE)); then
+		# The cache plugin follows the binary log as the admin who cached the
+		# tables, to see writes that bypass the proxy.
+		sql+="GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sbtest'@'$host';"
+	fi
 done
 mysql_root -e "$sql" || die "could not create database sbtest / user sbtest"
 
@@ -274,12 +290,29 @@ if ((!DIRECT_ONLY)); then
 	fi
 	PROXY_PORT="${PROXY_ADDR##*:}"
 	PROXY_LOG="$BENCH_DIR/proxy.log"
-	mkdir -p "$BENCH_DIR/proxy-data"
+	PROXY_ARGS=(--listen "$PROXY_ADDR" --backend "127.0.0.1:$DB_PORT" --metrics-listen "$METRICS_ADDR")
+	if ((CACHE)); then
+		# A fresh data directory: the proxy keeps the list of cached tables
+		# there, and sbtest has just been recreated.
+		PROXY_DATA="$BENCH_DIR/proxy-data-cache"
+		rm -rf "$PROXY_DATA"
+		# With a plugins section, metrics must be listed to stay on as it is
+		# without --cache; it comes first so that it also counts the
+		# statements the cache answers.
+		PROXY_CONFIG="$BENCH_DIR/proxy-cache.yaml"
+		printf '%s\n' "# Written by bench/run.sh --cache." "plugins:" "  - name: metrics" "  - name: cache" \
+			>"$PROXY_CONFIG"
+		PROXY_ARGS+=(--config "$PROXY_CONFIG" --admin-user sbtest:sbtest)
+		log "proxy config: $PROXY_CONFIG (cache plugin; sbtest is a proxy admin)"
+	else
+		PROXY_DATA="$BENCH_DIR/proxy-data"
+		PROXY_ARGS+=(--user sbtest:sbtest)
+	fi
+	mkdir -p "$PROXY_DATA"
+	PROXY_ARGS+=(--data-dir "$PROXY_DATA")
 
 	log "starting the proxy on $PROXY_ADDR (metrics $METRICS_ADDR, log $PROXY_LOG)"
-	"$PROXY_BIN" serve --listen "$PROXY_ADDR" --backend "127.0.0.1:$DB_PORT" \
-		--user sbtest:sbtest --metrics-listen "$METRICS_ADDR" \
-		--data-dir "$BENCH_DIR/proxy-data" </dev/null >"$PROXY_LOG" 2>&1 &
+	"$PROXY_BIN" serve "${PROXY_ARGS[@]}" </dev/null >"$PROXY_LOG" 2>&1 &
 	PROXY_PID=$!
 
 	deadline=$((SECONDS + READY_TIMEOUT))
@@ -295,6 +328,81 @@ if ((!DIRECT_ONLY)); then
 		}
 		sleep 0.5
 	done
+fi
+
+# --- cached tables -------------------------------------------------------
+
+# The proxy answers tableproxy.cached_tables itself.
+CACHED_TABLES_SQL="SELECT table_name, state, row_count, memory_bytes, load_ms, version, hits, pass_throughs, invalidation FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'"
+
+mysql_proxy() {
+	mariadb --no-defaults -h "${PROXY_ADDR%:*}" -P "$PROXY_PORT" -u sbtest -psbtest \
+		--connect-timeout=5 --batch sbtest "$@"
+}
+
+# print_tsv: mariadb --batch output (a header line, then rows) as aligned
+# columns; text columns left-aligned, numbers right-aligned.
+print_tsv() {
+	awk -F'\t' '
+		{ for (i = 1; i <= NF; i++) { cell[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i)
+			if (NR > 1 && $i !~ /^-?[0-9.]+$/) text[i] = 1 }
+		  if (NF > nf) nf = NF }
+		END {
+			for (r = 1; r <= NR; r++) {
+				line = ""
+				for (i = 1; i <= nf; i++) {
+					f = (text[i] || NR == 1) ? "%-" w[i] "s" : "%" w[i] "s"
+					line = line (i > 1 ? "  " : "") sprintf(f, cell[r, i])
+				}
+				sub(/ +$/, "", line)
+				print line
+			}
+		}'
+}
+
+# markdown_tsv: the same as a Markdown table.
+markdown_tsv() {
+	awk -F'\t' '
+		{ line = "|"; for (i = 1; i <= NF; i++) line = line " " $i " |"; print line }
+		NR == 1 { line = "|"; for (i = 1; i <= NF; i++) line = line "---|"; print line }'
+}
+
+# cache_counts: the sum of hits and of pass_throughs over the sbtest tables,
+# or nothing if the proxy does not answer.
+cache_counts() {
+	mysql_proxy -N -e "SELECT hits, pass_throughs FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'" 2>/dev/null |
+		awk '{ h += $1; p += $2 } END { if (NR > 0) print h, p }' || true
+}
+
+CACHE_BEFORE="" CACHE_AFTER=""
+if ((CACHE)); then
+	log "caching $TABLES table(s) through the proxy: ALTER TABLE sbtestN CACHE"
+	for ((i = 1; i <= TABLES; i++)); do
+		if ! out="$(mysql_proxy -e "ALTER TABLE sbtest$i CACHE" 2>&1)"; then
+			printf '    %s\n' "$out" >&2
+			die "ALTER TABLE sbtest$i CACHE through the proxy failed (proxy log: $PROXY_LOG)"
+		fi
+	done
+	log "waiting up to ${CACHE_TIMEOUT}s until every table is ready in tableproxy.cached_tables"
+	cache_start=$SECONDS
+	deadline=$((SECONDS + CACHE_TIMEOUT))
+	while :; do
+		states="$(mysql_proxy -N -e "SELECT state FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'" 2>/dev/null || true)"
+		ready="$(grep -cx ready <<<"$states" || true)"
+		((ready == TABLES)) && break
+		if grep -qx failed <<<"$states" || ((SECONDS >= deadline)) || ! kill -0 "$PROXY_PID" 2>/dev/null; then
+			mysql_proxy -e "SELECT table_name, state, error FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'" 2>&1 |
+				print_tsv >&2 || true
+			tail -n 20 "$PROXY_LOG" >&2 || true
+			die "$ready of $TABLES table(s) ready in tableproxy.cached_tables after $((SECONDS - cache_start))s (proxy log: $PROXY_LOG)"
+		fi
+		sleep 0.5
+	done
+	CACHE_BEFORE="$(mysql_proxy -e "$CACHED_TABLES_SQL")" || die "cannot read tableproxy.cached_tables"
+	echo
+	echo "tableproxy.cached_tables before the runs:"
+	print_tsv <<<"$CACHE_BEFORE"
+	echo
 fi
 
 # --- floor reference -----------------------------------------------------
@@ -338,6 +446,7 @@ sb_field() {
 	local file=$1 what=$2
 	case "$what" in
 	qps) awk '$1 == "queries:" { gsub(/\(/, "", $3); print $3; exit }' "$file" ;;
+	queries) awk '$1 == "queries:" { print $2; exit }' "$file" ;;
 	tps) awk '$1 == "transactions:" { gsub(/\(/, "", $3); print $3; exit }' "$file" ;;
 	p95) awk '/95th percentile:/ { print $3; exit }' "$file" ;;
 	errors) awk '/ignored errors:/ { print $3; exit }' "$file" ;;
@@ -349,14 +458,15 @@ sb_field() {
 FAILURES=()
 NOTES=()
 ROWS=()
+CACHE_ROWS=()
 
 # run_sysbench WORKLOAD PS TARGET PORT: runs one measurement and sets
-# R_QPS, R_TPS, R_P95 (empty when the run failed).
+# R_QPS, R_TPS, R_P95 and R_QUERIES (empty when the run failed).
 run_sysbench() {
 	local workload=$1 ps=$2 target=$3 port=$4
 	local out="$LOG_DIR/$workload-$ps-$target.log"
 	local rc=0 errors reconnects writes
-	R_QPS="" R_TPS="" R_P95=""
+	R_QPS="" R_TPS="" R_P95="" R_QUERIES=""
 	printf 'bench: %-22s ps=%-8s %-6s ... ' "$workload" "$ps" "$target" >&2
 	timeout --kill-after=10 $((TIME + 60)) sysbench "$workload" "${SB_COMMON[@]}" \
 		--mysql-port="$port" --threads="$THREADS" --time="$TIME" --report-interval=0 \
@@ -364,6 +474,7 @@ run_sysbench() {
 	R_QPS="$(sb_field "$out" qps)"
 	R_TPS="$(sb_field "$out" tps)"
 	R_P95="$(sb_field "$out" p95)"
+	R_QUERIES="$(sb_field "$out" queries)"
 	errors="$(sb_field "$out" errors)"
 	reconnects="$(sb_field "$out" reconnects)"
 	writes="$(sb_field "$out" writes)"
@@ -384,7 +495,7 @@ run_sysbench() {
 		echo "FAILED ($problem)" >&2
 		tail -n 15 "$out" | sed 's/^/    /' >&2
 		FAILURES+=("$workload ps=$ps $target: $problem (log: $out)")
-		R_QPS="" R_TPS="" R_P95=""
+		R_QPS="" R_TPS="" R_P95="" R_QUERIES=""
 		return 0
 	fi
 	# Without --mysql-ignore-errors, sysbench aborts on any error except
@@ -433,8 +544,23 @@ for workload in "${WORKLOAD_LIST[@]}"; do
 					"http://$METRICS_ADDR/debug/pprof/profile?seconds=$secs" 2>"$LOG_DIR/$workload-$ps-pprof.log" &
 				PROFILE_PID=$!
 			fi
+			if ((CACHE)); then
+				before="$(cache_counts)"
+			fi
 			run_sysbench "$workload" "$ps" proxy "$PROXY_PORT"
 			p_qps="$R_QPS" p_p95="$R_P95"
+			if ((CACHE)); then
+				# Only the proxied run goes through the proxy, so the change in
+				# the counters is this run's.
+				after="$(cache_counts)"
+				if [[ -n "$before" && -n "$after" ]]; then
+					CACHE_ROWS+=("$workload|$ps|${R_QUERIES:--}|$(awk -v b="$before" -v a="$after" -v q="$R_QUERIES" 'BEGIN {
+						split(b, x, " "); split(a, y, " "); h = y[1] - x[1]; p = y[2] - x[2]
+						printf "%d|%d|%s", h, p, (q > 0) ? sprintf("%.1f", 100 * h / q) : "-" }')")
+				else
+					CACHE_ROWS+=("$workload|$ps|${R_QUERIES:--}|-|-|-")
+				fi
+			fi
 			if [[ -n "$PROFILE_PID" ]]; then
 				if wait "$PROFILE_PID"; then
 					log "CPU profile written to $pprof_file"
@@ -454,26 +580,63 @@ done
 
 # --- report --------------------------------------------------------------
 
+if ((CACHE)); then
+	if kill -0 "$PROXY_PID" 2>/dev/null; then
+		CACHE_AFTER="$(mysql_proxy -e "$CACHED_TABLES_SQL" 2>/dev/null)" || CACHE_AFTER=""
+	fi
+	[[ -n "$CACHE_AFTER" ]] || FAILURES+=("could not read tableproxy.cached_tables after the runs")
+fi
+
 MEMORY="$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 SYSBENCH_VERSION="$(sysbench --version | awk '{ print $2 }')"
 COMMIT="$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)"
 DATE="$(date -u)"
 RESULTS="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 
+# Column headers and console widths (negative: left-aligned). With --cache the
+# proxy columns say so.
+P=proxy
+((CACHE)) && P=proxy+cache
+HEADERS=(workload ps "direct qps" "$P qps" ratio "direct p95 ms" "$P p95 ms")
+WIDTHS=(-22 -8 12 12 6 14 13)
+if ((FLOOR)); then
+	HEADERS+=("relay qps" relay/direct "$P/relay")
+	WIDTHS+=(12 12 11)
+fi
+FORMAT=""
+MD_ALIGN="|---|---|"
+for i in "${!HEADERS[@]}"; do
+	w=${WIDTHS[i]}
+	pad=${w#-}
+	((${#HEADERS[i]} > pad)) && pad=${#HEADERS[i]}
+	if ((w < 0)); then FORMAT+="%-${pad}s"; else FORMAT+="%${pad}s"; fi
+	((i < ${#HEADERS[@]} - 1)) && FORMAT+=" "
+	((i >= 2)) && MD_ALIGN+="---:|"
+done
+FORMAT+="\n"
+CACHE_LABEL="proxy: cache plugin, sbtest tables cached (ALTER TABLE ... CACHE); the direct and relay runs are uncached"
+
+if ((FLOOR)); then
+	SETTINGS="$THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows, with the bench/tcprelay floor"
+else
+	SETTINGS="$THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows"
+fi
+
 {
 	echo "Date: $DATE; CPUs: $(nproc); memory: $MEMORY; MariaDB $MARIADB_VERSION; sysbench $SYSBENCH_VERSION; tableproxy $COMMIT"
 	echo
-	if ((FLOOR)); then
-		echo "Command: \`$COMMAND_LINE\` ($THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows, with the bench/tcprelay floor)"
+	echo "Command: \`$COMMAND_LINE\` ($SETTINGS)"
+	echo
+	if ((CACHE)); then
+		echo "$CACHE_LABEL"
 		echo
-		echo "| workload | ps | direct qps | proxy qps | ratio | direct p95 ms | proxy p95 ms | relay qps | relay/direct | proxy/relay |"
-		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-	else
-		echo "Command: \`$COMMAND_LINE\` ($THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows)"
-		echo
-		echo "| workload | ps | direct qps | proxy qps | ratio | direct p95 ms | proxy p95 ms |"
-		echo "|---|---|---:|---:|---:|---:|---:|"
 	fi
+	line="|"
+	for h in "${HEADERS[@]}"; do
+		line+=" $h |"
+	done
+	echo "$line"
+	echo "$MD_ALIGN"
 	for row in "${ROWS[@]}"; do
 		echo "| ${row//|/ | } |"
 	done
@@ -483,29 +646,64 @@ RESULTS="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 			echo "- $n"
 		done
 	fi
+	if ((CACHE)); then
+		echo
+		echo "Cache activity of each proxied run (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables):"
+		echo
+		echo "| workload | ps | queries | hits | pass_throughs | hits % of queries |"
+		echo "|---|---|---:|---:|---:|---:|"
+		for row in "${CACHE_ROWS[@]}"; do
+			echo "| ${row//|/ | } |"
+		done
+		echo
+		echo "tableproxy.cached_tables before the runs:"
+		echo
+		markdown_tsv <<<"$CACHE_BEFORE"
+		echo
+		echo "tableproxy.cached_tables after the runs:"
+		echo
+		if [[ -n "$CACHE_AFTER" ]]; then
+			markdown_tsv <<<"$CACHE_AFTER"
+		else
+			echo "(not available)"
+		fi
+	fi
 } >"$RESULTS"
 
 echo
-if ((FLOOR)); then
-	printf '%-22s %-8s %12s %12s %6s %14s %13s %12s %12s %11s\n' workload ps "direct qps" "proxy qps" ratio \
-		"direct p95 ms" "proxy p95 ms" "relay qps" relay/direct proxy/relay
-	for row in "${ROWS[@]}"; do
-		IFS='|' read -r c1 c2 c3 c4 c5 c6 c7 c8 c9 c10 <<<"$row"
-		printf '%-22s %-8s %12s %12s %6s %14s %13s %12s %12s %11s\n' \
-			"$c1" "$c2" "$c3" "$c4" "$c5" "$c6" "$c7" "$c8" "$c9" "$c10"
-	done
-else
-	printf '%-22s %-8s %12s %12s %6s %14s %13s\n' workload ps "direct qps" "proxy qps" ratio "direct p95 ms" "proxy p95 ms"
-	for row in "${ROWS[@]}"; do
-		IFS='|' read -r c1 c2 c3 c4 c5 c6 c7 <<<"$row"
-		printf '%-22s %-8s %12s %12s %6s %14s %13s\n' "$c1" "$c2" "$c3" "$c4" "$c5" "$c6" "$c7"
-	done
+if ((CACHE)); then
+	echo "$CACHE_LABEL"
+	echo
 fi
+# shellcheck disable=SC2059 # FORMAT is built above from fixed widths
+printf "$FORMAT" "${HEADERS[@]}"
+for row in "${ROWS[@]}"; do
+	IFS='|' read -r -a cols <<<"$row"
+	# shellcheck disable=SC2059
+	printf "$FORMAT" "${cols[@]}"
+done
 if ((${#NOTES[@]} > 0)); then
 	echo
 	for n in "${NOTES[@]}"; do
 		echo "note: $n"
 	done
+fi
+if ((CACHE)); then
+	echo
+	echo "Cache activity of each proxied run (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables):"
+	{
+		printf 'workload\tps\tqueries\thits\tpass_throughs\thits %% of queries\n'
+		for row in "${CACHE_ROWS[@]}"; do
+			printf '%s\n' "${row//|/$'\t'}"
+		done
+	} | print_tsv
+	echo
+	echo "tableproxy.cached_tables after the runs:"
+	if [[ -n "$CACHE_AFTER" ]]; then
+		print_tsv <<<"$CACHE_AFTER"
+	else
+		echo "(not available)"
+	fi
 fi
 echo
 echo "Results written to ${RESULTS#"$ROOT"/}"

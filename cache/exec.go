@@ -191,12 +191,29 @@ func (p *plan) run(snap *Snapshot, args []arg) ([]int, bool) {
 	r := &rowCtx{snap: snap, args: args, offs: make([]int, 0, len(snap.Fields)+1)}
 	lo, hi := p.scanRange(snap, r)
 	var out []int
-	for i := lo; i < hi; i++ {
+	check := func(i int) bool {
 		if !r.setRow(snap.Rows[i]) {
-			return nil, false
+			return false
 		}
 		if p.where == nil || p.where.eval(r) == triTrue {
 			out = append(out, i)
+		}
+		return true
+	}
+	if cand, ok := p.candidates(snap, r); ok && len(cand) < hi-lo {
+		for _, i := range cand {
+			if i >= lo && i < hi && !check(i) {
+				return nil, false
+			}
+		}
+	} else {
+		if p.where != nil && hi-lo > maxScanRows {
+			return nil, false // too many rows to examine: the backend has indexes
+		}
+		for i := lo; i < hi; i++ {
+			if !check(i) {
+				return nil, false
+			}
 		}
 	}
 	if len(p.order) > 0 {

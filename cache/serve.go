@@ -120,6 +120,7 @@ type planKey struct {
 // planEntry is a cached planning outcome.
 type planEntry struct {
 	plan   *plan // nil: the shape is not answered from memory
+	writes bool  // calls a stored function: may write any table
 	layout string
 	tables []lease.TableID // cached tables the statement reads, for pass counts
 }
@@ -161,6 +162,9 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 			return plugins.Continue // a cached table is still loading: plan later
 		}
 		p.plans.Add(planKey{db: strings.Clone(st.DB), text: text}, ent)
+	}
+	if ent.writes {
+		return p.unknownRead(st)
 	}
 	if ent.plan == nil {
 		p.countPassesOf(ent.tables)
@@ -228,8 +232,11 @@ func (p *Plugin) planText(text, db string) *planEntry {
 		return &planEntry{}
 	}
 	sel, ok := stmts[0].(*ast.SelectStmt)
-	if !ok || callsUserFunction(sel) {
+	if !ok {
 		return &planEntry{}
+	}
+	if callsUserFunction(sel) {
+		return &planEntry{writes: true}
 	}
 	ent := &planEntry{}
 	loading := false

@@ -36,6 +36,8 @@ type Snapshot struct {
 	ascii, bmp []bool
 	// layout fingerprints the columns and key a plan is built against.
 	layout string
+	// index[i] is a sorted index of integer column i (nil for others).
+	index [][]indexEntry
 
 	Bytes        int64 // memory held by the snapshot, accounted
 	LoadedAt     time.Time
@@ -112,6 +114,7 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 		}
 	}
 	s.indexPK()
+	s.buildIndexes()
 	s.scanCharsets()
 	s.layout = layoutOf(s)
 	s.LoadDuration = time.Since(start)
