@@ -177,7 +177,7 @@ func (w *watcher) currentPosition(ctx context.Context) (mysql.Position, error) {
 	if r.RowNumber() == 0 {
 		return mysql.Position{}, errors.New("the backend's binary log is off")
 	}
-	file, _ := r.GetString(0, 0)
+	file := resultString(r, 0, 0)
 	pos, _ := r.GetUint(0, 1)
 	return mysql.Position{Name: file, Pos: uint32(pos)}, nil
 }

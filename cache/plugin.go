@@ -485,7 +485,7 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 	if r.RowNumber() == 0 {
 		return mysql.NewError(mysql.ER_NO_SUCH_TABLE, fmt.Sprintf("Table '%s.%s' doesn't exist", id.Schema, id.Table))
 	}
-	if typ, _ := r.GetString(0, 0); typ != "BASE TABLE" {
+	if typ := resultString(r, 0, 0); typ != "BASE TABLE" {
 		return errUnsupported(strings.ToLower(typ))
 	}
 	if size, _ := r.GetInt(0, 1); size > p.maxBytes {
@@ -535,8 +535,8 @@ func binlogProblem(conn interface {
 	}
 	defer r.Close()
 	logBin, _ := r.GetInt(0, 0)
-	format, _ := r.GetString(0, 1)
-	image, _ := r.GetString(0, 2)
+	format := resultString(r, 0, 1)
+	image := resultString(r, 0, 2)
 	switch {
 	case logBin != 1:
 		return "the backend's binary log is off (log_bin=OFF)"

@@ -104,8 +104,8 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 		return false
 	}
 	defer r.Close()
-	si.charset, _ = r.GetString(0, 0)
-	si.sqlMode, _ = r.GetString(0, 1)
+	si.charset = resultString(r, 0, 0)
+	si.sqlMode = resultString(r, 0, 1)
 	si.settings = si.charset + "|" + si.sqlMode
 	si.known = true
 	return true

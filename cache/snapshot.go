@@ -152,7 +152,7 @@ func primaryKey(conn *client.Conn, id lease.TableID) ([]string, error) {
 	defer r.Close()
 	var cols []string
 	for i := 0; i < r.RowNumber(); i++ {
-		c, _ := r.GetString(i, 0)
+		c := resultString(r, i, 0)
 		cols = append(cols, c)
 	}
 	return cols, nil
@@ -202,4 +202,12 @@ func layoutOf(s *Snapshot) string {
 	}
 	fmt.Fprint(&b, s.PK)
 	return b.String()
+}
+
+// resultString reads a string from a go-mysql result as a copy: go-mysql
+// returns strings that point into buffers it reuses once the result is
+// closed.
+func resultString(r *mysql.Result, row, col int) string {
+	s, _ := r.GetString(row, col)
+	return strings.Clone(s)
 }

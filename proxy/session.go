@@ -504,7 +504,7 @@ func (s *session) refreshDB() {
 	}
 	defer r.Close()
 	db, _ := r.GetString(0, 0)
-	s.db = db
+	s.db = strings.Clone(db) // go-mysql's string points into a pooled buffer
 }
 
 // changeUser handles COM_CHANGE_USER: authenticate the new user against the
