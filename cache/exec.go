@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/binary"
 	"math"
+	"math/big"
 	"sort"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -257,7 +258,7 @@ func (p *plan) run(snap *Snapshot, args []arg) ([]int, bool) {
 			return false
 		})
 	}
-	if p.limit.kind != opNone {
+	if p.limit.kind != opNone && len(p.aggs) == 0 {
 		n, ok := r.operand(p.limit)
 		if !ok || n.neg {
 			return nil, false
@@ -602,4 +603,82 @@ func appendBinaryTime(b []byte, v []byte) ([]byte, bool) {
 		return append(b, byte(h), byte(mi), byte(s)), true
 	}
 	return append(b, 0), true
+}
+
+// aggregate computes the plan's aggregates over rows: one value each, nil
+// for NULL, as the text protocol prints them (COUNT and SUM of integers as
+// integers; MIN and MAX as the column prints the winning value).
+func (p *plan) aggregate(snap *Snapshot, rows []int) ([][]byte, bool) {
+	r := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
+	out := make([][]byte, len(p.aggs))
+	for j, g := range p.aggs {
+		var count int64
+		sum := new(big.Int)
+		var best num
+		var bestRaw []byte
+		for _, i := range rows {
+			if g.col < 0 {
+				count++
+				continue
+			}
+			if !r.setRow(snap.Rows[i]) {
+				return nil, false
+			}
+			v, null, _ := r.field(g.col)
+			if null {
+				continue
+			}
+			n, ok := parseNum(v)
+			if !ok {
+				return nil, false
+			}
+			count++
+			switch g.fn {
+			case "sum":
+				x := new(big.Int).SetUint64(n.mag)
+				if n.neg {
+					x.Neg(x)
+				}
+				sum.Add(sum, x)
+			case "min", "max":
+				c := n.cmp(best)
+				if bestRaw == nil || (g.fn == "min" && c < 0) || (g.fn == "max" && c > 0) {
+					best, bestRaw = n, append([]byte(nil), v...)
+				}
+			}
+		}
+		switch g.fn {
+		case "count":
+			out[j] = []byte(big.NewInt(count).String())
+		case "sum":
+			if count > 0 {
+				out[j] = []byte(sum.String())
+			}
+		default:
+			out[j] = bestRaw
+		}
+	}
+	return out, true
+}
+
+// aggregateRowShown applies LIMIT and OFFSET to an aggregate's single row.
+func (p *plan) aggregateRowShown(args []arg) (bool, bool) {
+	if p.limit.kind == opNone {
+		return true, true
+	}
+	r := &rowCtx{args: args}
+	n, ok := r.operand(p.limit)
+	if !ok || n.neg {
+		return false, false
+	}
+	if p.offset.kind != opNone {
+		off, ok := r.operand(p.offset)
+		if !ok || off.neg {
+			return false, false
+		}
+		if off.mag > 0 {
+			return false, true
+		}
+	}
+	return n.mag > 0, true
 }

@@ -74,92 +74,20 @@ func lookup(idx []indexEntry, lo, hi *num) []indexEntry {
 	return idx[a:b]
 }
 
-// candidates picks, among the condition's top-level conjuncts on indexed
-// columns, the one that matches the fewest rows, and returns those rows in
-// primary-key order. ok is false when no conjunct narrows the scan.
+// candidates returns the rows the condition can match at most, in
+// primary-key order, when indexes narrow it: a comparison, IN list or
+// BETWEEN on an indexed column or the integer primary key; the smaller
+// side of an AND; the union of both sides of an OR. ok is false when the
+// condition is not narrowed.
 func (p *plan) candidates(snap *Snapshot, r *rowCtx) (rows []int, ok bool) {
-	best := -1
-	var bestSets [][]indexEntry
-	consider := func(sets [][]indexEntry) {
-		n := 0
-		for _, s := range sets {
-			n += len(s)
-		}
-		if best < 0 || n < best {
-			best, bestSets = n, sets
-		}
-	}
-	var visit func(e expr)
-	visit = func(e expr) {
-		switch x := e.(type) {
-		case andExpr:
-			visit(x.l)
-			visit(x.r)
-		case cmpExpr:
-			col, val, op := x.l, x.r, x.op
-			if col.kind != opColumn {
-				col, val, op = x.r, x.l, flip(op)
-			}
-			if col.kind != opColumn || val.kind == opColumn || snap.index[col.col] == nil || op == opcode.NE {
-				return
-			}
-			v, ok := r.operand(val)
-			if !ok {
-				consider(nil) // compared with NULL: no row
-				return
-			}
-			idx := snap.index[col.col]
-			switch op {
-			case opcode.EQ:
-				consider([][]indexEntry{lookup(idx, &v, &v)})
-			case opcode.GE, opcode.GT:
-				consider([][]indexEntry{lookup(idx, &v, nil)})
-			case opcode.LE, opcode.LT:
-				consider([][]indexEntry{lookup(idx, nil, &v)})
-			}
-		case inExpr:
-			if x.not || x.x.kind != opColumn || snap.index[x.x.col] == nil {
-				return
-			}
-			idx := snap.index[x.x.col]
-			var sets [][]indexEntry
-			seen := map[num]bool{}
-			for _, o := range x.list {
-				v, ok := r.operand(o)
-				if !ok || seen[v] {
-					continue // NULL in the list matches no row
-				}
-				seen[v] = true
-				sets = append(sets, lookup(idx, &v, &v))
-			}
-			consider(sets)
-		case betweenExpr:
-			if x.not || snap.index[x.x.col] == nil {
-				return
-			}
-			l, okl := r.operand(x.lo)
-			h, okh := r.operand(x.hi)
-			if !okl || !okh {
-				consider(nil)
-				return
-			}
-			consider([][]indexEntry{lookup(snap.index[x.x.col], &l, &h)})
-		}
-	}
-	if p.where != nil {
-		visit(p.where)
-	}
-	if best < 0 {
+	if p.where == nil {
 		return nil, false
 	}
-	rows = make([]int, 0, best)
-	for _, s := range bestSets {
-		for _, e := range s {
-			rows = append(rows, int(e.row))
-		}
+	rows, ok = p.narrow(p.where, snap, r)
+	if !ok {
+		return nil, false
 	}
 	sort.Ints(rows)
-	// IN lists with equal values after conversion can repeat a row.
 	out := rows[:0]
 	for i, v := range rows {
 		if i == 0 || v != rows[i-1] {
@@ -167,4 +95,114 @@ func (p *plan) candidates(snap *Snapshot, r *rowCtx) (rows []int, ok bool) {
 		}
 	}
 	return out, true
+}
+
+// indexed reports whether span can look up column col.
+func indexed(snap *Snapshot, col int) bool {
+	if len(snap.PK) == 1 && snap.PK[0] == col && len(snap.pkNums) == len(snap.Rows) {
+		return true
+	}
+	return snap.index != nil && snap.index[col] != nil
+}
+
+// span is the rows whose indexed value lies in [lo, hi] (nil bounds are
+// open) for column col.
+func span(snap *Snapshot, col int, lo, hi *num) ([]int, bool) {
+	if len(snap.PK) == 1 && snap.PK[0] == col && len(snap.pkNums) == len(snap.Rows) {
+		a, b := 0, len(snap.Rows)
+		if lo != nil {
+			a = snap.lowerBound(*lo)
+		}
+		if hi != nil {
+			b = snap.upperBound(*hi)
+		}
+		rows := make([]int, 0, max(b-a, 0))
+		for i := a; i < b; i++ {
+			rows = append(rows, i)
+		}
+		return rows, true
+	}
+	if snap.index == nil || snap.index[col] == nil {
+		return nil, false
+	}
+	es := lookup(snap.index[col], lo, hi)
+	rows := make([]int, len(es))
+	for i, e := range es {
+		rows[i] = int(e.row)
+	}
+	return rows, true
+}
+
+func (p *plan) narrow(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
+	switch x := e.(type) {
+	case andExpr:
+		l, okl := p.narrow(x.l, snap, r)
+		rr, okr := p.narrow(x.r, snap, r)
+		switch {
+		case okl && okr:
+			if len(rr) < len(l) {
+				return rr, true
+			}
+			return l, true
+		case okl:
+			return l, true
+		case okr:
+			return rr, true
+		}
+	case orExpr:
+		l, okl := p.narrow(x.l, snap, r)
+		if !okl {
+			return nil, false
+		}
+		rr, okr := p.narrow(x.r, snap, r)
+		if !okr {
+			return nil, false
+		}
+		return append(l, rr...), true
+	case cmpExpr:
+		col, val, op := x.l, x.r, x.op
+		if col.kind != opColumn {
+			col, val, op = x.r, x.l, flip(op)
+		}
+		if col.kind != opColumn || val.kind == opColumn || op == opcode.NE {
+			return nil, false
+		}
+		v, ok := r.operand(val)
+		if !ok {
+			return nil, indexed(snap, col.col) // compared with NULL: no row
+		}
+		switch op {
+		case opcode.EQ:
+			return span(snap, col.col, &v, &v)
+		case opcode.GE, opcode.GT:
+			return span(snap, col.col, &v, nil)
+		case opcode.LE, opcode.LT:
+			return span(snap, col.col, nil, &v)
+		}
+	case inExpr:
+		if x.not || x.x.kind != opColumn {
+			return nil, false
+		}
+		var rows []int
+		for _, o := range x.list {
+			v, ok := r.operand(o)
+			if !ok {
+				continue // NULL in the list matches no row
+			}
+			s, _ := span(snap, x.x.col, &v, &v)
+			rows = append(rows, s...)
+		}
+		return rows, true
+	case betweenExpr:
+		if x.not || x.x.kind != opColumn {
+			return nil, false
+		}
+		l, okl := r.operand(x.lo)
+		h, okh := r.operand(x.hi)
+		if !okl || !okh {
+			return nil, indexed(snap, x.x.col) // a NULL bound: no row
+		}
+		return span(snap, x.x.col, &l, &h)
+	}
+	return nil, false
 }

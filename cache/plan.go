@@ -31,11 +31,19 @@ import (
 type plan struct {
 	table   lease.TableID
 	cols    []int // projected snapshot columns
+	aggs    []agg // or: aggregates over the matching rows (one result row)
 	where   expr  // nil: every row
 	order   []orderKey
 	limit   operand // count; limit.kind == opNone for no LIMIT
 	offset  operand
 	nparams int
+}
+
+// agg is COUNT(*), COUNT(col), SUM(col), MIN(col) or MAX(col) over an
+// integer column (col is -1 for COUNT(*)).
+type agg struct {
+	fn  string
+	col int
 }
 
 type orderKey struct {
@@ -170,6 +178,14 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 				p.cols = append(p.cols, i)
 			}
 		default:
+			if a, ok := f.Expr.(*ast.AggregateFuncExpr); ok {
+				g, ok := pl.aggregate(a)
+				if !ok {
+					return nil, nil
+				}
+				p.aggs = append(p.aggs, g)
+				continue
+			}
 			c, ok := f.Expr.(*ast.ColumnNameExpr)
 			if !ok {
 				return nil, nil
@@ -180,6 +196,11 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			}
 			p.cols = append(p.cols, i)
 		}
+	}
+	if len(p.aggs) > 0 && (len(p.cols) > 0 || sel.OrderBy != nil) {
+		// Columns beside aggregates without GROUP BY take the value of an
+		// arbitrary row: left to the backend.
+		return nil, nil
 	}
 	if sel.Where != nil {
 		if p.where = pl.cond(sel.Where); p.where == nil {
@@ -228,6 +249,35 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	}
 	p.nparams = pl.nparams
 	return p, snap
+}
+
+// aggregate plans COUNT(*), or COUNT, SUM, MIN or MAX of an integer column.
+func (pl *planner) aggregate(a *ast.AggregateFuncExpr) (agg, bool) {
+	fn := strings.ToLower(a.F)
+	if a.Distinct || a.Order != nil || len(a.Args) != 1 {
+		return agg{}, false
+	}
+	switch fn {
+	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncMin, ast.AggFuncMax:
+	default:
+		return agg{}, false
+	}
+	if v, ok := a.Args[0].(*test_driver.ValueExpr); ok && fn == ast.AggFuncCount {
+		// COUNT(*) (parsed as COUNT(1)) counts rows.
+		if k := v.Kind(); k == test_driver.KindInt64 || k == test_driver.KindUint64 {
+			return agg{fn: fn, col: -1}, true
+		}
+		return agg{}, false
+	}
+	c, ok := a.Args[0].(*ast.ColumnNameExpr)
+	if !ok {
+		return agg{}, false
+	}
+	i := pl.column(c)
+	if i < 0 || !isInteger(pl.snap.Fields[i]) {
+		return agg{}, false
+	}
+	return agg{fn: fn, col: i}, true
 }
 
 // column resolves a column reference to a snapshot column, or -1.

@@ -60,6 +60,7 @@ type defsKey struct {
 // learned is the backend's metadata for a shape.
 type learned struct {
 	defs        [][]byte
+	fields      []*mysql.Field // defs, parsed
 	midStatus   uint16
 	finalStatus uint16
 }
@@ -215,6 +216,18 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 		ts.passes.Add(1)
 		return plugins.Continue
 	}
+	if len(pl.aggs) > 0 {
+		vals, ok := pl.aggregate(snap, rows)
+		shown, ok2 := pl.aggregateRowShown(args)
+		if !ok || !ok2 {
+			ts.passes.Add(1)
+			return plugins.Continue
+		}
+		ts.hits.Add(1)
+		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+			return writeAggregate(w, meta, vals, shown, binaryProto)
+		}))
+	}
 	ts.hits.Add(1)
 	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 		return writeCached(w, meta, pl, snap, rows, binaryProto)
@@ -346,16 +359,42 @@ func (p *Plugin) learn(si *sessionInfo) {
 	pend := si.pending
 	si.pending = nil
 	c := pend.capture
-	if c.Columns == nil || len(c.Columns) != len(pend.plan.cols) {
+	pl := pend.plan
+	if c.Columns == nil || len(c.Columns) != len(pl.cols)+len(pl.aggs) {
 		return
 	}
+	fields := make([]*mysql.Field, len(c.Columns))
 	for i, def := range c.Columns {
 		f, err := mysql.FieldData(stripExtended(def, pend.key.ext)).Parse()
-		if err != nil || f.Type != pend.snap.Fields[pend.plan.cols[i]].Type {
+		if err != nil {
 			return
 		}
+		fields[i] = f
+		if len(pl.aggs) == 0 {
+			if f.Type != pend.snap.Fields[pl.cols[i]].Type {
+				return
+			}
+			continue
+		}
+		// The proxy computes aggregates itself, so it must know the type
+		// the backend gives each: COUNT a BIGINT, SUM of integers a
+		// DECIMAL without fraction, MIN and MAX the column's own type.
+		switch g := pl.aggs[i]; g.fn {
+		case "count":
+			if f.Type != mysql.MYSQL_TYPE_LONGLONG {
+				return
+			}
+		case "sum":
+			if f.Type != mysql.MYSQL_TYPE_NEWDECIMAL || f.Decimal != 0 {
+				return
+			}
+		default:
+			if f.Type != pend.snap.Fields[g.col].Type {
+				return
+			}
+		}
 	}
-	p.learned.Add(pend.key, &learned{defs: c.Columns, midStatus: c.MidStatus, finalStatus: c.FinalStatus})
+	p.learned.Add(pend.key, &learned{defs: c.Columns, fields: fields, midStatus: c.MidStatus, finalStatus: c.FinalStatus})
 }
 
 // stripExtended removes MariaDB's extended-metadata field from a column
@@ -466,3 +505,55 @@ var errCorruptRow = corruptRowError{}
 type corruptRowError struct{}
 
 func (corruptRowError) Error() string { return "cache: a stored row could not be decoded" }
+
+// writeAggregate writes an aggregate's result: its one row, unless LIMIT
+// or OFFSET removed it.
+func writeAggregate(w plugins.ResponseWriter, meta *learned, vals [][]byte, shown, binaryProto bool) error {
+	status := w.Status()
+	if err := w.WritePacket(mysql.AppendLengthEncodedInteger(nil, uint64(len(vals)))); err != nil {
+		return err
+	}
+	for _, d := range meta.defs {
+		if err := w.WritePacket(d); err != nil {
+			return err
+		}
+	}
+	mid := status | meta.midStatus&plugins.IndexUsageStatus
+	if err := w.WritePacket([]byte{0xfe, 0, 0, byte(mid), byte(mid >> 8)}); err != nil {
+		return err
+	}
+	if shown {
+		var buf []byte
+		if binaryProto {
+			buf = append(buf, 0)
+			start := len(buf)
+			buf = append(buf, make([]byte, (len(vals)+7+2)/8)...)
+			for j, v := range vals {
+				if v == nil {
+					bit := j + 2
+					buf[start+bit/8] |= 1 << (bit % 8)
+					continue
+				}
+				var ok bool
+				if buf, ok = appendBinaryValue(buf, meta.fields[j], v); !ok {
+					return errCorruptRow
+				}
+			}
+		} else {
+			for _, v := range vals {
+				if v == nil {
+					buf = append(buf, 0xfb)
+					continue
+				}
+				buf = mysql.AppendLengthEncodedInteger(buf, uint64(len(v)))
+				buf = append(buf, v...)
+			}
+		}
+		if err := w.WritePacket(buf); err != nil {
+			return err
+		}
+		w.Rows(1)
+	}
+	final := status | meta.finalStatus&plugins.IndexUsageStatus
+	return w.WritePacket([]byte{0xfe, 0, 0, byte(final), byte(final >> 8)})
+}

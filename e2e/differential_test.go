@@ -134,9 +134,18 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 	served := 0
 	for q := 0; q < queries; q++ {
 		var proj string
-		if rng.Intn(4) == 0 {
+		switch k := rng.Intn(10); {
+		case k < 2:
 			proj = "*"
-		} else {
+		case k < 4:
+			// Aggregates over integer columns (and COUNT(*)).
+			var as []string
+			for j := 0; j <= rng.Intn(3); j++ {
+				c := intCols[rng.Intn(len(intCols))]
+				as = append(as, []string{"COUNT(*)", "COUNT(" + c + ")", "SUM(" + c + ")", "MIN(" + c + ")", "MAX(" + c + ")"}[rng.Intn(5)])
+			}
+			proj = strings.Join(as, ", ")
+		default:
 			n := 1 + rng.Intn(5)
 			var cs []string
 			for j := 0; j < n; j++ {
