@@ -448,17 +448,7 @@ func readLenEncInt(b []byte) (uint64, int, bool) {
 
 // writeCached writes a result set from the snapshot.
 func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapshot, rows []int, binaryProto bool) error {
-	status := w.Status()
-	if err := w.WritePacket(mysql.AppendLengthEncodedInteger(nil, uint64(len(pl.cols)))); err != nil {
-		return err
-	}
-	for _, d := range meta.defs {
-		if err := w.WritePacket(d); err != nil {
-			return err
-		}
-	}
-	mid := status | meta.midStatus&plugins.IndexUsageStatus
-	if err := w.WritePacket([]byte{0xfe, 0, 0, byte(mid), byte(mid >> 8)}); err != nil {
+	if err := writeHead(w, meta); err != nil {
 		return err
 	}
 	r := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
@@ -496,8 +486,30 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 		}
 	}
 	w.Rows(uint64(len(rows)))
-	final := status | meta.finalStatus&plugins.IndexUsageStatus
-	return w.WritePacket([]byte{0xfe, 0, 0, byte(final), byte(final >> 8)})
+	return writeTail(w, meta)
+}
+
+// writeHead writes a result set's column count, the learned column
+// definitions and the EOF after them, with the session's status and the
+// backend's index-use bits for this shape.
+func writeHead(w plugins.ResponseWriter, meta *learned) error {
+	if err := w.WritePacket(mysql.AppendLengthEncodedInteger(nil, uint64(len(meta.defs)))); err != nil {
+		return err
+	}
+	for _, d := range meta.defs {
+		if err := w.WritePacket(d); err != nil {
+			return err
+		}
+	}
+	return writeEOF(w, meta.midStatus)
+}
+
+// writeTail writes the EOF that ends the rows.
+func writeTail(w plugins.ResponseWriter, meta *learned) error { return writeEOF(w, meta.finalStatus) }
+
+func writeEOF(w plugins.ResponseWriter, learnedStatus uint16) error {
+	s := w.Status() | learnedStatus&plugins.IndexUsageStatus
+	return w.WritePacket([]byte{0xfe, 0, 0, byte(s), byte(s >> 8)})
 }
 
 var errCorruptRow = corruptRowError{}
@@ -509,17 +521,7 @@ func (corruptRowError) Error() string { return "cache: a stored row could not be
 // writeAggregate writes an aggregate's result: its one row, unless LIMIT
 // or OFFSET removed it.
 func writeAggregate(w plugins.ResponseWriter, meta *learned, vals [][]byte, shown, binaryProto bool) error {
-	status := w.Status()
-	if err := w.WritePacket(mysql.AppendLengthEncodedInteger(nil, uint64(len(vals)))); err != nil {
-		return err
-	}
-	for _, d := range meta.defs {
-		if err := w.WritePacket(d); err != nil {
-			return err
-		}
-	}
-	mid := status | meta.midStatus&plugins.IndexUsageStatus
-	if err := w.WritePacket([]byte{0xfe, 0, 0, byte(mid), byte(mid >> 8)}); err != nil {
+	if err := writeHead(w, meta); err != nil {
 		return err
 	}
 	if shown {
@@ -554,6 +556,5 @@ func writeAggregate(w plugins.ResponseWriter, meta *learned, vals [][]byte, show
 		}
 		w.Rows(1)
 	}
-	final := status | meta.finalStatus&plugins.IndexUsageStatus
-	return w.WritePacket([]byte{0xfe, 0, 0, byte(final), byte(final >> 8)})
+	return writeTail(w, meta)
 }
