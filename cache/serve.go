@@ -128,11 +128,6 @@ type planEntry struct {
 
 // read tries to answer a SELECT from memory.
 func (p *Plugin) read(st *plugins.Statement) plugins.Action {
-	if st.InTx {
-		// Reads inside a transaction go to the backend for now: they must
-		// see the transaction's own writes and one version per table.
-		return plugins.Continue
-	}
 	si := session(st)
 	var text string
 	var args []arg
@@ -167,7 +162,9 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	if ent.writes {
 		return p.unknownRead(st)
 	}
-	if ent.plan == nil {
+	if ent.plan == nil || st.InTx {
+		// Reads inside a transaction go to the backend for now: they must
+		// see the transaction's own writes and one version per table.
 		p.countPassesOf(ent.tables)
 		return plugins.Continue
 	}

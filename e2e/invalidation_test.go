@@ -115,6 +115,22 @@ func TestCachedReadsSeeWrites(t *testing.T) {
 	if got := read(3); got != before3+1000 {
 		t.Fatalf("after a stored function's write: read %d, want %d", got, before3+1000)
 	}
+	// The same inside a transaction: the write is seen once it commits.
+	waitState(t, admin, "kv", "ready", 4, 1)
+	read(3)
+	tx, err := writer.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow("SELECT bump()").Scan(&one); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(3); got != before3+2000 {
+		t.Fatalf("after a stored function's write in a committed transaction: read %d, want %d", got, before3+2000)
+	}
 
 	// A write that bypasses the proxy.
 	waitState(t, admin, "kv", "ready", 4, 1)
