@@ -17,6 +17,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"tableproxy/configs"
 	"tableproxy/lease"
@@ -88,6 +90,8 @@ type Plugin struct {
 	// plans are planning outcomes by statement shape; purged when the set
 	// of cached tables changes.
 	plans *lru.Cache[planKey, *planEntry]
+
+	dropped atomic.Uint64 // tables dropped for growing past the cap
 }
 
 // tableState is one cached table's live state.
@@ -125,7 +129,11 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return New(log, env.Backend, lease.NewLocal(), cat, limit, opts), nil
+	p := New(log, env.Backend, lease.NewLocal(), cat, limit, opts)
+	if env.Metrics != nil {
+		p.registerMetrics(env.Metrics)
+	}
+	return p, nil
 }
 
 // New builds the plugin and starts loading the catalog's tables.
@@ -421,6 +429,7 @@ func (p *Plugin) load(id lease.TableID) {
 		return
 	}
 	defer conn.Close()
+	// The in-memory form may cost up to twice the data it holds.
 	s, err := loadSnapshot(ctx, conn, id, v, p.maxBytes*2)
 	if err != nil {
 		p.loadFailed(ts, err)
@@ -439,7 +448,49 @@ func (p *Plugin) loadFailed(ts *tableState, err error) {
 	msg := err.Error()
 	ts.lastErr.Store(&msg)
 	ts.snap.Store(nil)
+	var tooLarge *errTooLarge
+	if errors.As(err, &tooLarge) {
+		// The table grew past the cap since it was cached: stop caching it
+		// (writes are never refused on the cache's account).
+		id := ts.entry.ID()
+		if _, derr := p.catalog.Delete(id); derr != nil {
+			p.log.Error("cache: could not drop an oversized table from the catalog", "table", id.String(), "err", derr)
+		}
+		p.removeTable(id)
+		p.dropped.Add(1)
+		p.log.Warn("cache: table grew past the size cap; no longer cached", "table", id.String(), "err", err)
+		return
+	}
 	p.log.Warn("cache: table load failed; its reads go to the backend", "table", ts.entry.ID().String(), "err", err)
+}
+
+// registerMetrics exposes the cache's counters.
+func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
+	sum := func(f func(*tableState) uint64) func() float64 {
+		return func() float64 {
+			p.mu.RLock()
+			defer p.mu.RUnlock()
+			var n uint64
+			for _, ts := range p.tables {
+				n += f(ts)
+			}
+			return float64(n)
+		}
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_hits_total",
+			Help: "Reads of cached tables answered from memory (tables cached now)."}, sum(func(ts *tableState) uint64 { return ts.hits.Load() })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_pass_throughs_total",
+			Help: "Reads of cached tables that went to the backend (tables cached now)."}, sum(func(ts *tableState) uint64 { return ts.passes.Load() })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_cache_tables",
+			Help: "Tables cached."}, func() float64 { return float64(p.cached.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_tables_dropped_total",
+			Help: "Tables no longer cached because they grew past max_table_size."}, func() float64 { return float64(p.dropped.Load()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			p.log.Warn("cache: metric not registered", "err", err)
+		}
+	}
 }
 
 // admin runs ALTER TABLE ... CACHE / NOCACHE.

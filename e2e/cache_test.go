@@ -164,3 +164,30 @@ func TestCacheAdminSQL(t *testing.T) {
 		t.Errorf("DDL after NOCACHE: %v", err)
 	}
 }
+
+// TestCachedTableGrowsPastCap: a cached table that grows past the size cap
+// stops being cached; the write that made it grow is not refused.
+func TestCachedTableGrowsPastCap(t *testing.T) {
+	e := newCacheEnv(t) // max_table_size 1MB
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.grow (id INT PRIMARY KEY, b VARCHAR(2000))",
+		"INSERT INTO `"+e.db+"`.grow VALUES (1, 'x')")
+	app, admin := e.open(t, e.app), e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE grow CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, app, "grow", "ready", 1, 1)
+	if _, err := app.Exec("INSERT INTO grow SELECT seq, REPEAT('y', 2000) FROM seq_2_to_1500"); err != nil {
+		t.Fatalf("a write that grows a cached table past the cap was refused: %v", err)
+	}
+	waitFor(t, 20*time.Second, "the oversized table to stop being cached", func() (bool, error) {
+		_, _, _, found := cachedState(t, app, "grow")
+		return !found, nil
+	})
+	var n int
+	if err := app.QueryRow("SELECT COUNT(*) FROM grow").Scan(&n); err != nil || n != 1500 {
+		t.Fatalf("rows %d, %v", n, err)
+	}
+	if !strings.Contains(e.proxy.stderr.String(), "grew past the size cap") {
+		t.Error("the proxy did not log why it stopped caching the table")
+	}
+}
