@@ -301,7 +301,7 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 			}
 		}
 		if len(ids) > 0 {
-			p.beginWrite(st.ConnID, ids)
+			p.beginWrite(st, ids)
 		}
 	}
 	return plugins.Continue
@@ -310,7 +310,15 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 // beginWrite opens an intent on ids for the session's statement. On one
 // node it cannot fail; a cluster may have to pass the write on unguarded
 // (and invalidate afterwards), never refuse it.
-func (p *Plugin) beginWrite(conn uint32, ids []lease.TableID) {
+func (p *Plugin) beginWrite(st *plugins.Statement, ids []lease.TableID) {
+	conn := st.ConnID
+	// Within a transaction, its later reads of these tables must see its
+	// own writes: they go to the backend until it ends. (A write that
+	// starts a transaction needs no pin: its intent, held until the
+	// transaction ends, keeps the tables off memory for everyone.)
+	if st.InTx {
+		session(st).pinToBackend(ids)
+	}
 	in, err := p.leases.BeginWrite(context.Background(), ids...)
 	if err != nil {
 		p.log.Warn("cache: write intent failed; invalidating after the write", "tables", ids, "err", err)
@@ -336,7 +344,13 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 		}
 		if settingsChanged(st.Kind) {
 			si.known = false
+			if st.Kind == plugins.KindSet && containsFold(st.SQL, "TRANSACTION") {
+				// SET TRANSACTION ... applies to the next transaction only,
+				// which the session probe cannot see: serve none of it.
+				si.nextTxUnknown = true
+			}
 		}
+		si.afterStatement(st, out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)
 	}
 	if out.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		return

@@ -36,6 +36,16 @@ type sessionInfo struct {
 	pending  *pendingLearn // a response being recorded for this session
 	settings string        // charset and sql_mode, part of the learned-metadata key
 
+	// Transactions. A transaction reads each cached table at one version:
+	// the snapshot its first read of the table was answered from, or the
+	// backend (nil) if that read went there or the transaction wrote the
+	// table.
+	inTx          bool
+	txTainted     bool // the transaction ran something the pins cannot follow
+	pins          map[lease.TableID]*Snapshot
+	nextTxUnknown bool   // SET TRANSACTION was run: the next transaction's isolation is unknown
+	isolation     string // @@tx_isolation / @@transaction_isolation
+
 	// Scratch space reused by every statement of the session.
 	tmpl []byte
 	lits []literal
@@ -100,13 +110,23 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	if st.Backend == nil {
 		return false
 	}
-	r, err := st.Backend.Query("SELECT @@character_set_results, @@sql_mode")
+	// MariaDB names the isolation variable tx_isolation; MySQL 8 only has
+	// transaction_isolation. Ask for one, then the other.
+	var r *mysql.Result
+	var err error
+	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation",
+		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation"} {
+		if r, err = st.Backend.Query(q); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return false
 	}
 	defer r.Close()
 	si.charset = resultString(r, 0, 0)
 	si.sqlMode = resultString(r, 0, 1)
+	si.isolation = resultString(r, 0, 2)
 	si.settings = si.charset + "|" + si.sqlMode
 	si.known = true
 	return true
@@ -162,9 +182,7 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	if ent.writes {
 		return p.unknownRead(st)
 	}
-	if ent.plan == nil || st.InTx {
-		// Reads inside a transaction go to the backend for now: they must
-		// see the transaction's own writes and one version per table.
+	if ent.plan == nil {
 		p.countPassesOf(ent.tables)
 		return plugins.Continue
 	}
@@ -173,11 +191,18 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	if ts == nil {
 		return plugins.Continue
 	}
-	snap, ok := p.Servable(pl.table)
-	if !ok || snap.layout != ent.layout {
-		if ok {
-			p.plans.Remove(planKey{db: st.DB, text: text}) // the table changed shape
+	var snap *Snapshot
+	if st.InTx {
+		if snap, ok = p.txSnapshot(st, si, pl.table); !ok {
+			ts.passes.Add(1)
+			return plugins.Continue
 		}
+	} else if snap, ok = p.Servable(pl.table); !ok {
+		ts.passes.Add(1)
+		return plugins.Continue
+	}
+	if snap.layout != ent.layout {
+		p.plans.Remove(planKey{db: st.DB, text: text}) // the table changed shape
 		ts.passes.Add(1)
 		return plugins.Continue
 	}
@@ -229,6 +254,94 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 		return writeCached(w, meta, pl, snap, rows, binaryProto)
 	}))
+}
+
+// txSnapshot is the snapshot a transaction reads table id at: pinned by
+// its first read, so every read of the table in the transaction sees one
+// version. A transaction whose isolation is SERIALIZABLE (reads take
+// locks), or unknown, reads from the backend.
+func (p *Plugin) txSnapshot(st *plugins.Statement, si *sessionInfo, id lease.TableID) (*Snapshot, bool) {
+	if si.nextTxUnknown || si.txTainted || !si.probe(st) || !strings.EqualFold(si.isolation, "REPEATABLE-READ") {
+		return nil, false
+	}
+	if s, pinned := si.pins[id]; pinned {
+		return s, s != nil
+	}
+	s, ok := p.Servable(id)
+	if si.pins == nil {
+		si.pins = map[lease.TableID]*Snapshot{}
+	}
+	if !ok {
+		s = nil
+	}
+	si.pins[id] = s
+	return s, ok
+}
+
+// afterStatement follows the session's transactions. A transaction that
+// ends drops its pins. A single BEGIN, COMMIT or ROLLBACK starts afresh.
+// Anything else run inside a transaction that is not a plain read or write
+// (a savepoint, ROLLBACK TO, SET, DDL, a multi-statement request, XA, ...)
+// taints it: its reads go to the backend until it ends, since the pins
+// could no longer be trusted to be the transaction's one version.
+func (si *sessionInfo) afterStatement(st *plugins.Statement, inTx bool) {
+	involved := si.inTx || inTx
+	switch st.Kind {
+	case plugins.KindSelect, plugins.KindInsert, plugins.KindUpdate, plugins.KindDelete, plugins.KindReplace:
+	case plugins.KindBegin, plugins.KindCommit, plugins.KindRollback:
+		if singleStatement(st.SQL) && !containsFold(st.SQL, " TO ") {
+			si.pins, si.txTainted = nil, false
+		} else if involved {
+			si.txTainted = true
+		}
+	default:
+		if involved {
+			si.txTainted = true
+		}
+	}
+	if si.inTx && !inTx {
+		si.pins, si.txTainted, si.nextTxUnknown = nil, false, false
+	}
+	si.inTx = inTx
+}
+
+// singleStatement reports whether sql has no ';' before its end (trailing
+// white space and one final ';' aside).
+func singleStatement(sql string) bool {
+	s := strings.TrimRight(sql, " \t\r\n")
+	s = strings.TrimSuffix(s, ";")
+	return !strings.Contains(s, ";")
+}
+
+// pinToBackend makes the session's transaction read ids from the backend.
+func (si *sessionInfo) pinToBackend(ids []lease.TableID) {
+	if si.pins == nil {
+		si.pins = map[lease.TableID]*Snapshot{}
+	}
+	for _, id := range ids {
+		si.pins[id] = nil
+	}
+}
+
+// containsFold reports whether s contains the upper-case ASCII word w,
+// ignoring case.
+func containsFold(s, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		j := 0
+		for ; j < len(w); j++ {
+			c := s[i+j]
+			if c >= 'a' && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			if c != w[j] {
+				break
+			}
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // planText plans a statement text (a template or a prepared text, with
@@ -295,7 +408,7 @@ func (p *Plugin) readSlow(st *plugins.Statement) plugins.Action {
 // write any table: it is a write of every cached table.
 func (p *Plugin) unknownRead(st *plugins.Statement) plugins.Action {
 	if ids := p.cachedIDs(); len(ids) > 0 {
-		p.beginWrite(st.ConnID, ids)
+		p.beginWrite(st, ids)
 	}
 	return plugins.Continue
 }

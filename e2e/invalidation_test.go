@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"database/sql"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -141,4 +142,62 @@ func TestCachedReadsSeeWrites(t *testing.T) {
 		return read(2) == -7, nil
 	})
 	t.Logf("bypassing write seen through the proxy after %v", time.Since(start))
+}
+
+// TestTransactionsReadOneVersion: inside a transaction, every read of a
+// cached table sees one version (the one its first read saw), until the
+// transaction writes the table; from then on it sees its own writes.
+func TestTransactionsReadOneVersion(t *testing.T) {
+	e := newCacheEnv(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.acct (id INT PRIMARY KEY, bal BIGINT NOT NULL)",
+		"INSERT INTO `"+e.db+"`.acct VALUES (1, 100), (2, 200)")
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE acct CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "acct", "ready", 2, 1)
+	app, other := e.open(t, e.app), e.open(t, e.app)
+	bal := func(q interface {
+		QueryRow(string, ...any) *sql.Row
+	}, id int) int64 {
+		var v int64
+		if err := q.QueryRow("SELECT bal FROM acct WHERE id = ?", id).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	bal(app, 1) // learn the shape outside the transaction
+	hits := hitsOf(t, admin, "acct")
+
+	tx, err := app.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := bal(tx, 1); v != 100 {
+		t.Fatalf("first read in transaction: %d", v)
+	}
+	if _, err := other.Exec("UPDATE acct SET bal = 150 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "acct", "ready", 2, 2) // the new version is loaded meanwhile
+	for i := 0; i < 3; i++ {
+		if v := bal(tx, 1); v != 100 {
+			t.Fatalf("repeated read in transaction saw %d, want the pinned 100", v)
+		}
+	}
+	if hitsOf(t, admin, "acct") <= hits {
+		t.Error("no read in the transaction was answered from memory")
+	}
+	if _, err := tx.Exec("UPDATE acct SET bal = bal + 1 WHERE id = 2"); err != nil {
+		t.Fatal(err)
+	}
+	if v := bal(tx, 2); v != 201 {
+		t.Fatalf("read after own write: %d, want 201", v)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if v1, v2 := bal(app, 1), bal(app, 2); v1 != 150 || v2 != 201 {
+		t.Fatalf("after commit: %d %d, want 150 201", v1, v2)
+	}
 }
