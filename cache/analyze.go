@@ -43,8 +43,10 @@ var errMixedAdmin = errors.New("ALTER TABLE ... CACHE/NOCACHE must be a statemen
 // stale row).
 func Analyze(sql, db string) (Analysis, error) {
 	p := parsers.Get().(*parser.Parser)
+	// The syntax tree belongs to the parser until its next parse: give the
+	// parser back only when done with the tree.
+	defer parsers.Put(p)
 	stmts, _, err := p.ParseSQL(sql)
-	parsers.Put(p)
 	if err != nil {
 		return Analysis{Effect: EffectUnknown}, nil
 	}

@@ -349,8 +349,8 @@ func containsFold(s, w string) bool {
 // cached table it reads has no snapshot loaded.
 func (p *Plugin) planText(text, db string) *planEntry {
 	pr := parsers.Get().(*parser.Parser)
+	defer parsers.Put(pr) // the tree is the parser's until its next parse
 	stmts, _, err := pr.ParseSQL(text)
-	parsers.Put(pr)
 	if err != nil || len(stmts) != 1 {
 		return &planEntry{}
 	}
@@ -388,8 +388,8 @@ func (p *Plugin) planText(text, db string) *planEntry {
 // full and answer it only if its metadata is already known.
 func (p *Plugin) readSlow(st *plugins.Statement) plugins.Action {
 	pr := parsers.Get().(*parser.Parser)
+	defer parsers.Put(pr) // the tree is the parser's until its next parse
 	stmts, _, err := pr.ParseSQL(st.SQL)
-	parsers.Put(pr)
 	if err != nil || len(stmts) != 1 {
 		return plugins.Continue
 	}

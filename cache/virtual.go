@@ -59,8 +59,8 @@ func (p *Plugin) virtualQuery(st *plugins.Statement) (plugins.Action, bool) {
 		return plugins.Continue, false
 	}
 	pr := parsers.Get().(*parser.Parser)
+	defer parsers.Put(pr) // the tree is the parser's until its next parse
 	stmts, _, err := pr.ParseSQL(st.SQL)
-	parsers.Put(pr)
 	if err != nil || len(stmts) != 1 {
 		return plugins.Continue, false
 	}

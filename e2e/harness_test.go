@@ -214,6 +214,9 @@ func (p *proxyProc) stop(t *testing.T) {
 		t.Errorf("proxy still running %s after SIGTERM (shutdown timeout %s)", shutdownTimeout+5*time.Second, shutdownTimeout)
 	}
 	log := p.stderr.String()
+	if strings.Contains(log, "DATA RACE") {
+		t.Errorf("the proxy (built with -race) reported a data race")
+	}
 	if strings.Contains(log, "panic") {
 		t.Errorf("proxy logged a panic")
 	}
