@@ -144,11 +144,10 @@ if [[ "${TABLEPROXY_SKIP_RACE:-}" == 1 ]]; then
 else
 	step "go test -race" go test -count=1 -race -timeout "$GO_TEST_TIMEOUT" "${RACE_PACKAGES[@]}"
 	# The end-to-end tests drive many sessions at once through the proxy
-	# binary; run the concurrent ones against a race-detecting build of it.
+	# binary; run them again against a race-detecting build of it.
 	step "go build -race" go build -race -o bin/tableproxy-race ./cmd/tableproxy
 	step "e2e against the -race proxy" env TABLEPROXY_BIN="$ROOT/bin/tableproxy-race" \
-		go test -count=1 -timeout "$GO_TEST_TIMEOUT" \
-		-run 'TestCache|TestCachedReads|TestTransactions|TestConcurrent|TestSysbench|TestKill' ./e2e/
+		go test -count=1 -timeout "$GO_TEST_TIMEOUT" ./e2e/
 fi
 if [[ "${TABLEPROXY_SKIP_BENCH:-}" == 1 ]]; then
 	skip "sysbench smoke test" "TABLEPROXY_SKIP_BENCH=1"
