@@ -155,7 +155,7 @@ func TestTransactionsReadOneVersion(t *testing.T) {
 	if _, err := admin.Exec("ALTER TABLE acct CACHE"); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, admin, "acct", "ready", 2, 1)
+	waitSettled(t, admin, "acct", 2)
 	app, other := e.open(t, e.app), e.open(t, e.app)
 	bal := func(q interface {
 		QueryRow(string, ...any) *sql.Row
@@ -167,6 +167,8 @@ func TestTransactionsReadOneVersion(t *testing.T) {
 		return v
 	}
 	bal(app, 1) // learn the shape outside the transaction
+	bal(app, 1)
+	waitSettled(t, admin, "acct", 2)
 	hits := hitsOf(t, admin, "acct")
 
 	tx, err := app.Begin()
@@ -200,4 +202,21 @@ func TestTransactionsReadOneVersion(t *testing.T) {
 	if v1, v2 := bal(app, 1), bal(app, 2); v1 != 150 || v2 != 201 {
 		t.Fatalf("after commit: %d %d, want 150 201", v1, v2)
 	}
+}
+
+// waitSettled waits until the binary-log watcher follows (its start
+// invalidates every copy once) and the table's copy is ready at a version
+// that holds still.
+func waitSettled(t *testing.T, db *sql.DB, table string, rows int64) {
+	t.Helper()
+	waitFor(t, 20*time.Second, table+" to settle", func() (bool, error) {
+		var inval string
+		if err := db.QueryRow("SELECT invalidation FROM tableproxy.cached_tables WHERE table_name = '" + table + "'").Scan(&inval); err != nil {
+			return false, err
+		}
+		s1, r1, v1, _ := cachedState(t, db, table)
+		time.Sleep(20 * time.Millisecond)
+		s2, _, v2, _ := cachedState(t, db, table)
+		return inval == "binlog" && s1 == "ready" && s2 == "ready" && r1 == rows && v1 == v2, fmt.Errorf("%s %s v%d->v%d", inval, s2, v1, v2)
+	})
 }
