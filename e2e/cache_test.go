@@ -149,10 +149,11 @@ func TestCacheAdminSQL(t *testing.T) {
 	})
 	t.Logf("a write bypassing the proxy invalidated the cached copy after %v", time.Since(start))
 	waitState(t, app, "rates", "ready", 3, before+1)
-	var inval string
-	if err := app.QueryRow("SELECT invalidation FROM tableproxy.cached_tables WHERE table_name = 'rates'").Scan(&inval); err != nil || inval != "binlog" {
-		t.Errorf("invalidation %q, %v", inval, err)
-	}
+	waitFor(t, 10*time.Second, "the watcher to follow the binary log", func() (bool, error) {
+		var inval string
+		err := app.QueryRow("SELECT invalidation FROM tableproxy.cached_tables WHERE table_name = 'rates'").Scan(&inval)
+		return err == nil && inval == "binlog", fmt.Errorf("invalidation %q, %v", inval, err)
+	})
 
 	if _, err := admin.Exec("ALTER TABLE rates NOCACHE"); err != nil {
 		t.Fatal(err)
