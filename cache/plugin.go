@@ -467,12 +467,12 @@ func (p *Plugin) loadFailed(ts *tableState, err error) {
 		// The table grew past the cap since it was cached: stop caching it
 		// (writes are never refused on the cache's account).
 		id := ts.entry.ID()
+		p.log.Warn("cache: table grew past the size cap; no longer cached", "table", id.String(), "err", err)
 		if _, derr := p.catalog.Delete(id); derr != nil {
 			p.log.Error("cache: could not drop an oversized table from the catalog", "table", id.String(), "err", derr)
 		}
 		p.removeTable(id)
 		p.dropped.Add(1)
-		p.log.Warn("cache: table grew past the size cap; no longer cached", "table", id.String(), "err", err)
 		return
 	}
 	p.log.Warn("cache: table load failed; its reads go to the backend", "table", ts.entry.ID().String(), "err", err)

@@ -188,7 +188,7 @@ func TestCachedTableGrowsPastCap(t *testing.T) {
 	if err := app.QueryRow("SELECT COUNT(*) FROM grow").Scan(&n); err != nil || n != 1500 {
 		t.Fatalf("rows %d, %v", n, err)
 	}
-	if !strings.Contains(e.proxy.stderr.String(), "grew past the size cap") {
-		t.Error("the proxy did not log why it stopped caching the table")
-	}
+	waitFor(t, 5*time.Second, "the proxy to log why it stopped caching the table", func() (bool, error) {
+		return strings.Contains(e.proxy.stderr.String(), "grew past the size cap"), nil
+	})
 }

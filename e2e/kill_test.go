@@ -86,18 +86,13 @@ func TestKillQuery(t *testing.T) {
 			}
 			err, took := waitErr(t, "killed query", done)
 			errs[i] = err
-			var me *gomysql.MyError
-			if !errors.As(err, &me) || me.Code != 1317 || me.State != "70100" || me.Message != "Query execution was interrupted" {
-				t.Errorf("victim error %v after %s, want 1317 (70100) Query execution was interrupted", err, took)
-			}
+			checkKilled(t, err, took)
 			if _, err := v.conn.Execute("SELECT 1"); err != nil {
 				t.Errorf("victim's connection after KILL QUERY: %v", err)
 			}
 		})
 	}
-	if fmt.Sprint(errs[0]) != fmt.Sprint(errs[1]) {
-		t.Errorf("victim's error: %v through the proxy, %v direct", errs[1], errs[0])
-	}
+	t.Logf("victim's outcome: %v direct, %v through the proxy", errs[0], errs[1])
 	// SELECT CONNECTION_ID() and SHOW PROCESSLIST report backend thread
 	// ids; a KILL QUERY with one of those must work through the proxy too.
 	t.Run("proxy/backend thread id", func(t *testing.T) {
@@ -109,9 +104,7 @@ func TestKillQuery(t *testing.T) {
 			t.Fatalf("KILL QUERY %d: %v", thread, err)
 		}
 		err, took := waitErr(t, "killed query", done)
-		if fmt.Sprint(err) != fmt.Sprint(errs[0]) {
-			t.Errorf("victim error %v after %s, want %v as direct", err, took, errs[0])
-		}
+		checkKilled(t, err, took)
 		if _, err := v.conn.Execute("SELECT 1"); err != nil {
 			t.Errorf("victim's connection after KILL QUERY: %v", err)
 		}
@@ -199,4 +192,20 @@ func waitThreadGone(t *testing.T, e *env, id uint64) {
 		err := root.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n)
 		return err == nil && n == 0, err
 	})
+}
+
+// checkKilled accepts the two outcomes MariaDB itself gives a killed
+// SELECT SLEEP(): error 1317, or SLEEP() returning 1 early (no error),
+// depending on where in its wait the kill lands. Which one is timing, so
+// the direct and proxied outcomes are not compared; that the query ended
+// promptly (waitErr) is what shows the KILL reached the right thread.
+func checkKilled(t *testing.T, err error, took time.Duration) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	var me *gomysql.MyError
+	if !errors.As(err, &me) || me.Code != 1317 || me.State != "70100" || me.Message != "Query execution was interrupted" {
+		t.Errorf("victim error %v after %s, want 1317 (70100) Query execution was interrupted, or none", err, took)
+	}
 }
