@@ -563,27 +563,33 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 	}
 	r := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
 	buf := make([]byte, 0, 256)
+	var vals [][]byte
+	var fields []*mysql.Field
+	if binaryProto {
+		vals = make([][]byte, len(pl.cols))
+		fields = make([]*mysql.Field, len(pl.cols))
+		for j, c := range pl.cols {
+			fields[j] = snap.Fields[c]
+		}
+	}
 	for _, i := range rows {
 		if !r.setRow(snap.Rows[i]) {
 			return errCorruptRow
 		}
 		buf = buf[:0]
 		if binaryProto {
-			buf = append(buf, 0)
-			nb := (len(pl.cols) + 7 + 2) / 8
-			start := len(buf)
-			buf = append(buf, make([]byte, nb)...)
 			for j, c := range pl.cols {
 				v, null, _ := r.field(c)
 				if null {
-					bit := j + 2
-					buf[start+bit/8] |= 1 << (bit % 8)
-					continue
+					v = nil
+				} else if v == nil {
+					v = []byte{} // an empty value, not NULL
 				}
-				var ok bool
-				if buf, ok = appendBinaryValue(buf, snap.Fields[c], v); !ok {
-					return errCorruptRow
-				}
+				vals[j] = v
+			}
+			var ok bool
+			if buf, ok = appendBinaryRow(buf, vals, fields); !ok {
+				return errCorruptRow
 			}
 		} else {
 			for _, c := range pl.cols {
@@ -637,19 +643,9 @@ func writeAggregate(w plugins.ResponseWriter, meta *learned, vals [][]byte, show
 	if shown {
 		var buf []byte
 		if binaryProto {
-			buf = append(buf, 0)
-			start := len(buf)
-			buf = append(buf, make([]byte, (len(vals)+7+2)/8)...)
-			for j, v := range vals {
-				if v == nil {
-					bit := j + 2
-					buf[start+bit/8] |= 1 << (bit % 8)
-					continue
-				}
-				var ok bool
-				if buf, ok = appendBinaryValue(buf, meta.fields[j], v); !ok {
-					return errCorruptRow
-				}
+			var ok bool
+			if buf, ok = appendBinaryRow(buf, vals, meta.fields); !ok {
+				return errCorruptRow
 			}
 		} else {
 			for _, v := range vals {
@@ -667,4 +663,25 @@ func writeAggregate(w plugins.ResponseWriter, meta *learned, vals [][]byte, show
 		w.Rows(1)
 	}
 	return writeTail(w, meta)
+}
+
+// appendBinaryRow appends a binary-protocol row: the 0x00 header, the NULL
+// bitmap (offset by two bits), then each non-NULL value (nil is NULL) in the
+// encoding of its field's type.
+func appendBinaryRow(buf []byte, vals [][]byte, fields []*mysql.Field) ([]byte, bool) {
+	buf = append(buf, 0)
+	start := len(buf)
+	buf = append(buf, make([]byte, (len(vals)+7+2)/8)...)
+	for j, v := range vals {
+		if v == nil {
+			bit := j + 2
+			buf[start+bit/8] |= 1 << (bit % 8)
+			continue
+		}
+		var ok bool
+		if buf, ok = appendBinaryValue(buf, fields[j], v); !ok {
+			return buf, false
+		}
+	}
+	return buf, true
 }
