@@ -103,6 +103,9 @@ type Statement struct {
 	Params     []byte
 	ParamCount int
 	ParamTypes []byte
+	// LongData: the client has sent a parameter of this prepared statement
+	// with COM_STMT_SEND_LONG_DATA, so Params does not hold every value.
+	LongData bool
 
 	// Session is storage that lives as long as the client session, for
 	// plugins that keep per-session state. It is replaced by an empty one
@@ -164,7 +167,7 @@ func (st *Statement) Reset(cmd Command, sql string) {
 	st.normalized = ""
 	st.digest = ""
 	st.memo = nil
-	st.Params, st.ParamCount, st.ParamTypes = nil, 0, nil
+	st.Params, st.ParamCount, st.ParamTypes, st.LongData = nil, 0, nil, false
 }
 
 // ResetMemo is Reset for a statement whose derived values are kept in m
@@ -179,7 +182,7 @@ func (st *Statement) ResetMemo(cmd Command, sql string, m *Memo) {
 	st.normalized = m.normalized
 	st.digest = m.digest
 	st.memo = m
-	st.Params, st.ParamCount, st.ParamTypes = nil, 0, nil
+	st.Params, st.ParamCount, st.ParamTypes, st.LongData = nil, 0, nil, false
 }
 
 // Normalized returns the statement with literals replaced by '?' and
@@ -322,7 +325,7 @@ type Action struct {
 	Responder Responder
 	Err       *mysql.MyError
 	// Capture, with Verdict Pass, asks the proxy to record the column
-	// definitions of the backend's response (see Capture).
+	// definitions of the backend's response, or all of it (see Capture).
 	Capture *Capture
 }
 
@@ -339,6 +342,23 @@ type Capture struct {
 	// MidStatus and FinalStatus are the status flags of the result's EOF
 	// packets after the column definitions and after the rows.
 	MidStatus, FinalStatus uint16
+
+	// Full asks for every packet payload of the response, copied into Data
+	// in order (packet i is Data[Ends[i-1]:Ends[i]]), as long as the
+	// response stays within MaxBytes of payload. Past that the recording
+	// stops and Truncated is set: Data and Ends are then nil, so a large
+	// response costs the proxy no memory. The relay records nothing when
+	// Full is not set.
+	Full      bool
+	MaxBytes  int
+	Data      []byte
+	Ends      []int
+	Truncated bool
+	// Results counts the results (result sets, OK and ERR packets) of a
+	// fully captured response, and Warnings is the warning count of its
+	// last EOF or OK packet.
+	Results  int
+	Warnings uint16
 }
 
 // Continue lets the statement go on.

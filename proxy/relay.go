@@ -61,10 +61,30 @@ func (s *session) pump() ([]byte, error) {
 	// WritePacket rewrites the header room in place (and, for packets of
 	// 16 MB or more, the split points), so the payload must be inspected by
 	// the caller before the next read, which it is.
+	if s.record != nil {
+		s.recordPacket(payload)
+	}
 	if err := s.client.pc.WritePacket(s.resp.b); err != nil {
 		return nil, errClientGone
 	}
 	return payload, nil
+}
+
+// recordPacket copies a relayed payload into the full capture, or gives
+// up on it once the response outgrows its cap (see plugins.Capture.Full).
+// Only a statement whose filter asked for a full capture gets here: the
+// pass-through path pays one pointer test per packet.
+func (s *session) recordPacket(payload []byte) {
+	c := s.record
+	if c.Truncated {
+		return
+	}
+	if len(c.Data)+len(payload) > c.MaxBytes {
+		c.Data, c.Ends, c.Truncated = nil, nil, true
+		return
+	}
+	c.Data = append(c.Data, payload...)
+	c.Ends = append(c.Ends, len(c.Data))
 }
 
 // pumpN relays n packets.

@@ -42,6 +42,7 @@ type session struct {
 
 	capture     *plugins.Capture // set while relaying a response a plugin asked to see
 	captureSets int              // result sets seen while capturing
+	record      *plugins.Capture // capture, when it asked for every packet (Full)
 
 	idle   atomic.Bool // blocked reading the client's next command
 	txOpen atomic.Bool // mirrors the IN_TRANS status flag for Shutdown
@@ -62,6 +63,11 @@ type prepared struct {
 	nparams int
 	types   []byte // parameter types last bound by the client
 	memo    plugins.Memo
+	// longData: the client has sent a parameter with
+	// COM_STMT_SEND_LONG_DATA. It is never cleared, so a statement that
+	// used long data once is never taken for one whose parameters are all
+	// in the execute packet.
+	longData bool
 }
 
 // bindParams remembers the parameter types a COM_STMT_EXECUTE carries:
@@ -310,9 +316,14 @@ func (s *session) dispatch() (quit bool, err error) {
 		}
 		s.st.ResetMemo(plugins.ComStmtExecute, ps.sql, &ps.memo)
 		ps.bindParams(p[5:])
-		s.st.Params, s.st.ParamCount, s.st.ParamTypes = p[5:], ps.nparams, ps.types
+		s.st.Params, s.st.ParamCount, s.st.ParamTypes, s.st.LongData = p[5:], ps.nparams, ps.types, ps.longData
 		return false, s.runStatement()
 	case mysql.COM_STMT_SEND_LONG_DATA:
+		if len(p) >= 5 {
+			if ps, ok := s.stmts[binary.LittleEndian.Uint32(p[1:])]; ok {
+				ps.longData = true
+			}
+		}
 		return false, s.forward() // no response
 	case mysql.COM_STMT_CLOSE:
 		if len(p) >= 5 {
@@ -432,6 +443,10 @@ func (s *session) runStatement() error {
 		if c := action.Capture; c != nil && cmd != plugins.ComStmtPrepare {
 			c.Columns, c.Binary = c.Columns[:0], cmd == plugins.ComStmtExecute
 			s.capture, s.captureSets = c, 0
+			if c.Full {
+				c.Data, c.Ends, c.Truncated = c.Data[:0], c.Ends[:0], false
+				s.record = c
+			}
 		}
 		err = s.forwardStatement(cmd, st, &rs)
 		if s.capture != nil {
@@ -439,7 +454,8 @@ func (s *session) runStatement() error {
 				s.capture.Columns = nil
 			}
 			s.capture.FinalStatus = rs.status
-			s.capture = nil
+			s.capture.Results, s.capture.Warnings = rs.results, rs.warnings
+			s.capture, s.record = nil, nil
 		}
 		out.Source, out.Err, out.Rows, out.AffectedRows, out.Warnings = plugins.FromBackend, rs.err, rs.rows, rs.affected, rs.warnings
 	}
