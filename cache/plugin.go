@@ -52,6 +52,11 @@ type Options struct {
 	// REPLICATION SLAVE and REPLICATION CLIENT privileges on the backend);
 	// by default, the admin who cached the first table.
 	BinlogUser string `json:"binlog_user"`
+	// ResultCacheSize is the memory the result cache may hold ("64MB" by
+	// default; "0" turns it off), and ResultCacheEntryMax the largest
+	// answer it stores ("1MB" by default). See results.go.
+	ResultCacheSize     string `json:"result_cache_size"`
+	ResultCacheEntryMax string `json:"result_cache_entry_max"`
 }
 
 // TiDB's error for what cached tables do not support.
@@ -92,6 +97,9 @@ type Plugin struct {
 	plans *lru.Cache[planKey, *planEntry]
 
 	dropped atomic.Uint64 // tables dropped for growing past the cap
+
+	results *resultCache // nil when turned off
+	gens    atomic.Uint64
 }
 
 // tableState is one cached table's live state.
@@ -103,6 +111,10 @@ type tableState struct {
 	lastErr atomic.Pointer[string]
 	hits    atomic.Uint64
 	passes  atomic.Uint64
+	// gen is new each time the table is cached: its version does not move
+	// while it is not cached, so result-cache keys hold both.
+	gen        uint64
+	resultHits atomic.Uint64 // hits answered by the result cache
 }
 
 // Factory builds the cache plugin; register it with plugins.Register(Name, Factory).
@@ -129,6 +141,9 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if _, _, err := resultCacheSizes(opts); err != nil {
+		return nil, err
+	}
 	p := New(log, env.Backend, lease.NewLocal(), cat, limit, opts)
 	if env.Metrics != nil {
 		p.registerMetrics(env.Metrics)
@@ -143,6 +158,7 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat *C
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
 	p.learned, _ = lru.New[defsKey, *learned](8192)
 	p.plans, _ = lru.New[planKey, *planEntry](8192)
+	p.results = newResultCacheFor(log, opts)
 	leases.Subscribe(func(id lease.TableID, _ lease.Version) { p.requestLoad(id) })
 	for _, e := range cat.List() {
 		p.addTable(e)
@@ -188,6 +204,9 @@ func (p *Plugin) Name() string { return Name }
 func (p *Plugin) Close() error {
 	close(p.stop)
 	p.loaderWG.Wait()
+	if p.results != nil {
+		p.results.store.Close()
+	}
 	return nil
 }
 
@@ -195,7 +214,7 @@ func (p *Plugin) addTable(e Entry) *tableState {
 	p.mu.Lock()
 	ts, ok := p.tables[e.ID()]
 	if !ok {
-		ts = &tableState{entry: e, lease: p.leases.Table(e.ID())}
+		ts = &tableState{entry: e, lease: p.leases.Table(e.ID()), gen: p.gens.Add(1)}
 		p.tables[e.ID()] = ts
 		p.cached.Store(int32(len(p.tables)))
 	}
@@ -336,6 +355,7 @@ func (p *Plugin) beginWrite(st *plugins.Statement, ids []lease.TableID) {
 // end with the statement, or with its transaction.
 func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 	if si, ok := st.Session.Get(sessionKey{}).(*sessionInfo); ok {
+		p.resultsAfter(si, st, out)
 		if si.pending != nil {
 			if out.Source == plugins.FromBackend && out.Err == nil {
 				p.learn(si)
@@ -491,7 +511,7 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 			return float64(n)
 		}
 	}
-	for _, c := range []prometheus.Collector{
+	for _, c := range append([]prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_hits_total",
 			Help: "Reads of cached tables answered from memory (tables cached now)."}, sum(func(ts *tableState) uint64 { return ts.hits.Load() })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_pass_throughs_total",
@@ -500,7 +520,7 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 			Help: "Tables cached."}, func() float64 { return float64(p.cached.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_tables_dropped_total",
 			Help: "Tables no longer cached because they grew past max_table_size."}, func() float64 { return float64(p.dropped.Load()) }),
-	} {
+	}, p.resultMetrics()...) {
 		if err := reg.Register(c); err != nil {
 			p.log.Warn("cache: metric not registered", "err", err)
 		}
@@ -630,6 +650,7 @@ type Status struct {
 	LoadedAt      time.Time
 	LoadDuration  time.Duration
 	Hits, Passes  uint64
+	ResultHits    uint64 // of Hits, those answered by the result cache
 	Error         string
 	Invalidation  string // how writes that bypass the proxy are seen
 }
@@ -643,7 +664,7 @@ func (p *Plugin) Tables() []Status {
 			continue
 		}
 		st := Status{Schema: e.Schema, Table: e.Table, State: "loading", Version: ts.lease.Version(),
-			Hits: ts.hits.Load(), Passes: ts.passes.Load(), Invalidation: p.watch.Load().status()}
+			Hits: ts.hits.Load(), Passes: ts.passes.Load(), ResultHits: ts.resultHits.Load(), Invalidation: p.watch.Load().status()}
 		if p.opts.AcceptStaleRisk && st.Invalidation != "binlog" {
 			st.Invalidation += " (stale risk accepted)"
 		}

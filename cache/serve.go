@@ -46,6 +46,8 @@ type sessionInfo struct {
 	nextTxUnknown bool   // SET TRANSACTION was run: the next transaction's isolation is unknown
 	isolation     string // @@tx_isolation / @@transaction_isolation
 
+	rc resultSession // the result cache's part
+
 	// Scratch space reused by every statement of the session.
 	tmpl []byte
 	lits []literal
@@ -144,6 +146,9 @@ type planEntry struct {
 	writes bool  // calls a stored function: may write any table
 	layout string
 	tables []lease.TableID // cached tables the statement reads, for pass counts
+	// results: the statement may be answered from the result cache
+	// (nil: it may not).
+	results *resultShape
 }
 
 // read tries to answer a SELECT from memory.
@@ -183,8 +188,7 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 		return p.unknownRead(st)
 	}
 	if ent.plan == nil {
-		p.countPassesOf(ent.tables)
-		return plugins.Continue
+		return p.declined(st, si, ent.results, ent.tables)
 	}
 	pl := ent.plan
 	ts := p.table(pl.table)
@@ -194,34 +198,28 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	var snap *Snapshot
 	if st.InTx {
 		if snap, ok = p.txSnapshot(st, si, pl.table); !ok {
-			ts.passes.Add(1)
-			return plugins.Continue
+			return p.declined(st, si, ent.results, ent.tables)
 		}
 	} else if snap, ok = p.Servable(pl.table); !ok {
-		ts.passes.Add(1)
-		return plugins.Continue
+		return p.declined(st, si, ent.results, ent.tables)
 	}
 	if snap.layout != ent.layout {
 		p.plans.Remove(planKey{db: st.DB, text: text}) // the table changed shape
-		ts.passes.Add(1)
-		return plugins.Continue
+		return p.declined(st, si, ent.results, ent.tables)
 	}
 	if binaryProto {
 		if pl.nparams != st.ParamCount {
-			ts.passes.Add(1)
-			return plugins.Continue
+			return p.declined(st, si, ent.results, ent.tables)
 		}
 		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes); !ok {
-			ts.passes.Add(1)
-			return plugins.Continue
+			return p.declined(st, si, ent.results, ent.tables)
 		}
 	} else if args == nil && pl.nparams > 0 || len(args) != pl.nparams {
-		ts.passes.Add(1) // a string literal where the plan compares integers
-		return plugins.Continue
+		// a string literal where the plan compares integers
+		return p.declined(st, si, ent.results, ent.tables)
 	}
 	if !si.probe(st) || !p.encodable(pl, snap, si, binaryProto) {
-		ts.passes.Add(1)
-		return plugins.Continue
+		return p.declined(st, si, ent.results, ent.tables)
 	}
 	key := defsKey{normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
 	meta, ok := p.learned.Get(key)
@@ -235,15 +233,13 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	}
 	rows, ok := pl.run(snap, args)
 	if !ok {
-		ts.passes.Add(1)
-		return plugins.Continue
+		return p.declined(st, si, ent.results, ent.tables)
 	}
 	if len(pl.aggs) > 0 {
 		vals, ok := pl.aggregate(snap, rows)
 		shown, ok2 := pl.aggregateRowShown(args)
 		if !ok || !ok2 {
-			ts.passes.Add(1)
-			return plugins.Continue
+			return p.declined(st, si, ent.results, ent.tables)
 		}
 		ts.hits.Add(1)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
@@ -351,17 +347,22 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	pr := parsers.Get().(*parser.Parser)
 	defer parsers.Put(pr) // the tree is the parser's until its next parse
 	stmts, _, err := pr.ParseSQL(text)
-	if err != nil || len(stmts) != 1 {
+	if err != nil {
+		// Perhaps a literal where the grammar takes no marker.
+		return &planEntry{results: &resultShape{reparse: true}}
+	}
+	if len(stmts) != 1 {
 		return &planEntry{}
 	}
-	sel, ok := stmts[0].(*ast.SelectStmt)
-	if !ok {
-		return &planEntry{}
-	}
-	if callsUserFunction(sel) {
+	if callsUserFunction(stmts[0]) {
 		return &planEntry{writes: true}
 	}
-	ent := &planEntry{}
+	shape := resultShapeOf(stmts[0], db)
+	sel, ok := stmts[0].(*ast.SelectStmt)
+	if !ok {
+		return &planEntry{results: shape}
+	}
+	ent := &planEntry{results: shape}
 	loading := false
 	for _, id := range collectTables(sel, db) {
 		if ts := p.table(id); ts != nil {
@@ -400,24 +401,20 @@ func (p *Plugin) readSlow(st *plugins.Statement) plugins.Action {
 	if callsUserFunction(sel) {
 		return p.unknownRead(st)
 	}
-	p.countPasses(sel, st.DB)
-	return plugins.Continue
+	return p.declined(st, session(st), resultShapeOf(sel, st.DB), collectTables(sel, st.DB))
 }
 
 // unknownRead handles a SELECT that calls a stored function, which may
 // write any table: it is a write of every cached table.
 func (p *Plugin) unknownRead(st *plugins.Statement) plugins.Action {
+	session(st).rc.known = false // a stored function may change settings too
 	if ids := p.cachedIDs(); len(ids) > 0 {
 		p.beginWrite(st, ids)
 	}
 	return plugins.Continue
 }
 
-// countPasses counts a read of cached tables that goes to the backend.
-func (p *Plugin) countPasses(sel *ast.SelectStmt, db string) {
-	p.countPassesOf(collectTables(sel, db))
-}
-
+// countPassesOf counts a read of cached tables that goes to the backend.
 func (p *Plugin) countPassesOf(ids []lease.TableID) {
 	for _, id := range ids {
 		if ts := p.table(id); ts != nil {

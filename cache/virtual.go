@@ -20,11 +20,11 @@ const virtualSchema = "tableproxy"
 
 // cachedTablesColumns are the columns of tableproxy.cached_tables.
 var cachedTablesColumns = []string{"schema_name", "table_name", "state", "row_count", "memory_bytes", "version",
-	"loaded_at", "load_ms", "hits", "pass_throughs", "invalidation", "error"}
+	"loaded_at", "load_ms", "hits", "pass_throughs", "invalidation", "error", "result_hits"}
 
 // cachedTablesNumeric marks its BIGINT columns.
 var cachedTablesNumeric = map[string]bool{"row_count": true, "memory_bytes": true, "version": true,
-	"load_ms": true, "hits": true, "pass_throughs": true}
+	"load_ms": true, "hits": true, "pass_throughs": true, "result_hits": true}
 
 // mentionsVirtualSchema is a cheap test, run on every SELECT, for whether a
 // statement may read the virtual schema: an ASCII case-insensitive search
@@ -103,7 +103,7 @@ func (p *Plugin) virtualQuery(st *plugins.Statement) (plugins.Action, bool) {
 	var rows [][]any
 	for _, t := range p.Tables() {
 		full := []any{t.Schema, t.Table, t.State, int64(t.Rows), t.Bytes, int64(t.Version),
-			formatTime(t), t.LoadDuration.Milliseconds(), int64(t.Hits), int64(t.Passes), t.Invalidation, t.Error}
+			formatTime(t), t.LoadDuration.Milliseconds(), int64(t.Hits), int64(t.Passes), t.Invalidation, t.Error, int64(t.ResultHits)}
 		if !matches(full, filters) {
 			continue
 		}

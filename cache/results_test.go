@@ -1,0 +1,530 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser"
+
+	"tableproxy/lease"
+	"tableproxy/plugins"
+)
+
+func TestResultShapeEligibility(t *testing.T) {
+	rates := lease.TableID{Schema: "shop", Table: "rates"}
+	other := lease.TableID{Schema: "other", Table: "t"}
+	for _, tc := range []struct {
+		sql    string
+		tables []lease.TableID // nil: not eligible
+	}{
+		{"SELECT CONCAT(code, '-', UPPER(code)) FROM rates WHERE id > 1", []lease.TableID{rates}},
+		{"SELECT code, COUNT(*), SUM(rate), GROUP_CONCAT(id ORDER BY id) FROM rates GROUP BY code HAVING COUNT(*) > 0", []lease.TableID{rates}},
+		{"SELECT r.code, t.x FROM rates r JOIN other.t t ON t.id = r.id ORDER BY 1", []lease.TableID{rates, other}},
+		{"SELECT DISTINCT code FROM rates WHERE code LIKE 'E%' AND code REGEXP '^[A-Z]+$'", []lease.TableID{rates}},
+		{"SELECT * FROM rates WHERE id IN (SELECT id FROM other.t WHERE x IS NOT NULL)", []lease.TableID{rates, other}},
+		{"SELECT code FROM rates UNION SELECT x FROM other.t", []lease.TableID{rates, other}},
+		{"SELECT DATE_FORMAT(d, '%W'), DATABASE(), CAST(rate AS CHAR) FROM rates", []lease.TableID{rates}},
+		{"SELECT CASE WHEN id = ? THEN 'a' ELSE 'b' END, IF(rate > ?, 1, 0) FROM rates LIMIT ?", []lease.TableID{rates}},
+		{"SELECT UNIX_TIMESTAMP(d) FROM rates", []lease.TableID{rates}},
+		{"SELECT code COLLATE utf8mb4_bin FROM rates", []lease.TableID{rates}},
+
+		{"SELECT 1", nil}, // no table
+		{"SELECT * FROM rates FOR UPDATE", nil},
+		{"SELECT * FROM rates LOCK IN SHARE MODE", nil},
+		{"SELECT * FROM rates INTO OUTFILE '/tmp/x'", nil},
+		{"SELECT id INTO @x FROM rates LIMIT 1", nil},
+		{"SELECT SQL_CALC_FOUND_ROWS * FROM rates LIMIT 1", nil},
+		{"SELECT @x, code FROM rates", nil},
+		{"SELECT @@time_zone, code FROM rates", nil},
+		{"SELECT NOW(), code FROM rates", nil},
+		{"SELECT CURRENT_TIMESTAMP, code FROM rates", nil},
+		{"SELECT CURDATE(), code FROM rates", nil},
+		{"SELECT UNIX_TIMESTAMP(), code FROM rates", nil},
+		{"SELECT RAND(), code FROM rates", nil},
+		{"SELECT UUID(), code FROM rates", nil},
+		{"SELECT CONNECTION_ID(), code FROM rates", nil},
+		{"SELECT LAST_INSERT_ID(), code FROM rates", nil},
+		{"SELECT FOUND_ROWS(), code FROM rates", nil},
+		{"SELECT USER(), code FROM rates", nil},
+		{"SELECT CURRENT_USER(), code FROM rates", nil},
+		{"SELECT VERSION(), code FROM rates", nil},
+		{"SELECT SLEEP(1), code FROM rates", nil},
+		{"SELECT GET_LOCK('a', 1), code FROM rates", nil},
+		{"SELECT NEXTVAL(s), code FROM rates", nil},
+		{"SELECT NEXT VALUE FOR s, code FROM rates", nil},
+		{"SELECT my_func(code) FROM rates", nil},
+		{"SELECT shop.fn(code) FROM rates", nil},
+		{"SELECT CAST(rate AS TIME) FROM rates", nil},
+		{"SELECT SEC_TO_TIME(id) FROM rates", nil},
+		{"SELECT ROW_NUMBER() OVER (ORDER BY id) FROM rates", nil},
+		{"WITH x AS (SELECT * FROM rates) SELECT * FROM x", nil},
+		{"SELECT DEFAULT(code) FROM rates", nil},
+		{"SELECT * FROM rates AS OF TIMESTAMP '2020-01-01 00:00:00'", nil},
+		{"SELECT LOAD_FILE('/etc/passwd'), code FROM rates", nil},
+	} {
+		pr := parser.New()
+		stmts, _, err := pr.ParseSQL(tc.sql)
+		if err != nil {
+			// Unparsable statements are never eligible.
+			if tc.tables != nil {
+				t.Errorf("%s: %v", tc.sql, err)
+			}
+			continue
+		}
+		shape := resultShapeOf(stmts[0], "shop")
+		switch {
+		case tc.tables == nil && shape != nil:
+			t.Errorf("%s: eligible (tables %v), want not", tc.sql, shape.tables)
+		case tc.tables != nil && shape == nil:
+			t.Errorf("%s: not eligible", tc.sql)
+		case tc.tables != nil && !slices.Equal(shape.tables, tc.tables):
+			t.Errorf("%s: tables %v, want %v", tc.sql, shape.tables, tc.tables)
+		}
+	}
+}
+
+// response encodes a result set as the relay records it: column count,
+// definitions, EOF, rows, EOF.
+func response(cols int, rows []string, midWarn, endWarn, midStatus, endStatus uint16) ([]byte, []int) {
+	var data []byte
+	var ends []int
+	add := func(p []byte) {
+		data = append(data, p...)
+		ends = append(ends, len(data))
+	}
+	add(mysql.AppendLengthEncodedInteger(nil, uint64(cols)))
+	for i := 0; i < cols; i++ {
+		add(fmt.Appendf(nil, "\x03def\x00\x00\x00\x02c%d\x00\x0c\x21\x00\x10\x00\x00\x00\xfd\x00\x00\x00\x00\x00", i))
+	}
+	eof := func(w, s uint16) []byte {
+		return []byte{0xfe, byte(w), byte(w >> 8), byte(s), byte(s >> 8)}
+	}
+	add(eof(midWarn, midStatus))
+	for _, r := range rows {
+		add(mysql.AppendLengthEncodedInteger(nil, uint64(len(r))))
+		data = append(data, r...)
+		ends[len(ends)-1] = len(data)
+	}
+	add(eof(endWarn, endStatus))
+	return data, ends
+}
+
+// recorder is a ResponseWriter that keeps what is written.
+type recorder struct {
+	status  uint16
+	packets [][]byte
+	rows    uint64
+}
+
+func (r *recorder) WriteResult(*mysql.Result) error { return fmt.Errorf("unexpected WriteResult") }
+func (r *recorder) WriteError(*mysql.MyError) error { return fmt.Errorf("unexpected WriteError") }
+func (r *recorder) WritePacket(p []byte) error {
+	r.packets = append(r.packets, bytes.Clone(p))
+	return nil
+}
+func (r *recorder) Status() uint16                      { return r.status }
+func (r *recorder) Rows(n uint64)                       { r.rows = n }
+func (r *recorder) ExtendedMetadata() bool              { return false }
+func (r *recorder) eof(i int) (warnings, status uint16) { return eofFields(r.packets[i]) }
+
+func eofFields(p []byte) (warnings, status uint16) {
+	return binary.LittleEndian.Uint16(p[1:]), binary.LittleEndian.Uint16(p[3:])
+}
+
+func TestResultEntryChecksTheResponse(t *testing.T) {
+	const inTx = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT
+	const noIndex = mysql.SERVER_STATUS_NO_INDEX_USED
+	for _, tc := range []struct {
+		name string
+		edit func(c *plugins.Capture)
+		ok   bool
+	}{
+		{"one result set", func(c *plugins.Capture) {}, true},
+		{"no rows", func(c *plugins.Capture) { c.Data, c.Ends = response(2, nil, 0, 0, 2, 2) }, true},
+		{"warnings", func(c *plugins.Capture) { c.Data, c.Ends = response(2, []string{"a", "b"}, 0, 1, 2, 2) }, false},
+		{"warnings after the columns", func(c *plugins.Capture) { c.Data, c.Ends = response(2, []string{"a", "b"}, 1, 0, 2, 2) }, false},
+		{"more results", func(c *plugins.Capture) {
+			c.Data, c.Ends = response(2, []string{"a", "b"}, 0, 0, 2, 2|mysql.SERVER_MORE_RESULTS_EXISTS)
+		}, false},
+		{"a cursor", func(c *plugins.Capture) {
+			c.Data, c.Ends = response(2, nil, 0, 0, 2|mysql.SERVER_STATUS_CURSOR_EXISTS, 2)
+			c.Ends = c.Ends[:len(c.Ends)-1]
+			c.Data = c.Data[:c.Ends[len(c.Ends)-1]]
+		}, false},
+		{"an OK packet", func(c *plugins.Capture) { c.Data, c.Ends = []byte{0, 0, 0, 2, 0, 0, 0}, []int{7} }, false},
+		{"an ERR row", func(c *plugins.Capture) {
+			c.Data, c.Ends = response(2, []string{"a", "b"}, 0, 0, 2, 2)
+			c.Data[c.Ends[3]] = 0xff // the first row
+		}, false},
+		{"truncated", func(c *plugins.Capture) { c.Data, c.Ends, c.Truncated = nil, nil, true }, false},
+		{"cut short", func(c *plugins.Capture) { c.Ends = c.Ends[:4]; c.Data = c.Data[:c.Ends[3]] }, false},
+	} {
+		c := &plugins.Capture{Results: 1}
+		c.Data, c.Ends = response(2, []string{"a", "b"}, 0, 0, inTx|noIndex, inTx)
+		tc.edit(c)
+		e, ok := newResultEntry("k", c)
+		if ok != tc.ok {
+			t.Errorf("%s: stored %v, want %v", tc.name, ok, tc.ok)
+			continue
+		}
+		if !ok || tc.name != "one result set" {
+			continue
+		}
+		// Replayed to a session in autocommit mode outside a transaction:
+		// its status, with the backend's index-use bit.
+		w := &recorder{status: mysql.SERVER_STATUS_AUTOCOMMIT}
+		if err := e.replay(w); err != nil {
+			t.Fatal(err)
+		}
+		if len(w.packets) != len(c.Ends) || w.rows != 2 {
+			t.Fatalf("replayed %d packets, %d rows", len(w.packets), w.rows)
+		}
+		if _, s := w.eof(3); s != mysql.SERVER_STATUS_AUTOCOMMIT|noIndex {
+			t.Errorf("EOF after the columns: status %#x", s)
+		}
+		if _, s := w.eof(6); s != mysql.SERVER_STATUS_AUTOCOMMIT {
+			t.Errorf("final EOF: status %#x", s)
+		}
+		for _, i := range []int{0, 1, 2, 4, 5} {
+			start := 0
+			if i > 0 {
+				start = c.Ends[i-1]
+			}
+			if !bytes.Equal(w.packets[i], c.Data[start:c.Ends[i]]) {
+				t.Errorf("packet %d replayed as % x", i, w.packets[i])
+			}
+		}
+	}
+}
+
+// fakeSession answers the settings probes.
+type fakeSession struct {
+	isolation string
+	timeZone  string
+	autoNull  string
+	queries   int
+}
+
+func (f *fakeSession) Query(q string) (*mysql.Result, error) {
+	f.queries++
+	var row []string
+	switch {
+	case strings.HasPrefix(q, "SELECT @@character_set_results"):
+		row = []string{"utf8mb4", "STRICT_TRANS_TABLES", f.isolation}
+	case q == resultSettingsQuery:
+		for range strings.Count(q, "@@") {
+			row = append(row, "x")
+		}
+		row[0], row[4] = f.autoNull, f.timeZone
+	default:
+		return nil, fmt.Errorf("unexpected query %q", q)
+	}
+	rs := mysql.NewResultset(len(row))
+	vals := make([]mysql.FieldValue, len(row))
+	for i, v := range row {
+		rs.Fields[i] = &mysql.Field{Name: fmt.Appendf(nil, "v%d", i), Type: mysql.MYSQL_TYPE_VAR_STRING}
+		vals[i] = mysql.NewFieldValue(mysql.FieldValueTypeString, 0, []byte(v))
+	}
+	rs.Values = [][]mysql.FieldValue{vals}
+	return mysql.NewResult(rs), nil
+}
+
+// resultsFixture is a cache plugin with one cached, loaded table and a
+// result cache, without a loader or a backend.
+type resultsFixture struct {
+	p    *Plugin
+	id   lease.TableID
+	ts   *tableState
+	sess *fakeSession
+	st   plugins.Statement
+}
+
+func newResultsFixture(t *testing.T) *resultsFixture {
+	t.Helper()
+	rc, err := newResultCache(1<<20, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.store.Close)
+	p := &Plugin{log: slog.Default(), leases: lease.NewLocal(), tables: map[lease.TableID]*tableState{},
+		held: map[uint32][]*lease.Intent{}, opts: Options{AcceptStaleRisk: true}, results: rc}
+	f := &resultsFixture{p: p, id: lease.TableID{Schema: "shop", Table: "rates"},
+		sess: &fakeSession{isolation: "REPEATABLE-READ", timeZone: "SYSTEM", autoNull: "0"}}
+	f.cache()
+	f.st = plugins.Statement{ConnID: 7, User: "app", DB: "shop", Session: &plugins.SessionState{}, Backend: f.sess}
+	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates")
+	return f
+}
+
+// cache caches the table (again), loaded at its current version.
+func (f *resultsFixture) cache() {
+	p := f.p
+	ts := &tableState{entry: Entry{Schema: f.id.Schema, Table: f.id.Table}, lease: p.leases.Table(f.id), gen: p.gens.Add(1)}
+	p.mu.Lock()
+	p.tables[f.id] = ts
+	p.cached.Store(int32(len(p.tables)))
+	p.mu.Unlock()
+	f.ts = ts
+	f.reload()
+}
+
+// reload loads the table at its current version.
+func (f *resultsFixture) reload() {
+	f.ts.snap.Store(&Snapshot{ID: f.id, Version: f.ts.lease.Version(),
+		Fields: []*mysql.Field{{Name: []byte("code"), Type: mysql.MYSQL_TYPE_VAR_STRING}}})
+}
+
+// run offers the fixture's statement to the result cache as the evaluator
+// does when it declines it, and when the statement goes on to the backend
+// (with a capture), plays the backend's answer, with between() run while
+// the statement is "at the backend". It reports whether it was a hit.
+func (f *resultsFixture) run(t *testing.T, answer []string, between func()) (hit, recorded bool, w *recorder) {
+	t.Helper()
+	si := session(&f.st)
+	a := f.p.declined(&f.st, si, &resultShape{tables: []lease.TableID{f.id}}, []lease.TableID{f.id})
+	out := &plugins.Outcome{Source: plugins.FromBackend, Status: mysql.SERVER_STATUS_AUTOCOMMIT}
+	switch a.Verdict {
+	case plugins.Answer:
+		w = &recorder{status: mysql.SERVER_STATUS_AUTOCOMMIT}
+		if err := a.Responder.Respond(w); err != nil {
+			t.Fatal(err)
+		}
+		out.Source = plugins.FromPlugin
+		hit = true
+	case plugins.Pass:
+		if c := a.Capture; c != nil {
+			if !c.Full || c.MaxBytes <= 0 {
+				t.Fatalf("capture %+v", c)
+			}
+			recorded = true
+			c.Data, c.Ends = response(1, answer, 0, 0, 2, 2)
+			c.Results = 1
+		}
+	default:
+		t.Fatalf("verdict %v", a.Verdict)
+	}
+	if between != nil {
+		between()
+	}
+	f.p.OnResult(&f.st, out)
+	f.p.results.store.Wait()
+	return hit, recorded, w
+}
+
+func TestResultCacheHitsAndGuards(t *testing.T) {
+	f := newResultsFixture(t)
+	rc := f.p.results
+	want := []string{"EUR", "USD"}
+
+	if hit, rec, _ := f.run(t, want, nil); hit || !rec {
+		t.Fatalf("first run: hit %v, recorded %v", hit, rec)
+	}
+	hit, _, w := f.run(t, nil, nil)
+	if !hit {
+		t.Fatal("second run was not answered from the result cache")
+	}
+	if w.rows != 2 || string(w.packets[3][1:]) != "EUR" || string(w.packets[4][1:]) != "USD" {
+		t.Errorf("replayed %d rows: %q", w.rows, w.packets)
+	}
+	if f.ts.hits.Load() != 1 || f.ts.resultHits.Load() != 1 || f.ts.passes.Load() != 1 {
+		t.Errorf("hits %d, result hits %d, passes %d", f.ts.hits.Load(), f.ts.resultHits.Load(), f.ts.passes.Load())
+	}
+
+	// A write in flight: not servable, so not even looked up.
+	in, _ := f.p.leases.BeginWrite(context.Background(), f.id)
+	if hit, rec, _ := f.run(t, want, nil); hit || rec {
+		t.Errorf("during a write: hit %v, recorded %v", hit, rec)
+	}
+	in.End()
+	f.reload()
+	// After it, the old answer no longer matches.
+	if hit, rec, _ := f.run(t, []string{"EUR"}, nil); hit || !rec {
+		t.Errorf("after a write: hit %v, recorded %v", hit, rec)
+	}
+	if hit, _, w := f.run(t, nil, nil); !hit || w.rows != 1 {
+		t.Errorf("after a write, again: hit %v", hit)
+	}
+
+	// A write that begins and ends while the statement is at the backend:
+	// the answer may predate it, so it is not stored.
+	f.st.Reset(plugins.ComQuery, "SELECT LOWER(code) FROM rates")
+	stores, rejects := rc.stores.Load(), rc.rejects.Load()
+	_, rec, _ := f.run(t, want, func() {
+		in, _ := f.p.leases.BeginWrite(context.Background(), f.id)
+		in.End()
+	})
+	if !rec || rc.stores.Load() != stores || rc.rejects.Load() != rejects+1 {
+		t.Errorf("a write during the statement: recorded %v, stores %d->%d, rejects %d->%d", rec, stores, rc.stores.Load(), rejects, rc.rejects.Load())
+	}
+	f.reload()
+	// One that is still open when the answer arrives: the same.
+	var open *lease.Intent
+	f.run(t, want, func() { open, _ = f.p.leases.BeginWrite(context.Background(), f.id) })
+	open.End()
+	f.reload()
+	if rc.stores.Load() != stores {
+		t.Errorf("an answer read while the table was written was stored")
+	}
+	if hit, _, _ := f.run(t, want, nil); hit {
+		t.Error("an answer read while the table was written was served")
+	}
+
+	// A table cached again after NOCACHE keeps its version (writes were not
+	// followed meanwhile): its old answers must not be served.
+	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates")
+	f.run(t, want, nil)
+	if hit, _, _ := f.run(t, nil, nil); !hit {
+		t.Fatal("not a hit before NOCACHE")
+	}
+	f.cache()
+	if hit, _, _ := f.run(t, want, nil); hit {
+		t.Error("an answer from before NOCACHE was served after CACHE")
+	}
+}
+
+func TestResultCacheKey(t *testing.T) {
+	f := newResultsFixture(t)
+	if _, rec, _ := f.run(t, []string{"EUR"}, nil); !rec {
+		t.Fatal("not recorded")
+	}
+	hitWith := func(name string, change, undo func()) {
+		t.Helper()
+		change()
+		if hit, _, _ := f.run(t, []string{"x"}, nil); hit {
+			t.Errorf("%s: served another key's answer", name)
+		}
+		undo()
+		if hit, _, _ := f.run(t, nil, nil); !hit {
+			t.Errorf("%s: not a hit once undone", name)
+		}
+	}
+	si := session(&f.st)
+	hitWith("another user", func() { f.st.User = "other" }, func() { f.st.User = "app" })
+	hitWith("another database", func() { f.st.DB = "x" }, func() { f.st.DB = "shop" })
+	hitWith("other text", func() { f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates ") },
+		func() { f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates") })
+	hitWith("extended metadata", func() { f.st.ExtendedMetadata = true }, func() { f.st.ExtendedMetadata = false })
+	hitWith("another time zone", func() { f.sess.timeZone = "+01:00"; si.rc.known = false },
+		func() { f.sess.timeZone = "SYSTEM"; si.rc.known = false })
+
+	// SET makes the settings be read again.
+	q := f.sess.queries
+	f.st.Reset(plugins.ComQuery, "SET time_zone = '+02:00'")
+	f.p.OnResult(&f.st, &plugins.Outcome{})
+	f.sess.timeZone = "+02:00"
+	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates")
+	if hit, _, _ := f.run(t, []string{"x"}, nil); hit || f.sess.queries == q {
+		t.Errorf("after SET: hit %v, settings read again %v", hit, f.sess.queries != q)
+	}
+	// So does a request of several statements.
+	q = f.sess.queries
+	f.st.Reset(plugins.ComQuery, "SELECT 1; SET time_zone = 'SYSTEM'")
+	f.p.OnResult(&f.st, &plugins.Outcome{})
+	f.sess.timeZone = "SYSTEM"
+	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates")
+	if hit, _, _ := f.run(t, nil, nil); !hit || f.sess.queries == q {
+		t.Errorf("after a multi-statement request: hit %v, settings read again %v", hit, f.sess.queries != q)
+	}
+
+	// sql_auto_is_null = 1 rules the cache out.
+	f.sess.autoNull = "1"
+	si.rc.known = false
+	if hit, rec, _ := f.run(t, nil, nil); hit || rec {
+		t.Errorf("with sql_auto_is_null: hit %v, recorded %v", hit, rec)
+	}
+}
+
+func TestResultCacheTransactions(t *testing.T) {
+	f := newResultsFixture(t)
+	f.run(t, []string{"EUR"}, nil)
+	// Inside a transaction: served at the version the transaction pinned,
+	// never stored (the backend answers from the transaction's read view).
+	f.st.InTx = true
+	if hit, _, _ := f.run(t, nil, nil); !hit {
+		t.Error("not served inside a transaction")
+	}
+	f.st.Reset(plugins.ComQuery, "SELECT LOWER(code) FROM rates")
+	f.st.InTx = true
+	if hit, rec, _ := f.run(t, []string{"eur"}, nil); hit || rec {
+		t.Errorf("a miss inside a transaction: hit %v, recorded %v", hit, rec)
+	}
+	// A transaction that wrote the table reads it from the backend.
+	si := session(&f.st)
+	si.pinToBackend([]lease.TableID{f.id})
+	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates")
+	f.st.InTx = true
+	if hit, rec, _ := f.run(t, nil, nil); hit || rec {
+		t.Errorf("after the transaction wrote the table: hit %v, recorded %v", hit, rec)
+	}
+	// READ UNCOMMITTED may read rows that are rolled back: not stored.
+	f.st.InTx = false
+	si.inTx, si.pins = false, nil
+	si.isolation = "READ-UNCOMMITTED"
+	f.st.Reset(plugins.ComQuery, "SELECT LOWER(code) FROM rates")
+	if _, rec, _ := f.run(t, []string{"eur"}, nil); rec {
+		t.Error("recorded under READ UNCOMMITTED")
+	}
+}
+
+func TestResultCacheParams(t *testing.T) {
+	f := newResultsFixture(t)
+	exec := func(v byte, flags byte, long bool) {
+		f.st.ResetMemo(plugins.ComStmtExecute, "SELECT UPPER(code) FROM rates WHERE id = ?", &plugins.Memo{})
+		f.st.Params = []byte{flags, 1, 0, 0, 0, 0, 1, mysql.MYSQL_TYPE_TINY, 0, v}
+		f.st.ParamCount, f.st.ParamTypes, f.st.LongData = 1, []byte{mysql.MYSQL_TYPE_TINY, 0}, long
+	}
+	exec(1, 0, false)
+	if _, rec, _ := f.run(t, []string{"EUR"}, nil); !rec {
+		t.Fatal("not recorded")
+	}
+	exec(1, 0, false)
+	if hit, _, _ := f.run(t, nil, nil); !hit {
+		t.Error("same parameter: not a hit")
+	}
+	// Types sent only on the first execution: the same key.
+	f.st.Params = []byte{0, 1, 0, 0, 0, 0, 0, 1}
+	if hit, _, _ := f.run(t, nil, nil); !hit {
+		t.Error("same parameter, types not resent: not a hit")
+	}
+	exec(2, 0, false)
+	if hit, _, _ := f.run(t, []string{"USD"}, nil); hit {
+		t.Error("another parameter value: served the first one's answer")
+	}
+	exec(1, 1, false) // a cursor
+	if hit, rec, _ := f.run(t, nil, nil); hit || rec {
+		t.Errorf("with a cursor: hit %v, recorded %v", hit, rec)
+	}
+	exec(1, 0, true) // long data
+	if hit, rec, _ := f.run(t, nil, nil); hit || rec {
+		t.Errorf("with long data: hit %v, recorded %v", hit, rec)
+	}
+	// The text protocol's answer is not the binary one.
+	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates WHERE id = ?")
+	if hit, _, _ := f.run(t, []string{"x"}, nil); hit {
+		t.Error("text protocol served a binary answer")
+	}
+}
+
+func TestResultCacheTruncatedNotStored(t *testing.T) {
+	f := newResultsFixture(t)
+	si := session(&f.st)
+	a := f.p.declined(&f.st, si, &resultShape{tables: []lease.TableID{f.id}}, []lease.TableID{f.id})
+	c := a.Capture
+	if c == nil {
+		t.Fatal("no capture")
+	}
+	// What the relay leaves past the cap.
+	c.Data, c.Ends, c.Truncated, c.Results = nil, nil, true, 1
+	f.p.OnResult(&f.st, &plugins.Outcome{Source: plugins.FromBackend})
+	f.p.results.store.Wait()
+	if f.p.results.rejects.Load() != 1 || f.p.results.stores.Load() != 0 {
+		t.Errorf("stores %d, rejects %d", f.p.results.stores.Load(), f.p.results.rejects.Load())
+	}
+}
