@@ -104,6 +104,11 @@ type resultShape struct {
 	// reparse: the statement's template could not be parsed (a literal
 	// where the grammar takes no marker): decide on the full text.
 	reparse bool
+	// names are the column names the statement mentions (lower case), and
+	// opaque says it may also combine columns it does not name (UNION,
+	// NATURAL JOIN, USING, * in a subquery): see timeSafe.
+	names  map[string]bool
+	opaque bool
 }
 
 // resultShapeOf decides whether stmt may be answered from the result
@@ -114,7 +119,7 @@ func resultShapeOf(stmt ast.StmtNode, db string) *resultShape {
 	default:
 		return nil
 	}
-	v := &eligibility{ok: true}
+	v := &eligibility{ok: true, names: map[string]bool{}}
 	stmt.Accept(v)
 	if !v.ok {
 		return nil
@@ -123,14 +128,35 @@ func resultShapeOf(stmt ast.StmtNode, db string) *resultShape {
 	if len(tables) == 0 {
 		return nil
 	}
-	return &resultShape{tables: tables}
+	return &resultShape{tables: tables, names: v.names, opaque: v.opaque}
+}
+
+// timeSafe reports whether a statement cannot make a TIME column of snap
+// meet a date. MariaDB gives a TIME value that meets a date (a comparison,
+// a cast, a function taking a date, a UNION with a date column) the
+// current date, which no key can hold. A statement that only shows such
+// columns (SELECT *) is safe; one that names one, or combines columns it
+// does not name, is not.
+func timeSafe(snap *Snapshot, shape *resultShape) bool {
+	for _, f := range snap.Fields {
+		if f.Type == mysql.MYSQL_TYPE_TIME && (shape.opaque || shape.names[strings.ToLower(string(f.OrgName))] ||
+			shape.names[strings.ToLower(string(f.Name))]) {
+			return false
+		}
+	}
+	return true
 }
 
 // eligibility walks a statement and clears ok at the first node whose
 // answer may depend on anything but the tables' contents and the key.
 // It is an allowlist: a node type it does not know makes the statement
 // ineligible.
-type eligibility struct{ ok bool }
+type eligibility struct {
+	ok     bool
+	depth  int // SELECTs entered and not yet left
+	names  map[string]bool
+	opaque bool
+}
 
 func (v *eligibility) Enter(n ast.Node) (ast.Node, bool) {
 	if !v.ok {
@@ -138,6 +164,7 @@ func (v *eligibility) Enter(n ast.Node) (ast.Node, bool) {
 	}
 	switch x := n.(type) {
 	case *ast.SelectStmt:
+		v.depth++
 		// Locking reads take locks and read the newest rows; INTO writes;
 		// SQL_CALC_FOUND_ROWS sets FOUND_ROWS() for the next statement;
 		// a WITH name may shadow a cached table's.
@@ -146,6 +173,14 @@ func (v *eligibility) Enter(n ast.Node) (ast.Node, bool) {
 			(x.SelectStmtOpts == nil || !x.SelectStmtOpts.CalcFoundRows)
 	case *ast.SetOprStmt:
 		v.ok = x.With == nil
+		v.opaque = true
+	case *ast.Join:
+		v.opaque = v.opaque || x.NaturalJoin || len(x.Using) > 0
+	case *ast.SelectField:
+		// (The walk does not enter its WildCard.)
+		v.opaque = v.opaque || x.WildCard != nil && v.depth > 1
+	case *ast.ColumnName:
+		v.names[x.Name.L] = true
 	case *ast.TableName:
 		v.ok = x.AsOf == nil && x.TableSample == nil
 	case *ast.FuncCallExpr:
@@ -155,9 +190,9 @@ func (v *eligibility) Enter(n ast.Node) (ast.Node, bool) {
 	case *ast.FuncCastExpr:
 		// A TIME value meeting a date takes the current date.
 		v.ok = x.Tp == nil || x.Tp.GetType() != mysql.MYSQL_TYPE_TIME
-	case *ast.SetOprSelectList, *ast.TableRefsClause, *ast.Join, *ast.TableSource, *ast.OnCondition,
-		*ast.FieldList, *ast.SelectField, *ast.WildCardField, *ast.GroupByClause, *ast.HavingClause,
-		*ast.OrderByClause, *ast.ByItem, *ast.Limit, *ast.ColumnNameExpr, *ast.ColumnName,
+	case *ast.SetOprSelectList, *ast.TableRefsClause, *ast.TableSource, *ast.OnCondition,
+		*ast.FieldList, *ast.WildCardField, *ast.GroupByClause, *ast.HavingClause,
+		*ast.OrderByClause, *ast.ByItem, *ast.Limit, *ast.ColumnNameExpr,
 		*ast.BinaryOperationExpr, *ast.UnaryOperationExpr, *ast.ParenthesesExpr, *ast.PatternInExpr,
 		*ast.PatternLikeOrIlikeExpr, *ast.PatternRegexpExpr, *ast.IsNullExpr, *ast.IsTruthExpr,
 		*ast.BetweenExpr, *ast.CaseExpr, *ast.WhenClause, *ast.SubqueryExpr, *ast.ExistsSubqueryExpr,
@@ -173,7 +208,12 @@ func (v *eligibility) Enter(n ast.Node) (ast.Node, bool) {
 	return n, !v.ok
 }
 
-func (v *eligibility) Leave(n ast.Node) (ast.Node, bool) { return n, v.ok }
+func (v *eligibility) Leave(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(*ast.SelectStmt); ok {
+		v.depth--
+	}
+	return n, v.ok
+}
 
 // deterministicFuncs are the builtins whose result depends only on their
 // arguments and on session settings the key holds (time_zone,
@@ -393,7 +433,7 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 		} else {
 			snap, ok = p.Servable(id)
 		}
-		if !ok || hasTimeColumn(snap) {
+		if !ok || !timeSafe(snap, shape) {
 			rs.key = key
 			return plugins.Continue, false
 		}
@@ -540,18 +580,6 @@ func newResultEntry(key string, c *plugins.Capture) (*resultEntry, bool) {
 		e.ends[i] = int32(end)
 	}
 	return e, true
-}
-
-// hasTimeColumn reports whether a table has a TIME column. MariaDB gives a
-// TIME value that meets a date (a comparison, a cast, a UNION) the current
-// date, which no key can hold: statements over such tables are not stored.
-func hasTimeColumn(s *Snapshot) bool {
-	for _, f := range s.Fields {
-		if f.Type == mysql.MYSQL_TYPE_TIME {
-			return true
-		}
-	}
-	return false
 }
 
 func isEOFPacket(b []byte) bool { return len(b) > 0 && b[0] == 0xfe && len(b) < 9 }

@@ -528,3 +528,39 @@ func TestResultCacheTruncatedNotStored(t *testing.T) {
 		t.Errorf("stores %d, rejects %d", f.p.results.stores.Load(), f.p.results.rejects.Load())
 	}
 }
+
+func TestResultTimeColumns(t *testing.T) {
+	snap := &Snapshot{Fields: []*mysql.Field{
+		{Name: []byte("id"), OrgName: []byte("id"), Type: mysql.MYSQL_TYPE_LONG},
+		{Name: []byte("tm"), OrgName: []byte("tm"), Type: mysql.MYSQL_TYPE_TIME},
+	}}
+	for sql, safe := range map[string]bool{
+		"SELECT * FROM d WHERE id > 1":                        true,
+		"SELECT CONCAT(id, 'x'), d.* FROM d":                  true,
+		"SELECT tm FROM d":                                    false, // named: perhaps compared or cast
+		"SELECT id FROM d WHERE TM > '2020-01-01 00:00:00'":   false,
+		"SELECT * FROM d UNION SELECT * FROM e":               false,
+		"SELECT * FROM d NATURAL JOIN e":                      false,
+		"SELECT * FROM d JOIN e USING (id)":                   false,
+		"SELECT * FROM e WHERE (1, 2) IN (SELECT * FROM d)":   false,
+		"SELECT x.* FROM (SELECT * FROM d) x WHERE x.id > 1":  false,
+		"SELECT id FROM d WHERE id IN (SELECT id FROM e)":     true,
+		"SELECT d.id, e.name FROM d JOIN e ON e.id = d.id":    true,
+		"SELECT COUNT(*), MAX(id) FROM d GROUP BY id % 2":     true,
+		"SELECT id FROM d ORDER BY id LIMIT 1 OFFSET 2":       true,
+		"SELECT id, SUM(id) FROM d GROUP BY id HAVING id > 1": true,
+	} {
+		stmts, _, err := parser.New().ParseSQL(sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		shape := resultShapeOf(stmts[0], "shop")
+		if shape == nil {
+			t.Errorf("%s: not eligible at all", sql)
+			continue
+		}
+		if got := timeSafe(snap, shape); got != safe {
+			t.Errorf("%s: safe with a TIME column %v, want %v", sql, got, safe)
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"tableproxy/internal/testdb"
+)
+
+// TestResultCache: reads of cached tables that the evaluator does not
+// answer (functions, joins, grouping) are answered from the result cache
+// once the backend has answered them, byte for byte as MariaDB answers,
+// in the text and the binary protocol; a write through the proxy or
+// around it is seen by the next read; a transaction that wrote a table
+// gets no answers from the cache.
+func TestResultCache(t *testing.T) {
+	e := newCacheEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.orders (id INT PRIMARY KEY, code VARCHAR(10) COLLATE utf8mb4_unicode_ci, "+
+			"cust INT, amount DECIMAL(10,2), placed DATETIME, at TIME)",
+		"INSERT INTO `"+e.db+"`.orders VALUES (1, 'eur', 1, 10.50, '2026-01-02 03:04:05', '10:00:00'), "+
+			"(2, 'Usd', 2, 7.25, '2026-02-03 04:05:06', '11:30:00'), (3, 'gbp', 1, 99.99, NULL, NULL), "+
+			"(4, 'éur', 3, 0.01, '2026-03-04 05:06:07', '-01:00:00')",
+		"CREATE TABLE `"+e.db+"`.customers (id INT PRIMARY KEY, name VARCHAR(20))",
+		"INSERT INTO `"+e.db+"`.customers VALUES (1, 'Ann'), (2, 'Bob'), (3, 'Cy')")
+	admin := e.open(t, e.admin)
+	for _, tbl := range []string{"orders", "customers"} {
+		if _, err := admin.Exec("ALTER TABLE " + tbl + " CACHE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitSettled(t, admin, "orders", 4)
+	waitSettled(t, admin, "customers", 3)
+	app := e.open(t, e.app)
+	direct := testdb.Open(t, testdb.DSN(e.backend.Addr, e.app.name, e.app.password, e.db, nil))
+
+	type query struct {
+		sql  string
+		args []any // with args: a prepared statement (binary protocol)
+	}
+	queries := []query{
+		{sql: "SELECT id, CONCAT(UPPER(code), '-', cust), amount * 2 FROM orders WHERE id <= 3 ORDER BY id"},
+		{sql: "SELECT id, CONCAT(UPPER(code), '-', cust), amount * 2 FROM orders WHERE id <= ? ORDER BY id", args: []any{3}},
+		{sql: "SELECT o.id, c.name, o.amount FROM orders o JOIN customers c ON c.id = o.cust ORDER BY o.id"},
+		{sql: "SELECT o.id, c.name FROM orders o JOIN customers c ON c.id = o.cust WHERE c.name = ? ORDER BY o.id", args: []any{"Ann"}},
+		{sql: "SELECT cust, COUNT(*), SUM(amount), GROUP_CONCAT(code ORDER BY id) FROM orders GROUP BY cust HAVING COUNT(*) > 0 ORDER BY cust"},
+		{sql: "SELECT * FROM orders WHERE code = 'EUR'"},
+		{sql: "SELECT id, DATE_FORMAT(placed, '%W %M'), LENGTH(code) FROM orders WHERE code LIKE ? ORDER BY id", args: []any{"%u%"}},
+	}
+	run := func(db *sql.DB, q query) string {
+		t.Helper()
+		var r *sql.Rows
+		var err error
+		if q.args != nil {
+			stmt, perr := db.Prepare(q.sql)
+			if perr != nil {
+				t.Fatalf("%s: %v", q.sql, perr)
+			}
+			defer stmt.Close()
+			r, err = stmt.Query(q.args...)
+		} else {
+			r, err = db.Query(q.sql)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+		return dumpRows(t, r)
+	}
+	resultHits := func() int64 {
+		var n int64
+		if err := admin.QueryRow("SELECT result_hits FROM tableproxy.cached_tables WHERE table_name = 'orders'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// check runs q through the proxy until the result cache answers it
+	// (the first execution goes to the backend and is stored, which takes
+	// effect within milliseconds), each answer identical to MariaDB's.
+	check := func(what string, q query) {
+		t.Helper()
+		want := run(direct, q)
+		waitFor(t, 5*time.Second, what+": "+q.sql+" answered from the result cache", func() (bool, error) {
+			before := resultHits()
+			if got := run(app, q); got != want {
+				t.Fatalf("%s: %s\nproxy:  %s\ndirect: %s", what, q.sql, got, want)
+			}
+			return resultHits() > before, nil
+		})
+	}
+	for _, q := range queries {
+		check("first", q)
+	}
+
+	// A write through the proxy: the next read sees it, and later reads
+	// are answered from the cache again.
+	q := queries[0]
+	if _, err := app.Exec("UPDATE orders SET code = 'chf' WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := run(app, q), run(direct, q); got != want {
+		t.Fatalf("after a write through the proxy:\nproxy:  %s\ndirect: %s", got, want)
+	}
+	waitSettled(t, admin, "orders", 4)
+	check("after a write through the proxy", q)
+
+	// A write that bypasses the proxy, once the binary log has shown it.
+	_, _, before, _ := cachedState(t, admin, "orders")
+	e.backend.Exec(t, "UPDATE `"+e.db+"`.orders SET code = 'nok' WHERE id = 2")
+	waitFor(t, 10*time.Second, "the bypassing write to invalidate the copy", func() (bool, error) {
+		_, _, v, _ := cachedState(t, admin, "orders")
+		return v > before, nil
+	})
+	if got, want := run(app, q), run(direct, q); got != want {
+		t.Fatalf("after a write around the proxy:\nproxy:  %s\ndirect: %s", got, want)
+	}
+	waitSettled(t, admin, "orders", 4)
+	check("after a write around the proxy", q)
+	for _, q := range queries[1:] {
+		check("again", q)
+	}
+
+	// A transaction that wrote the table reads it from the backend: its
+	// own write shows, and the result cache answers none of its reads.
+	bobCount := "SELECT COUNT(*) FROM orders o JOIN customers c ON c.id = o.cust WHERE c.name = 'Bob'"
+	gbp := "SELECT CONCAT(UPPER(code), '-', cust) FROM orders WHERE id = 3"
+	check("before the transaction", query{sql: bobCount})
+	check("before the transaction", query{sql: gbp})
+	ctx := context.Background()
+	conn, err := app.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "UPDATE orders SET cust = 2 WHERE id = 3"); err != nil {
+		t.Fatal(err)
+	}
+	hits := resultHits()
+	for i := 0; i < 3; i++ {
+		var n int
+		if err := conn.QueryRowContext(ctx, bobCount).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 2 {
+			t.Fatalf("inside the writing transaction: %d orders of Bob, want 2 (its own write)", n)
+		}
+		var s string
+		if err := conn.QueryRowContext(ctx, gbp).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		if s != "GBP-2" {
+			t.Fatalf("inside the writing transaction: %s, want GBP-2", s)
+		}
+	}
+	if got := resultHits(); got != hits {
+		t.Errorf("a transaction that wrote the table got %d answers from the result cache", got-hits)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, admin, "orders", 4)
+	check("after the rollback", queries[2])
+
+	// Reads whose answer depends on more than the tables are never served
+	// from the cache.
+	hits = resultHits()
+	for _, sqlText := range []string{
+		"SELECT id, NOW() FROM orders ORDER BY id",
+		"SELECT id, RAND() FROM orders ORDER BY id",
+		"SELECT id, CONNECTION_ID() FROM orders ORDER BY id",
+		"SELECT id, @@time_zone FROM orders ORDER BY id",
+		"SELECT id FROM orders WHERE at > '10:30:00' ORDER BY id",
+		"SELECT id FROM orders ORDER BY id FOR UPDATE",
+	} {
+		for i := 0; i < 3; i++ {
+			r, err := app.Query(sqlText)
+			if err != nil {
+				t.Fatalf("%s: %v", sqlText, err)
+			}
+			dumpRows(t, r)
+		}
+	}
+	if got := resultHits(); got != hits {
+		t.Errorf("%d reads that depend on more than the tables were answered from the result cache", got-hits)
+	}
+	t.Logf("result cache hits: %d", resultHits())
+}
