@@ -31,11 +31,17 @@ import (
 // never deleted, only evicted (ristretto, cost = bytes held).
 //
 // What can go wrong, and what stops it:
-//   - an answer computed while a table was being written: it is stored only
-//     if every table was servable at the same version before the statement
-//     was sent and after its response arrived (an intent open at either
-//     point makes the table unservable; one opened and closed in between
-//     bumps the version);
+//   - an answer computed while a table was being written: the versions in
+//     the key are read before the statement is sent, with no write intent
+//     open; a hit needs every table servable (no intent open) at exactly
+//     those versions, and every write that ends bumps them, so a hit can
+//     only happen while every write that ever began on those tables had
+//     ended before the versions were read, all of which the backend's
+//     answer saw. On top of that, an answer is stored only if the tables
+//     are still servable at the same versions once it has arrived (an
+//     intent open then makes a table unservable; one opened and closed
+//     meanwhile bumped the version): an answer that can never be served is
+//     not kept, and the rule holds without relying on the argument above;
 //   - an answer that depends on something outside the key (the clock,
 //     RAND, the connection, variables, stored functions, locking reads):
 //     such statements are not eligible, by an allowlist of syntax and
