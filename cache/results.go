@@ -402,7 +402,7 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 		}
 	}
 	rs := &si.rc
-	if !si.probe(st) || !rs.probe(st) {
+	if !si.probe(st) || !rs.probe(st) || !parsedAlike(st.SQL, si.sqlMode) {
 		return plugins.Continue, false
 	}
 	binaryProto := st.Command == plugins.ComStmtExecute
@@ -473,6 +473,15 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 	pend.capture.Full, pend.capture.MaxBytes = true, rc.maxEntry
 	rs.pending = pend
 	return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture}, false
+}
+
+// parsedAlike reports whether the backend reads sql as the parser that
+// decided its eligibility did. MariaDB runs the text of /*M! ... */
+// comments, which the parser skips (a NOW() there would go unseen); and
+// the parser reads quotes and backslashes as the default SQL mode does.
+func parsedAlike(sql, sqlMode string) bool {
+	return !containsFold(sql, "/*M!") && !strings.Contains(sqlMode, "ANSI_QUOTES") &&
+		!strings.Contains(sqlMode, "NO_BACKSLASH_ESCAPES") && !strings.Contains(sqlMode, "ORACLE")
 }
 
 // reparseShape decides eligibility on a statement's full text.

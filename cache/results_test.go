@@ -206,6 +206,7 @@ func TestResultEntryChecksTheResponse(t *testing.T) {
 
 // fakeSession answers the settings probes.
 type fakeSession struct {
+	sqlMode   string
 	isolation string
 	timeZone  string
 	autoNull  string
@@ -217,7 +218,7 @@ func (f *fakeSession) Query(q string) (*mysql.Result, error) {
 	var row []string
 	switch {
 	case strings.HasPrefix(q, "SELECT @@character_set_results"):
-		row = []string{"utf8mb4", "STRICT_TRANS_TABLES", f.isolation}
+		row = []string{"utf8mb4", f.sqlMode, f.isolation}
 	case q == resultSettingsQuery:
 		for range strings.Count(q, "@@") {
 			row = append(row, "x")
@@ -256,7 +257,7 @@ func newResultsFixture(t *testing.T) *resultsFixture {
 	p := &Plugin{log: slog.Default(), leases: lease.NewLocal(), tables: map[lease.TableID]*tableState{},
 		held: map[uint32][]*lease.Intent{}, opts: Options{AcceptStaleRisk: true}, results: rc}
 	f := &resultsFixture{p: p, id: lease.TableID{Schema: "shop", Table: "rates"},
-		sess: &fakeSession{isolation: "REPEATABLE-READ", timeZone: "SYSTEM", autoNull: "0"}}
+		sess: &fakeSession{sqlMode: "STRICT_TRANS_TABLES", isolation: "REPEATABLE-READ", timeZone: "SYSTEM", autoNull: "0"}}
 	f.cache()
 	f.st = plugins.Statement{ConnID: 7, User: "app", DB: "shop", Session: &plugins.SessionState{}, Backend: f.sess}
 	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates")
@@ -433,6 +434,22 @@ func TestResultCacheKey(t *testing.T) {
 		t.Errorf("after a multi-statement request: hit %v, settings read again %v", hit, f.sess.queries != q)
 	}
 
+	// Text the parser may read otherwise than MariaDB does.
+	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) /*M!, NOW() */ FROM rates")
+	if hit, rec, _ := f.run(t, nil, nil); hit || rec {
+		t.Errorf("with a MariaDB executable comment: hit %v, recorded %v", hit, rec)
+	}
+	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates")
+	for _, mode := range []string{"ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE"} {
+		f.sess.sqlMode = mode
+		si.known = false
+		if hit, rec, _ := f.run(t, nil, nil); hit || rec {
+			t.Errorf("sql_mode %s: hit %v, recorded %v", mode, hit, rec)
+		}
+	}
+	f.sess.sqlMode = "STRICT_TRANS_TABLES"
+	si.known = false
+
 	// sql_auto_is_null = 1 rules the cache out.
 	f.sess.autoNull = "1"
 	si.rc.known = false
@@ -562,5 +579,28 @@ func TestResultTimeColumns(t *testing.T) {
 		if got := timeSafe(snap, shape); got != safe {
 			t.Errorf("%s: safe with a TIME column %v, want %v", sql, got, safe)
 		}
+	}
+}
+
+func TestResultCacheSizes(t *testing.T) {
+	for _, tc := range []struct {
+		size, entry     string
+		budget, maxSize int64
+		ok              bool
+	}{
+		{"", "", 64 << 20, 1 << 20, true},
+		{"0", "", 0, 1 << 20, true},
+		{"8MB", "64KB", 8 << 20, 64 << 10, true},
+		{"lots", "", 0, 0, false},
+		{"", "16MB", 0, 0, false}, // a packet that large would be split
+		{"", "0", 0, 0, false},
+	} {
+		budget, maxSize, err := resultCacheSizes(Options{ResultCacheSize: tc.size, ResultCacheEntryMax: tc.entry})
+		if (err == nil) != tc.ok || tc.ok && (budget != tc.budget || maxSize != tc.maxSize) {
+			t.Errorf("%q/%q: %d, %d, %v", tc.size, tc.entry, budget, maxSize, err)
+		}
+	}
+	if newResultCacheFor(slog.Default(), Options{ResultCacheSize: "0"}) != nil {
+		t.Error("a result cache of size 0 was built")
 	}
 }
