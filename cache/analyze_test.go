@@ -35,6 +35,8 @@ func TestAnalyze(t *testing.T) {
 		{"SET @a = 1", EffectNone, nil},
 		{"USE other; DELETE FROM t", EffectWrite, []lease.TableID{other}},
 		{"BEGIN", EffectNone, nil},
+		{"SELECT 1 /*M!, my_func() */", EffectUnknown, nil},
+		{"UPDATE other.t /*M!100000 , rates */ SET v = 1", EffectUnknown, nil},
 	} {
 		a, err := Analyze(tc.sql, "shop")
 		if err != nil {

@@ -480,7 +480,7 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 // comments, which the parser skips (a NOW() there would go unseen); and
 // the parser reads quotes and backslashes as the default SQL mode does.
 func parsedAlike(sql, sqlMode string) bool {
-	return !containsFold(sql, "/*M!") && !strings.Contains(sqlMode, "ANSI_QUOTES") &&
+	return !hidesCode(sql) && !strings.Contains(sqlMode, "ANSI_QUOTES") &&
 		!strings.Contains(sqlMode, "NO_BACKSLASH_ESCAPES") && !strings.Contains(sqlMode, "ORACLE")
 }
 
