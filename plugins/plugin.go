@@ -83,11 +83,14 @@ func (c Command) String() string {
 // Statement, its SQL, or any substring of it (parsers return substrings)
 // after its hook returns; copy what it needs (strings.Clone).
 type Statement struct {
-	ConnID  uint32   // the connection id the client sees
-	User    string   // the proxy user the session authenticated as
-	Admin   bool     // the user may run the proxy's admin SQL
-	Remote  net.Addr // the client's address
-	DB      string   // current database as far as the proxy knows it
+	ConnID uint32   // the connection id the client sees
+	User   string   // the proxy user the session authenticated as
+	Admin  bool     // the user may run the proxy's admin SQL
+	Remote net.Addr // the client's address
+	// DB is the database unqualified names resolve against, as far as the
+	// proxy knows it: the current one, or for COM_STMT_EXECUTE the one that
+	// was current when the statement was prepared (the server keeps that).
+	DB      string
 	Command Command
 	SQL     string // statement text; for COM_STMT_EXECUTE the prepared text
 	Kind    Kind   // cheap lexical classification of SQL

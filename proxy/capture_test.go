@@ -18,6 +18,7 @@ type fullCapturer struct {
 	pending  *plugins.Capture
 	got      map[string]plugins.Capture
 	longData map[string]bool
+	execDB   map[string]string
 }
 
 func (c *fullCapturer) Name() string { return "capturer" }
@@ -27,6 +28,7 @@ func (c *fullCapturer) OnStatement(st *plugins.Statement) plugins.Action {
 	defer c.mu.Unlock()
 	if st.Command == plugins.ComStmtExecute {
 		c.longData[st.SQL] = st.LongData
+		c.execDB[st.SQL] = st.DB
 	}
 	if !strings.Contains(st.SQL, "capture") || st.Command == plugins.ComStmtPrepare {
 		return plugins.Continue
@@ -48,7 +50,7 @@ func TestFullCapture(t *testing.T) {
 	be := testdb.Get(t)
 	db := be.NewDatabase(t)
 	user := be.NewUser(t, "pw", "ALL", db)
-	cap := &fullCapturer{maxBytes: 4096, got: map[string]plugins.Capture{}, longData: map[string]bool{}}
+	cap := &fullCapturer{maxBytes: 4096, got: map[string]plugins.Capture{}, longData: map[string]bool{}, execDB: map[string]string{}}
 	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(cap))
 	conn := testdb.Open(t, testdb.DSN(px.addr, user, "pw", db, map[string]string{"multiStatements": "true", "maxAllowedPacket": "4096"}))
 	mustExec(t, conn, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(6000))", "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, REPEAT('x', 5000))")
@@ -130,5 +132,35 @@ func TestFullCapture(t *testing.T) {
 	}
 	if !longData("a", 1) {
 		t.Error("a statement that once had long data is taken for one without")
+	}
+}
+
+// TestExecuteNamesPrepareDB: a prepared statement's names resolve against
+// the database current when it was prepared, whatever USE ran since (so the
+// server does); plugins are told that one.
+func TestExecuteNamesPrepareDB(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	cap := &fullCapturer{got: map[string]plugins.Capture{}, longData: map[string]bool{}, execDB: map[string]string{}}
+	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(cap))
+	conn := testdb.Open(t, testdb.DSN(px.addr, user, "pw", db, nil))
+	conn.SetMaxOpenConns(1)
+	const q = "SELECT DATABASE(), ?"
+	stmt, err := conn.Prepare(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close()
+	mustExec(t, conn, "USE information_schema")
+	var got string
+	var one int
+	if err := stmt.QueryRow(1).Scan(&got, &one); err != nil {
+		t.Fatal(err)
+	}
+	cap.mu.Lock()
+	defer cap.mu.Unlock()
+	if got != db || cap.execDB[q] != db {
+		t.Errorf("executed after USE: the server names %q, plugins were told %q; want %q", got, cap.execDB[q], db)
 	}
 }

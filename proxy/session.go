@@ -63,6 +63,7 @@ type prepared struct {
 	nparams int
 	types   []byte // parameter types last bound by the client
 	memo    plugins.Memo
+	db      string // the current database when it was prepared: its names resolve there
 	// longData: the client has sent a parameter with
 	// COM_STMT_SEND_LONG_DATA. It is never cleared, so a statement that
 	// used long data once is never taken for one whose parameters are all
@@ -315,6 +316,7 @@ func (s *session) dispatch() (quit bool, err error) {
 			return false, s.relay(s.relayQueryResponse)
 		}
 		s.st.ResetMemo(plugins.ComStmtExecute, ps.sql, &ps.memo)
+		s.st.DB = ps.db
 		ps.bindParams(p[5:])
 		s.st.Params, s.st.ParamCount, s.st.ParamTypes, s.st.LongData = p[5:], ps.nparams, ps.types, ps.longData
 		return false, s.runStatement()
@@ -408,7 +410,9 @@ func (s *session) handleStatement(cmd plugins.Command, text []byte) error {
 func (s *session) runStatement() error {
 	st := &s.st
 	cmd := st.Command
-	st.DB = s.db
+	if cmd != plugins.ComStmtExecute {
+		st.DB = s.db // (dispatch set an execution's)
+	}
 	st.InTx = s.inTx()
 	chain := s.srv.chain
 	observe := chain.HasObservers()
@@ -480,7 +484,7 @@ func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, r
 		}
 		id, nparams, err := s.relayPrepareResponse(rs)
 		if err == nil && rs.err == nil {
-			s.stmts[id] = &prepared{sql: strings.Clone(st.SQL), nparams: nparams}
+			s.stmts[id] = &prepared{sql: strings.Clone(st.SQL), nparams: nparams, db: s.db}
 		}
 		return err
 	case plugins.ComQuery:
