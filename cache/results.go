@@ -52,6 +52,10 @@ import (
 //   - a table cached again after NOCACHE: its version did not move while it
 //     was not cached, so the key also holds the cached table's generation,
 //     new each time it is cached;
+//   - the parser reading a statement otherwise than MariaDB does (a
+//     /*M! */ comment, ANSI_QUOTES, NO_BACKSLASH_ESCAPES): not eligible;
+//   - a TIME value meeting a date takes the current date: a statement that
+//     could make a TIME column do so is not eligible (timeSafe);
 //   - a hash collision: the full key is kept in the entry and compared.
 //
 // Writes that bypass the proxy are seen through the binary log, as for
