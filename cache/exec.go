@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/big"
@@ -16,12 +17,29 @@ type rowCtx struct {
 	row  []byte
 	offs []int // start of each field's length prefix, plus the row's end
 	args []arg
+	env  runEnv
+	// fail is set when a value cannot be compared exactly: the statement
+	// goes to the backend.
+	fail   bool
+	k1, k2 []byte // scratch for sort keys
 }
 
-// arg is a bound parameter: an integer or NULL.
+// runEnv is what a run needs to know of the session.
+type runEnv struct {
+	// asciiArgs: the client and connection character sets encode ASCII
+	// as ASCII; utf8Args: both are utf8mb4.
+	asciiArgs, utf8Args bool
+	// maxSortLength is @@max_sort_length: the backend sorts by at most
+	// this many bytes of each value's sort key.
+	maxSortLength int
+}
+
+// arg is a bound parameter: an integer, a string or NULL.
 type arg struct {
 	null bool
 	v    num
+	str  bool   // a string (s), not an integer (v)
+	s    []byte // the string, as sent
 }
 
 // setRow points the context at a row and indexes its fields.
@@ -88,26 +106,7 @@ func (e cmpExpr) eval(r *rowCtx) tri {
 	if !okl || !okr {
 		return triNull
 	}
-	c := l.cmp(rr)
-	var t bool
-	switch e.op {
-	case opcode.EQ:
-		t = c == 0
-	case opcode.NE:
-		t = c != 0
-	case opcode.LT:
-		t = c < 0
-	case opcode.LE:
-		t = c <= 0
-	case opcode.GT:
-		t = c > 0
-	case opcode.GE:
-		t = c >= 0
-	}
-	if t {
-		return triTrue
-	}
-	return triFalse
+	return cmpResult(e.op, l.cmp(rr))
 }
 
 func (e andExpr) eval(r *rowCtx) tri {
@@ -188,8 +187,9 @@ type constTri tri
 func (c constTri) eval(*rowCtx) tri { return tri(c) }
 
 // run selects the plan's rows from snap: their indexes, in output order.
-func (p *plan) run(snap *Snapshot, args []arg) ([]int, bool) {
-	r := &rowCtx{snap: snap, args: args, offs: make([]int, 0, len(snap.Fields)+1)}
+// ok is false when the answer cannot be computed exactly here.
+func (p *plan) run(snap *Snapshot, args []arg, env runEnv) ([]int, bool) {
+	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
 	lo, hi := p.scanRange(snap, r)
 	var out []int
 	check := func(i int) bool {
@@ -199,7 +199,7 @@ func (p *plan) run(snap *Snapshot, args []arg) ([]int, bool) {
 		if p.where == nil || p.where.eval(r) == triTrue {
 			out = append(out, i)
 		}
-		return true
+		return !r.fail
 	}
 	if cand, ok := p.candidates(snap, r); ok && len(cand) < hi-lo {
 		for _, i := range cand {
@@ -218,45 +218,10 @@ func (p *plan) run(snap *Snapshot, args []arg) ([]int, bool) {
 		}
 	}
 	if len(p.order) > 0 {
-		keys := make([][]num, len(snap.Rows))
-		nulls := make([][]bool, len(snap.Rows))
-		for _, i := range out {
-			r.setRow(snap.Rows[i])
-			k := make([]num, len(p.order))
-			n := make([]bool, len(p.order))
-			for j, o := range p.order {
-				v, null, _ := r.field(o.col)
-				if null {
-					n[j] = true
-					continue
-				}
-				k[j], _ = parseNum(v)
-			}
-			keys[i], nulls[i] = k, n
+		var ok bool
+		if out, ok = p.sortRows(r, out); !ok {
+			return nil, false
 		}
-		sort.SliceStable(out, func(a, b int) bool {
-			ka, kb, na, nb := keys[out[a]], keys[out[b]], nulls[out[a]], nulls[out[b]]
-			for j, o := range p.order {
-				var c int
-				switch {
-				case na[j] && nb[j]:
-					c = 0
-				case na[j]:
-					c = -1 // NULLs sort first ascending, as in MySQL
-				case nb[j]:
-					c = 1
-				default:
-					c = ka[j].cmp(kb[j])
-				}
-				if o.desc {
-					c = -c
-				}
-				if c != 0 {
-					return c < 0
-				}
-			}
-			return false
-		})
 	}
 	if p.limit.kind != opNone && len(p.aggs) == 0 {
 		n, ok := r.operand(p.limit)
@@ -278,6 +243,104 @@ func (p *plan) run(snap *Snapshot, args []arg) ([]int, bool) {
 		}
 	}
 	return out, true
+}
+
+// sortKey is one ORDER BY value of a row.
+type sortKey struct {
+	null bool
+	n    num    // integer columns
+	w    []byte // string columns: the collation's sort key
+}
+
+// sortRows sorts rows by the plan's ORDER BY, NULLs first ascending as in
+// MySQL. Unless the order is total, rows that tie make the answer the
+// backend's to give (false); under DISTINCT, tied rows are duplicates and
+// all but the first are dropped, if they are byte for byte the same.
+func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, bool) {
+	snap := r.snap
+	keys := make([]sortKey, len(rows)*len(p.order))
+	pos := make(map[int]int, len(rows)) // row -> its keys' offset
+	for n, i := range rows {
+		r.setRow(snap.Rows[i])
+		pos[i] = n * len(p.order)
+		for j, o := range p.order {
+			k := &keys[n*len(p.order)+j]
+			v, null, _ := r.field(o.col)
+			if null {
+				k.null = true
+				continue
+			}
+			if c := snap.colls[o.col]; c != nil {
+				w, ok := c.key(nil, v)
+				// The backend compares at most max_sort_length bytes of a
+				// sort key: longer keys might compare differently there.
+				if !ok || len(w) > r.env.maxSortLength {
+					return nil, false
+				}
+				k.w = w
+				continue
+			}
+			var ok bool
+			if k.n, ok = parseNum(v); !ok {
+				return nil, false
+			}
+		}
+	}
+	cmp := func(a, b int) int {
+		ka, kb := keys[pos[a]:pos[a]+len(p.order)], keys[pos[b]:pos[b]+len(p.order)]
+		for j, o := range p.order {
+			var c int
+			switch {
+			case ka[j].null && kb[j].null:
+			case ka[j].null:
+				c = -1
+			case kb[j].null:
+				c = 1
+			case snap.colls[o.col] != nil:
+				c = snap.colls[o.col].compareKeys(ka[j].w, kb[j].w)
+			default:
+				c = ka[j].n.cmp(kb[j].n)
+			}
+			if o.desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+	sort.SliceStable(rows, func(a, b int) bool { return cmp(rows[a], rows[b]) < 0 })
+	if p.total {
+		return rows, true
+	}
+	out := make([]int, 0, len(rows))
+	for n, i := range rows {
+		if n == 0 || cmp(rows[n-1], i) != 0 {
+			out = append(out, i)
+			continue
+		}
+		if !p.distinct || !sameValues(r, p.cols, snap.Rows[rows[n-1]], snap.Rows[i]) {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// sameValues reports whether two rows hold the same bytes in cols.
+func sameValues(r *rowCtx, cols []int, a, b []byte) bool {
+	r2 := &rowCtx{snap: r.snap}
+	if !r.setRow(a) || !r2.setRow(b) {
+		return false
+	}
+	for _, c := range cols {
+		_, _, x := r.field(c)
+		_, _, y := r2.field(c)
+		if !bytes.Equal(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // scanRange narrows the scan to a primary-key range when the condition's
@@ -399,7 +462,7 @@ func readLenEncBytes(b []byte) ([]byte, int, bool) {
 	return b[w : w+int(l)], w + int(l), true
 }
 
-// decodeParams reads the integer (or NULL) parameters of a COM_STMT_EXECUTE:
+// decodeParams reads the integer, string (or NULL) parameters of a COM_STMT_EXECUTE:
 // flags (1), iteration count (4), NULL bitmap, new-params-bound flag, the
 // types when bound, then the values. Any other parameter type makes the
 // execution unservable (false).
@@ -441,6 +504,16 @@ func decodeParams(b []byte, n int, types []byte) ([]arg, bool) {
 			size = 8
 		case mysql.MYSQL_TYPE_NULL:
 			args[i].null = true
+			continue
+		case mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_VARCHAR:
+			// Text in the client's character set. (BLOB-typed parameters
+			// are binary strings, which compare otherwise: not decoded.)
+			v, w, ok := readLenEncBytes(b[pos:])
+			if !ok {
+				return nil, false
+			}
+			args[i] = arg{str: true, s: v}
+			pos += w
 			continue
 		default:
 			return nil, false

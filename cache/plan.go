@@ -37,6 +37,16 @@ type plan struct {
 	limit   operand // count; limit.kind == opNone for no LIMIT
 	offset  operand
 	nparams int
+	// strParams[i]: parameter i is compared with a string column (else
+	// it is an integer). An argument of the other kind is compared by
+	// other rules (as numbers), so such an execution goes to the backend.
+	strParams []bool
+	// total: the ORDER BY includes the primary key, so no two rows tie.
+	// Without it, rows that tie send the statement to the backend.
+	total bool
+	// distinct: SELECT DISTINCT, planned only with an ORDER BY of exactly
+	// the projected columns.
+	distinct bool
 }
 
 // agg is COUNT(*), COUNT(col), SUM(col), MIN(col) or MAX(col) over an
@@ -82,6 +92,7 @@ type operand struct {
 	param    int
 	negate   bool // for parameters: -?
 	unsigned bool // for columns: UNSIGNED
+	str      []byte
 }
 
 type opKind uint8
@@ -91,6 +102,7 @@ const (
 	opColumn
 	opLiteral
 	opParam
+	opString // a string literal
 )
 
 type cmpExpr struct {
@@ -115,12 +127,36 @@ type betweenExpr struct {
 	not       bool
 }
 
+// String conditions: a string column compared, by its collation, with a
+// string literal or parameter.
+type strCmpExpr struct {
+	op  opcode.Op // column op value
+	col int
+	val operand
+}
+type strInExpr struct {
+	col  int
+	list []operand
+	not  bool
+}
+type strBetweenExpr struct {
+	col    int
+	lo, hi operand
+	not    bool
+}
+type likeExpr struct {
+	col int
+	pat operand
+	not bool
+}
+
 // planner builds a plan for one statement against one snapshot.
 type planner struct {
-	snap    *Snapshot
-	alias   string
-	nparams int
-	order   map[int]int // parameter marker offset in the text -> parameter number
+	snap      *Snapshot
+	alias     string
+	nparams   int
+	order     map[int]int // parameter marker offset in the text -> parameter number
+	strParams map[int]bool
 }
 
 // paramOrder numbers a statement's '?' markers in text order, which is the
@@ -139,7 +175,7 @@ func (v *paramOrder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // buildPlan returns a plan for sel, or nil if the shape is not covered.
 func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot) {
-	if sel.Distinct || sel.GroupBy != nil || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
+	if sel.GroupBy != nil || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
 		sel.SelectIntoOpt != nil || sel.With != nil || sel.Kind != ast.SelectStmtKindSelect || sel.IsInBraces ||
 		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil || sel.From.TableRefs.Right != nil {
 		return nil, nil
@@ -160,7 +196,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	po := &paramOrder{}
 	sel.Accept(po)
 	sort.Ints(po.offsets)
-	pl := &planner{snap: snap, alias: tn.Name.L, order: map[int]int{}}
+	pl := &planner{snap: snap, alias: tn.Name.L, order: map[int]int{}, strParams: map[int]bool{}}
 	for i, off := range po.offsets {
 		pl.order[off] = i
 	}
@@ -214,23 +250,32 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 				return nil, nil
 			}
 			i := pl.column(c)
-			if i < 0 || !isInteger(snap.Fields[i]) {
+			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
 				return nil, nil
 			}
 			p.order = append(p.order, orderKey{col: i, desc: by.Desc})
 		}
 		// Rows with equal sort keys come back from the backend in an order
-		// of its own making (a filesort or priority queue); only a total
-		// order, one that includes the primary key, is certain to match.
+		// of its own making (a filesort or priority queue); an order that
+		// includes the primary key is total. Others are checked for ties
+		// when they run.
+		p.total = true
 		for _, pk := range snap.PK {
-			total := false
+			has := false
 			for _, o := range p.order {
-				total = total || o.col == pk
+				has = has || o.col == pk
 			}
-			if !total {
-				return nil, nil
-			}
+			p.total = p.total && has
 		}
+	}
+	if sel.Distinct {
+		// Which of several equal rows DISTINCT keeps, and in what order
+		// the survivors come, is the backend's choice unless an ORDER BY
+		// sorts by every projected column (and nothing else).
+		if len(p.aggs) > 0 || !sameColumns(p.cols, p.order) {
+			return nil, nil
+		}
+		p.distinct = true
 	}
 	if sel.Limit != nil {
 		if p.limit = pl.value(sel.Limit.Count); p.limit.kind == opNone {
@@ -248,7 +293,145 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		return nil, nil
 	}
 	p.nparams = pl.nparams
+	p.strParams = make([]bool, pl.nparams)
+	for i := range p.strParams {
+		p.strParams[i] = pl.strParams[i]
+	}
 	return p, snap
+}
+
+// argsMatch reports whether each argument is of the kind the plan
+// compares it as (NULL fits both).
+func (p *plan) argsMatch(args []arg) bool {
+	for i, a := range args {
+		if !a.null && a.str != p.strParams[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameColumns reports whether the ORDER BY keys are exactly the projected
+// columns, in any order.
+func sameColumns(cols []int, order []orderKey) bool {
+	if len(order) == 0 {
+		return false
+	}
+	for _, c := range cols {
+		found := false
+		for _, o := range order {
+			found = found || o.col == c
+		}
+		if !found {
+			return false
+		}
+	}
+	for _, o := range order {
+		found := false
+		for _, c := range cols {
+			found = found || o.col == c
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// isString reports whether column i is a string column compared in-proxy.
+func (pl *planner) isString(i int) bool {
+	return pl.snap.colls != nil && pl.snap.colls[i] != nil
+}
+
+// strColumn resolves e to a string column compared in-proxy, or -1.
+func (pl *planner) strColumn(e ast.ExprNode) int {
+	if p, ok := e.(*ast.ParenthesesExpr); ok {
+		return pl.strColumn(p.Expr)
+	}
+	c, ok := e.(*ast.ColumnNameExpr)
+	if !ok {
+		return -1
+	}
+	if i := pl.column(c); i >= 0 && pl.isString(i) {
+		return i
+	}
+	return -1
+}
+
+// strValue is a string literal (in the connection's character set: no
+// introducer, no N”) or a parameter bound to a string.
+func (pl *planner) strValue(e ast.ExprNode) operand {
+	switch x := e.(type) {
+	case *ast.ParenthesesExpr:
+		return pl.strValue(x.Expr)
+	case *test_driver.ParamMarkerExpr:
+		n := pl.order[x.Offset]
+		pl.nparams++
+		pl.strParams[n] = true
+		return operand{kind: opParam, param: n}
+	case *test_driver.ValueExpr:
+		if x.Kind() == test_driver.KindString && x.Type.GetCharset() == "utf8mb4" && x.Type.GetCollate() == "utf8mb4_bin" {
+			return operand{kind: opString, str: []byte(x.GetString())}
+		}
+	}
+	return operand{}
+}
+
+// strCond plans a condition on a string column, or returns nil.
+func (pl *planner) strCond(e ast.ExprNode) expr {
+	switch x := e.(type) {
+	case *ast.BinaryOperationExpr:
+		col, other, op := pl.strColumn(x.L), x.R, x.Op
+		if col < 0 {
+			col, other, op = pl.strColumn(x.R), x.L, flip(x.Op)
+		}
+		if col < 0 {
+			return nil
+		}
+		v := pl.strValue(other)
+		if v.kind == opNone {
+			return nil
+		}
+		return strCmpExpr{op: op, col: col, val: v}
+	case *ast.PatternInExpr:
+		col := pl.strColumn(x.Expr)
+		if col < 0 || x.Sel != nil {
+			return nil
+		}
+		in := strInExpr{col: col, not: x.Not}
+		for _, item := range x.List {
+			v := pl.strValue(item)
+			if v.kind == opNone {
+				return nil
+			}
+			in.list = append(in.list, v)
+		}
+		return in
+	case *ast.BetweenExpr:
+		col := pl.strColumn(x.Expr)
+		if col < 0 {
+			return nil
+		}
+		lo, hi := pl.strValue(x.Left), pl.strValue(x.Right)
+		if lo.kind == opNone || hi.kind == opNone {
+			return nil
+		}
+		return strBetweenExpr{col: col, lo: lo, hi: hi, not: x.Not}
+	case *ast.PatternLikeOrIlikeExpr:
+		// Only LIKE with the default escape character, whose patterns are
+		// checked to contain no backslash (so that escaping, which
+		// NO_BACKSLASH_ESCAPES changes, never matters).
+		col := pl.strColumn(x.Expr)
+		if col < 0 || !x.IsLike || x.Escape != '\\' {
+			return nil
+		}
+		v := pl.strValue(x.Pattern)
+		if v.kind == opNone {
+			return nil
+		}
+		return likeExpr{col: col, pat: v, not: x.Not}
+	}
+	return nil
 }
 
 // aggregate plans COUNT(*), or COUNT, SUM, MIN or MAX of an integer column.
@@ -357,6 +540,9 @@ func (pl *planner) cond(e ast.ExprNode) expr {
 			}
 			return orExpr{l, r}
 		case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE:
+			if pl.strColumn(x.L) >= 0 || pl.strColumn(x.R) >= 0 {
+				return pl.strCond(x)
+			}
 			l, okl := pl.operand(x.L)
 			r, okr := pl.operand(x.R)
 			// At least one side must be a column: comparing two constants is
@@ -382,7 +568,12 @@ func (pl *planner) cond(e ast.ExprNode) expr {
 			return nil
 		}
 		return isNullExpr{col: i, not: x.Not}
+	case *ast.PatternLikeOrIlikeExpr:
+		return pl.strCond(x)
 	case *ast.PatternInExpr:
+		if pl.strColumn(x.Expr) >= 0 {
+			return pl.strCond(x)
+		}
 		if x.Sel != nil {
 			return nil
 		}
@@ -400,6 +591,9 @@ func (pl *planner) cond(e ast.ExprNode) expr {
 		}
 		return in
 	case *ast.BetweenExpr:
+		if pl.strColumn(x.Expr) >= 0 {
+			return pl.strCond(x)
+		}
 		v, ok := pl.operand(x.Expr)
 		lo, okl := pl.operand(x.Left)
 		hi, okh := pl.operand(x.Right)

@@ -90,6 +90,9 @@ type Plugin struct {
 	// plans are planning outcomes by statement shape; purged when the set
 	// of cached tables changes.
 	plans *lru.Cache[planKey, *planEntry]
+	// colls are the backend's collations, as far as the proxy compares
+	// strings itself.
+	colls *collations
 
 	dropped atomic.Uint64 // tables dropped for growing past the cap
 }
@@ -142,6 +145,7 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat *C
 		tables: map[lease.TableID]*tableState{}, held: map[uint32][]*lease.Intent{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
 	p.learned, _ = lru.New[defsKey, *learned](8192)
+	p.colls = newCollations()
 	p.plans, _ = lru.New[planKey, *planEntry](8192)
 	leases.Subscribe(func(id lease.TableID, _ lease.Version) { p.requestLoad(id) })
 	for _, e := range cat.List() {
@@ -444,7 +448,7 @@ func (p *Plugin) load(id lease.TableID) {
 	}
 	defer conn.Close()
 	// The in-memory form may cost up to twice the data it holds.
-	s, err := loadSnapshot(ctx, conn, id, v, p.maxBytes*2)
+	s, err := loadSnapshot(ctx, conn, id, v, p.maxBytes*2, p.colls)
 	if err != nil {
 		p.loadFailed(ts, err)
 		return

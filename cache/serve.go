@@ -45,6 +45,7 @@ type sessionInfo struct {
 	pins          map[lease.TableID]*Snapshot
 	nextTxUnknown bool   // SET TRANSACTION was run: the next transaction's isolation is unknown
 	isolation     string // @@tx_isolation / @@transaction_isolation
+	env           runEnv // character sets of string arguments, max_sort_length
 
 	// Scratch space reused by every statement of the session.
 	tmpl []byte
@@ -114,8 +115,9 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	// transaction_isolation. Ask for one, then the other.
 	var r *mysql.Result
 	var err error
-	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation",
-		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation"} {
+	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length"
+	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation" + vars,
+		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation" + vars} {
 		if r, err = st.Backend.Query(q); err == nil {
 			break
 		}
@@ -127,9 +129,25 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	si.charset = resultString(r, 0, 0)
 	si.sqlMode = resultString(r, 0, 1)
 	si.isolation = resultString(r, 0, 2)
+	client, conn := resultString(r, 0, 3), resultString(r, 0, 4)
+	si.env.asciiArgs = asciiCompatible(client) && asciiCompatible(conn)
+	si.env.utf8Args = client == "utf8mb4" && conn == "utf8mb4"
+	msl, _ := r.GetInt(0, 5)
+	si.env.maxSortLength = int(msl)
 	si.settings = si.charset + "|" + si.sqlMode
 	si.known = true
 	return true
+}
+
+// asciiCompatible reports whether a character set encodes ASCII as ASCII
+// (the multi-byte ones such as ucs2 and utf16 do not; neither do the Asian
+// sets whose second bytes may look like ASCII).
+func asciiCompatible(cs string) bool {
+	switch cs {
+	case "utf8mb4", "utf8mb3", "utf8", "latin1", "ascii", "binary":
+		return true
+	}
+	return false
 }
 
 // planKey identifies a statement shape in the plan cache.
@@ -163,11 +181,11 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 		text = unsafe.String(unsafe.SliceData(tmpl), len(tmpl))
 		args = si.args[:0]
 		for _, l := range lits {
-			if !l.isInt {
-				args = nil
-				break
+			if l.isInt {
+				args = append(args, arg{v: l.n})
+			} else {
+				args = append(args, arg{str: true, s: unsafe.Slice(unsafe.StringData(l.s), len(l.s))})
 			}
-			args = append(args, arg{v: l.n})
 		}
 		si.args = args
 	}
@@ -215,11 +233,15 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 			ts.passes.Add(1)
 			return plugins.Continue
 		}
-	} else if args == nil && pl.nparams > 0 || len(args) != pl.nparams {
-		ts.passes.Add(1) // a string literal where the plan compares integers
+	} else if len(args) != pl.nparams {
+		ts.passes.Add(1)
 		return plugins.Continue
 	}
-	if !si.probe(st) || !p.encodable(pl, snap, si, binaryProto) {
+	if !pl.argsMatch(args) {
+		ts.passes.Add(1) // a string where the plan compares integers, or the reverse
+		return plugins.Continue
+	}
+	if !si.probe(st) || !p.encodable(pl, snap, si, binaryProto) || !si.env.asciiArgs {
 		ts.passes.Add(1)
 		return plugins.Continue
 	}
@@ -233,7 +255,7 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 		ts.passes.Add(1)
 		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture}
 	}
-	rows, ok := pl.run(snap, args)
+	rows, ok := pl.run(snap, args, si.env)
 	if !ok {
 		ts.passes.Add(1)
 		return plugins.Continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		"bt BIT(10) NULL, js JSON NULL, en ENUM('a','b','c') NULL, fl FLOAT NULL, db DOUBLE NULL, "+
 		"ts TIMESTAMP NULL DEFAULT NULL, bl BLOB NULL)")
 	ints := []int64{0, 1, -1, 2, 7, 42, -42, 100, 2147483647, -2147483648}
-	words := []string{"a", "A", "b", "é", "E", "zz", "Zz", "日本", "😀x", "", " x", "x "}
+	words := []string{"a", "A", "b", "é", "E", "zz", "Zz", "日本", "😀x", "", " x", "x ", "ß", "ss", "SS", "É", "e", "ä", "a\t", "A ", "Ø", "ÿ", "_", "%x", "ab", "aB", "😁x"}
 	var rows []string
 	for id := 1; id <= 300; id++ {
 		pick := func(f func() string) string {
@@ -62,7 +63,9 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		}
 		uv := func() string { return strconv.Itoa(rng.Intn(60)) }
 		wv := func() string { return "'" + words[rng.Intn(len(words))] + "'" }
-		lat := func() string { return "'" + []string{"a", "A", "b", "x", "é"}[rng.Intn(5)] + "'" }
+		lat := func() string {
+			return "'" + []string{"a", "A", "b", "x", "é", "É", "ä", "ß", "ss", "Ø", "ÿ", "y", "a "}[rng.Intn(13)] + "'"
+		}
 		rows = append(rows, fmt.Sprintf("(%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)", id*3,
 			pick(iv), pick(uv), pick(func() string { return []string{"9223372036854775807", "-9223372036854775808", iv()}[rng.Intn(3)] }),
 			pick(func() string { return []string{"18446744073709551615", uv()}[rng.Intn(2)] }),
@@ -97,6 +100,33 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 	textP := testdb.Open(t, testdb.DSN(e.proxy.addr, e.app.name, e.app.password, e.db, map[string]string{"charset": "utf8mb4"}))
 	textD := testdb.Open(t, testdb.DSN(e.backend.Addr, e.app.name, e.app.password, e.db, map[string]string{"charset": "utf8mb4"}))
 	intCols := []string{"id", "i", "u", "b", "ub", "t", "s"}
+	strCols := []string{"vbin", "vgen", "vuni", "vlat", "ch", "bl"}
+	strLit := func() string {
+		w := words[rng.Intn(len(words))]
+		if rng.Intn(8) == 0 {
+			w = []string{"ab  ", "x", "Ä", "é ", "a\t", "\x00"}[rng.Intn(6)]
+		}
+		return w
+	}
+	likeLit := func() string {
+		w := []rune(strLit())
+		var b strings.Builder
+		for _, r := range w {
+			switch rng.Intn(5) {
+			case 0:
+				b.WriteString("%")
+			case 1:
+				b.WriteString("_")
+				continue
+			}
+			b.WriteRune(r)
+		}
+		if rng.Intn(2) == 0 {
+			b.WriteString("%")
+		}
+		return b.String()
+	}
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 	allCols := []string{"id", "i", "u", "b", "ub", "t", "s", "vbin", "vgen", "vuni", "vlat", "ch", "dec1", "dt", "da", "tm", "bt", "js", "en", "fl", "db", "ts", "bl"}
 	lit := func() string {
 		return strconv.FormatInt([]int64{0, 1, -1, 3, 6, 42, 45, 300, 450, 901, 2147483647, -2147483648, 9223372036854775807}[rng.Intn(13)]+int64(rng.Intn(3)-1), 10)
@@ -110,6 +140,29 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 				return "?"
 			}
 			return lit()
+		}
+		sval := func(s string) string {
+			if params != nil && rng.Intn(2) == 0 {
+				*params = append(*params, s)
+				return "?"
+			}
+			return quote(s)
+		}
+		if rng.Intn(2) == 0 {
+			// A string column compared by its collation.
+			c := strCols[rng.Intn(len(strCols))]
+			switch rng.Intn(5) {
+			case 0:
+				return c + []string{" IN (", " NOT IN ("}[rng.Intn(2)] + sval(strLit()) + ", " + sval(strLit()) + ", " + sval(strLit()) + ")"
+			case 1:
+				return c + []string{" BETWEEN ", " NOT BETWEEN "}[rng.Intn(2)] + sval(strLit()) + " AND " + sval(strLit())
+			case 2:
+				return c + []string{" LIKE ", " NOT LIKE "}[rng.Intn(2)] + sval(likeLit())
+			}
+			if rng.Intn(4) == 0 {
+				return sval(strLit()) + " " + []string{"=", "<>", "<", "<=", ">", ">="}[rng.Intn(6)] + " " + c
+			}
+			return c + " " + []string{"=", "<>", "<", "<=", ">", ">="}[rng.Intn(6)] + " " + sval(strLit())
 		}
 		c := intCols[rng.Intn(len(intCols))]
 		switch k := rng.Intn(9); {
@@ -127,14 +180,33 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 			return c + []string{" BETWEEN ", " NOT BETWEEN "}[rng.Intn(2)] + val() + " AND " + val()
 		case k == 6:
 			// Shapes the cache does not answer: they must pass through intact.
-			return []string{"vgen = 'a'", "vuni < 'b'", "vlat = 'A'", "i + 1 > 3", "ch LIKE 'a%'", "dec1 > 0"}[rng.Intn(6)]
+			return []string{"vgen = vuni", "vgen = _latin1'a'", "vlat = N'A'", "i + 1 > 3", "ch LIKE 'a%' ESCAPE '|'", "dec1 > 0", "vgen = 1", "i = '1'", "CONCAT(vgen, 'x') = 'ax'"}[rng.Intn(9)]
 		}
 		return c + " " + []string{"=", "<>", "<", "<=", ">", ">="}[rng.Intn(6)] + " " + val()
 	}
 	served := 0
+	// Served queries by feature, so that a feature the cache silently stops
+	// answering fails the test instead of passing through unnoticed.
+	features := map[string]*regexp.Regexp{
+		"string comparison": regexp.MustCompile(`(vbin|vgen|vuni|vlat|ch|bl) (=|<>|<|<=|>|>=) `),
+		"string IN":         regexp.MustCompile(`(vbin|vgen|vuni|vlat|ch|bl) (NOT )?IN \(`),
+		"string BETWEEN":    regexp.MustCompile(`(vbin|vgen|vuni|vlat|ch|bl) (NOT )?BETWEEN`),
+		"LIKE":              regexp.MustCompile(` LIKE `),
+		"ORDER BY string":   regexp.MustCompile(`ORDER BY .*(vbin|vgen|vuni|vlat|ch|bl)`),
+		"DISTINCT":          regexp.MustCompile(`DISTINCT`),
+	}
+	servedBy := map[string]int{}
 	for q := 0; q < queries; q++ {
 		var proj string
+		var distinctCols []string
 		switch k := rng.Intn(10); {
+		case k == 9:
+			// DISTINCT, ordered by exactly its columns.
+			all := append(append([]string{}, intCols...), strCols...)
+			for j := 0; j <= rng.Intn(2); j++ {
+				distinctCols = append(distinctCols, all[rng.Intn(len(all))])
+			}
+			proj = "DISTINCT " + strings.Join(distinctCols, ", ")
 		case k < 2:
 			proj = "*"
 		case k < 4:
@@ -167,9 +239,26 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		if rng.Intn(5) != 0 {
 			sqlText += " WHERE " + cond(2, pp)
 		}
-		if rng.Intn(3) == 0 {
-			k := intCols[1+rng.Intn(len(intCols)-1)]
-			sqlText += " ORDER BY " + k + []string{"", " DESC"}[rng.Intn(2)] + ", id" + []string{"", " DESC"}[rng.Intn(2)]
+		switch {
+		case distinctCols != nil:
+			var by []string
+			for _, c := range distinctCols {
+				by = append(by, c+[]string{"", " DESC"}[rng.Intn(2)])
+			}
+			sqlText += " ORDER BY " + strings.Join(by, ", ")
+		case rng.Intn(3) == 0:
+			var by []string
+			for j := 0; j <= rng.Intn(2); j++ {
+				k := intCols[1+rng.Intn(len(intCols)-1)]
+				if rng.Intn(2) == 0 {
+					k = strCols[rng.Intn(len(strCols))]
+				}
+				by = append(by, k+[]string{"", " DESC"}[rng.Intn(2)])
+			}
+			if rng.Intn(3) != 0 {
+				by = append(by, "id"+[]string{"", " DESC"}[rng.Intn(2)])
+			}
+			sqlText += " ORDER BY " + strings.Join(by, ", ")
 		}
 		if rng.Intn(3) == 0 {
 			sqlText += fmt.Sprintf(" LIMIT %d", rng.Intn(20))
@@ -207,10 +296,20 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 			}
 			if pass == 1 && hitsOf(t, admin, "d") > before {
 				served++
+				for name, re := range features {
+					if re.MatchString(sqlText) {
+						servedBy[name]++
+					}
+				}
 			}
 		}
 	}
-	t.Logf("%d of %d queries answered from memory", served, queries)
+	t.Logf("%d of %d queries answered from memory; by feature: %v", served, queries, servedBy)
+	for name := range features {
+		if queries >= 1000 && servedBy[name] == 0 {
+			t.Errorf("no query with %s was answered from memory", name)
+		}
+	}
 	if served < queries/4 {
 		t.Errorf("only %d of %d queries were answered from memory: the test is not exercising the cache", served, queries)
 	}
