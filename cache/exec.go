@@ -29,6 +29,9 @@ type runEnv struct {
 	// asciiArgs: the client and connection character sets encode ASCII
 	// as ASCII; utf8Args: both are utf8mb4.
 	asciiArgs, utf8Args bool
+	// defaultParse: the session's sql_mode parses statements as the
+	// proxy's parser does.
+	defaultParse bool
 	// maxSortLength is @@max_sort_length: the backend sorts by at most
 	// this many bytes of each value's sort key.
 	maxSortLength int
@@ -187,8 +190,8 @@ type constTri tri
 func (c constTri) eval(*rowCtx) tri { return tri(c) }
 
 // run selects the plan's rows from snap: their indexes, in output order.
-// ok is false when the answer cannot be computed exactly here.
-func (p *plan) run(snap *Snapshot, args []arg, env runEnv) ([]int, bool) {
+// why says, when the answer cannot be computed exactly here, why not.
+func (p *plan) run(snap *Snapshot, args []arg, env runEnv) (rows []int, why string) {
 	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
 	lo, hi := p.scanRange(snap, r)
 	var out []int
@@ -204,45 +207,52 @@ func (p *plan) run(snap *Snapshot, args []arg, env runEnv) ([]int, bool) {
 	if cand, ok := p.candidates(snap, r); ok && len(cand) < hi-lo {
 		for _, i := range cand {
 			if i >= lo && i < hi && !check(i) {
-				return nil, false
+				return nil, r.failure()
 			}
 		}
 	} else {
 		if p.where != nil && hi-lo > maxScanRows {
-			return nil, false // too many rows to examine: the backend has indexes
+			return nil, "more than 1024 rows to examine and no index narrows them: the backend has indexes"
 		}
 		for i := lo; i < hi; i++ {
 			if !check(i) {
-				return nil, false
+				return nil, r.failure()
 			}
 		}
 	}
 	if len(p.order) > 0 {
-		var ok bool
-		if out, ok = p.sortRows(r, out); !ok {
-			return nil, false
+		if out, why = p.sortRows(r, out); why != "" {
+			return nil, why
 		}
 	}
 	if p.limit.kind != opNone && len(p.aggs) == 0 {
 		n, ok := r.operand(p.limit)
 		if !ok || n.neg {
-			return nil, false
+			return nil, "LIMIT or OFFSET is negative or NULL"
 		}
 		off := num{}
 		if p.offset.kind != opNone {
 			if off, ok = r.operand(p.offset); !ok || off.neg {
-				return nil, false
+				return nil, "LIMIT or OFFSET is negative or NULL"
 			}
 		}
 		if off.mag >= uint64(len(out)) {
-			return out[:0], true
+			return out[:0], ""
 		}
 		out = out[off.mag:]
 		if n.mag < uint64(len(out)) {
 			out = out[:n.mag]
 		}
 	}
-	return out, true
+	return out, ""
+}
+
+// failure says why a row could not be evaluated.
+func (r *rowCtx) failure() string {
+	if r.fail {
+		return "a string could not be compared exactly (a character whose weight is not known, a conversion between character sets, or a LIKE escape)"
+	}
+	return "a stored row could not be read"
 }
 
 // sortKey is one ORDER BY value of a row.
@@ -256,7 +266,7 @@ type sortKey struct {
 // MySQL. Unless the order is total, rows that tie make the answer the
 // backend's to give (false); under DISTINCT, tied rows are duplicates and
 // all but the first are dropped, if they are byte for byte the same.
-func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, bool) {
+func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 	snap := r.snap
 	keys := make([]sortKey, len(rows)*len(p.order))
 	pos := make(map[int]int, len(rows)) // row -> its keys' offset
@@ -274,15 +284,18 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, bool) {
 				w, ok := c.key(nil, v)
 				// The backend compares at most max_sort_length bytes of a
 				// sort key: longer keys might compare differently there.
-				if !ok || len(w) > r.env.maxSortLength {
-					return nil, false
+				if !ok {
+					return nil, "a value to sort by has a character whose weight is not known"
+				}
+				if len(w) > r.env.maxSortLength {
+					return nil, "a value to sort by is longer than max_sort_length"
 				}
 				k.w = w
 				continue
 			}
 			var ok bool
 			if k.n, ok = parseNum(v); !ok {
-				return nil, false
+				return nil, "a stored value could not be read"
 			}
 		}
 	}
@@ -312,7 +325,7 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, bool) {
 	}
 	sort.SliceStable(rows, func(a, b int) bool { return cmp(rows[a], rows[b]) < 0 })
 	if p.total {
-		return rows, true
+		return rows, ""
 	}
 	out := make([]int, 0, len(rows))
 	for n, i := range rows {
@@ -320,11 +333,14 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, bool) {
 			out = append(out, i)
 			continue
 		}
-		if !p.distinct || !sameValues(r, p.cols, snap.Rows[rows[n-1]], snap.Rows[i]) {
-			return nil, false
+		if !p.distinct {
+			return nil, "rows tie in the ORDER BY: their order is the backend's choice"
+		}
+		if !sameValues(r, p.cols, snap.Rows[rows[n-1]], snap.Rows[i]) {
+			return nil, "DISTINCT: values are equal by collation but not byte for byte; which one the backend shows is its choice"
 		}
 	}
-	return out, true
+	return out, ""
 }
 
 // sameValues reports whether two rows hold the same bytes in cols.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 
@@ -157,6 +158,19 @@ type planner struct {
 	nparams   int
 	order     map[int]int // parameter marker offset in the text -> parameter number
 	strParams map[int]bool
+	failed    ast.ExprNode // the condition that could not be planned
+}
+
+// restore prints a syntax tree node back as SQL, for explanations.
+func restore(n ast.Node) string {
+	if n == nil {
+		return ""
+	}
+	var b strings.Builder
+	if err := n.Restore(format.NewRestoreCtx(format.RestoreStringSingleQuotes|format.RestoreKeyWordUppercase|format.RestoreNameBackQuotes, &b)); err != nil {
+		return "(an expression)"
+	}
+	return b.String()
 }
 
 // paramOrder numbers a statement's '?' markers in text order, which is the
@@ -173,25 +187,26 @@ func (v *paramOrder) Enter(n ast.Node) (ast.Node, bool) {
 
 func (v *paramOrder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
-// buildPlan returns a plan for sel, or nil if the shape is not covered.
-func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot) {
+// buildPlan returns a plan for sel, or nil and why the shape is not
+// covered.
+func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot, string) {
 	if sel.GroupBy != nil || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
 		sel.SelectIntoOpt != nil || sel.With != nil || sel.Kind != ast.SelectStmtKindSelect || sel.IsInBraces ||
 		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil || sel.From.TableRefs.Right != nil {
-		return nil, nil
+		return nil, nil, "only a plain SELECT from one table, without GROUP BY, HAVING, window, locking clause, INTO, WITH or hints, is answered in memory"
 	}
 	src, ok := sel.From.TableRefs.Left.(*ast.TableSource)
 	if !ok {
-		return nil, nil
+		return nil, nil, "only a plain table reference is answered in memory (no join or derived table)"
 	}
 	tn, ok := src.Source.(*ast.TableName)
 	if !ok || len(tn.IndexHints) > 0 || len(tn.PartitionNames) > 0 || tn.AsOf != nil || tn.TableSample != nil {
-		return nil, nil
+		return nil, nil, "index hints, partitions, AS OF and TABLESAMPLE are left to the backend"
 	}
 	id := tableID(tn, db)
 	snap := lookup(id)
 	if snap == nil {
-		return nil, nil
+		return nil, nil, "the table is not cached"
 	}
 	po := &paramOrder{}
 	sel.Accept(po)
@@ -208,7 +223,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		switch {
 		case f.WildCard != nil:
 			if f.WildCard.Schema.L != "" || (f.WildCard.Table.L != "" && f.WildCard.Table.L != pl.alias) {
-				return nil, nil
+				return nil, nil, "only * of the table itself is answered (not db.* or another table's *)"
 			}
 			for i := range snap.Fields {
 				p.cols = append(p.cols, i)
@@ -217,18 +232,18 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			if a, ok := f.Expr.(*ast.AggregateFuncExpr); ok {
 				g, ok := pl.aggregate(a)
 				if !ok {
-					return nil, nil
+					return nil, nil, "aggregate " + restore(a) + " is not covered (COUNT, SUM, MIN, MAX of an integer column)"
 				}
 				p.aggs = append(p.aggs, g)
 				continue
 			}
 			c, ok := f.Expr.(*ast.ColumnNameExpr)
 			if !ok {
-				return nil, nil
+				return nil, nil, "select expression " + restore(f.Expr) + " is not covered (columns and aggregates only)"
 			}
 			i := pl.column(c)
 			if i < 0 {
-				return nil, nil
+				return nil, nil, "unknown column in " + restore(f.Expr)
 			}
 			p.cols = append(p.cols, i)
 		}
@@ -236,22 +251,22 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	if len(p.aggs) > 0 && (len(p.cols) > 0 || sel.OrderBy != nil) {
 		// Columns beside aggregates without GROUP BY take the value of an
 		// arbitrary row: left to the backend.
-		return nil, nil
+		return nil, nil, "columns beside aggregates without GROUP BY are left to the backend"
 	}
 	if sel.Where != nil {
 		if p.where = pl.cond(sel.Where); p.where == nil {
-			return nil, nil
+			return nil, nil, "WHERE " + restore(pl.failed) + " is not covered"
 		}
 	}
 	if sel.OrderBy != nil {
 		for _, by := range sel.OrderBy.Items {
 			c, ok := by.Expr.(*ast.ColumnNameExpr)
 			if !ok {
-				return nil, nil
+				return nil, nil, "ORDER BY " + restore(by.Expr) + " is not covered (integer or string columns only)"
 			}
 			i := pl.column(c)
 			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
-				return nil, nil
+				return nil, nil, "ORDER BY " + restore(by.Expr) + " is not covered (integer or string columns only)"
 			}
 			p.order = append(p.order, orderKey{col: i, desc: by.Desc})
 		}
@@ -273,31 +288,31 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		// the survivors come, is the backend's choice unless an ORDER BY
 		// sorts by every projected column (and nothing else).
 		if len(p.aggs) > 0 || !sameColumns(p.cols, p.order) {
-			return nil, nil
+			return nil, nil, "DISTINCT is answered only with an ORDER BY of exactly its columns"
 		}
 		p.distinct = true
 	}
 	if sel.Limit != nil {
 		if p.limit = pl.value(sel.Limit.Count); p.limit.kind == opNone {
-			return nil, nil
+			return nil, nil, "LIMIT " + restore(sel.Limit.Count) + " is not covered"
 		}
 		if sel.Limit.Offset != nil {
 			if p.offset = pl.value(sel.Limit.Offset); p.offset.kind == opNone {
-				return nil, nil
+				return nil, nil, "OFFSET " + restore(sel.Limit.Offset) + " is not covered"
 			}
 		}
 	}
 	// Every marker of the statement must have been planned (one in an
 	// unplanned place would shift the numbering of the others).
 	if pl.nparams != len(po.offsets) {
-		return nil, nil
+		return nil, nil, "a parameter marker is in a place the evaluator does not cover"
 	}
 	p.nparams = pl.nparams
 	p.strParams = make([]bool, pl.nparams)
 	for i := range p.strParams {
 		p.strParams[i] = pl.strParams[i]
 	}
-	return p, snap
+	return p, snap, ""
 }
 
 // argsMatch reports whether each argument is of the kind the plan
@@ -523,8 +538,17 @@ func (pl *planner) value(e ast.ExprNode) operand {
 	return operand{}
 }
 
-// cond builds a condition, or nil if it is not covered.
+// cond builds a condition, or nil if it is not covered (and pl.failed is
+// the innermost part that is not).
 func (pl *planner) cond(e ast.ExprNode) expr {
+	c := pl.cond1(e)
+	if c == nil && pl.failed == nil {
+		pl.failed = e
+	}
+	return c
+}
+
+func (pl *planner) cond1(e ast.ExprNode) expr {
 	switch x := e.(type) {
 	case *ast.ParenthesesExpr:
 		return pl.cond(x.Expr)

@@ -260,7 +260,17 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		if p.cached.Load() > 0 {
 			return p.read(st)
 		}
+		session(st).explain(st.SQL, false, "no table is cached")
 		return plugins.Continue
+	}
+	if st.Kind == plugins.KindShow && isExplainLast(st.SQL) {
+		if st.Command == plugins.ComStmtPrepare {
+			return plugins.RefuseWith(mysql.NewError(mysql.ER_UNSUPPORTED_PS, "This command is not supported in the prepared statement protocol yet"))
+		}
+		return p.explainLast(st)
+	}
+	if st.Command != plugins.ComStmtPrepare {
+		session(st).explain(st.SQL, false, "not a SELECT: statements other than SELECT always go to the backend")
 	}
 	switch st.Kind {
 	case plugins.KindSelect, plugins.KindShow, plugins.KindSet, plugins.KindUse, plugins.KindBegin,

@@ -47,6 +47,8 @@ type sessionInfo struct {
 	isolation     string // @@tx_isolation / @@transaction_isolation
 	env           runEnv // character sets of string arguments, max_sort_length
 
+	last explanation // the last statement's outcome, for EXPLAIN LAST STATEMENT
+
 	// Scratch space reused by every statement of the session.
 	tmpl []byte
 	lits []literal
@@ -131,11 +133,25 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	si.isolation = resultString(r, 0, 2)
 	client, conn := resultString(r, 0, 3), resultString(r, 0, 4)
 	si.env.asciiArgs = asciiCompatible(client) && asciiCompatible(conn)
+	si.env.defaultParse = parsesAsDefault(si.sqlMode)
 	si.env.utf8Args = client == "utf8mb4" && conn == "utf8mb4"
 	msl, _ := r.GetInt(0, 5)
 	si.env.maxSortLength = int(msl)
 	si.settings = si.charset + "|" + si.sqlMode
 	si.known = true
+	return true
+}
+
+// parsesAsDefault reports whether statements parse in sql_mode as in the
+// default mode the proxy's parser uses: the modes that change what a
+// double quote, ||, NOT or a backslash mean are not set.
+func parsesAsDefault(sqlMode string) bool {
+	for _, m := range strings.Split(sqlMode, ",") {
+		switch m {
+		case "ANSI", "ANSI_QUOTES", "PIPES_AS_CONCAT", "HIGH_NOT_PRECEDENCE", "NO_BACKSLASH_ESCAPES":
+			return false
+		}
+	}
 	return true
 }
 
@@ -162,11 +178,20 @@ type planEntry struct {
 	writes bool  // calls a stored function: may write any table
 	layout string
 	tables []lease.TableID // cached tables the statement reads, for pass counts
+	why    string          // when plan is nil: why
 }
 
-// read tries to answer a SELECT from memory.
+// read tries to answer a SELECT from memory, and records why it did or
+// did not for EXPLAIN LAST STATEMENT.
 func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	si := session(st)
+	a, why := p.readWhy(st, si)
+	si.explain(st.SQL, a.Verdict == plugins.Answer, why)
+	return a
+}
+
+// readWhy is read's decision and the reason for it.
+func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action, string) {
 	var text string
 	var args []arg
 	binaryProto := st.Command == plugins.ComStmtExecute
@@ -175,75 +200,83 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	} else {
 		tmpl, lits, ok := templateOf(st.SQL, si.tmpl, si.lits)
 		si.tmpl, si.lits = tmpl, lits
-		if !ok {
-			return p.readSlow(st)
-		}
-		text = unsafe.String(unsafe.SliceData(tmpl), len(tmpl))
-		args = si.args[:0]
-		for _, l := range lits {
-			if l.isInt {
-				args = append(args, arg{v: l.n})
-			} else {
-				args = append(args, arg{str: true, s: unsafe.Slice(unsafe.StringData(l.s), len(l.s))})
+		if ok {
+			text = unsafe.String(unsafe.SliceData(tmpl), len(tmpl))
+			args = si.args[:0]
+			for _, l := range lits {
+				if l.isInt {
+					args = append(args, arg{v: l.n})
+				} else {
+					args = append(args, arg{str: true, s: unsafe.Slice(unsafe.StringData(l.s), len(l.s))})
+				}
 			}
+			si.args = args
+		} else {
+			// Comments, escapes, other literals: the statement is planned
+			// as it is, its literals in the plan (one plan per text).
+			text = st.SQL
 		}
-		si.args = args
 	}
 	ent, ok := p.plans.Get(planKey{db: st.DB, text: text})
 	if !ok {
 		text = strings.Clone(text) // the key outlives the statement
 		if ent = p.planText(text, st.DB); ent == nil {
-			return plugins.Continue // a cached table is still loading: plan later
+			return plugins.Continue, "a cached table it reads is still loading"
 		}
 		p.plans.Add(planKey{db: strings.Clone(st.DB), text: text}, ent)
 	}
 	if ent.writes {
-		return p.unknownRead(st)
+		return p.unknownRead(st), "it calls a stored function, which may write: a write of every cached table"
 	}
 	if ent.plan == nil {
 		p.countPassesOf(ent.tables)
-		return plugins.Continue
+		return plugins.Continue, ent.why
 	}
 	pl := ent.plan
 	ts := p.table(pl.table)
 	if ts == nil {
-		return plugins.Continue
+		return plugins.Continue, "the table is no longer cached"
+	}
+	pass := func(why string) (plugins.Action, string) {
+		ts.passes.Add(1)
+		return plugins.Continue, why
 	}
 	var snap *Snapshot
 	if st.InTx {
 		if snap, ok = p.txSnapshot(st, si, pl.table); !ok {
-			ts.passes.Add(1)
-			return plugins.Continue
+			return pass("in this transaction the table is read from the backend (it wrote the table, read it there first, or its isolation is not REPEATABLE READ)")
 		}
 	} else if snap, ok = p.Servable(pl.table); !ok {
-		ts.passes.Add(1)
-		return plugins.Continue
+		return pass("the table's newest version is not in memory (a write is in progress, or it is reloading)")
 	}
 	if snap.layout != ent.layout {
 		p.plans.Remove(planKey{db: st.DB, text: text}) // the table changed shape
-		ts.passes.Add(1)
-		return plugins.Continue
+		return pass("the table's columns changed since the statement was planned")
 	}
 	if binaryProto {
 		if pl.nparams != st.ParamCount {
-			ts.passes.Add(1)
-			return plugins.Continue
+			return pass("the statement's parameters do not match its plan")
 		}
 		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes); !ok {
-			ts.passes.Add(1)
-			return plugins.Continue
+			return pass("a parameter's type is not covered (integers and strings are)")
 		}
 	} else if len(args) != pl.nparams {
-		ts.passes.Add(1)
-		return plugins.Continue
+		return pass("the statement's literals do not match its plan")
 	}
 	if !pl.argsMatch(args) {
-		ts.passes.Add(1) // a string where the plan compares integers, or the reverse
-		return plugins.Continue
+		return pass("a string is compared with an integer column, or a number with a string column (compared as numbers)")
 	}
-	if !si.probe(st) || !p.encodable(pl, snap, si, binaryProto) || !si.env.asciiArgs {
-		ts.passes.Add(1)
-		return plugins.Continue
+	if !si.probe(st) {
+		return pass("the session's settings could not be read")
+	}
+	if !p.encodable(pl, snap, si, binaryProto) {
+		return pass("a column's values would be sent otherwise in this session (character set, time zone, sql_mode or protocol)")
+	}
+	if !si.env.asciiArgs {
+		return pass("the session's character set is not ASCII-compatible")
+	}
+	if !si.env.defaultParse {
+		return pass("the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)")
 	}
 	key := defsKey{normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
 	meta, ok := p.learned.Get(key)
@@ -253,29 +286,28 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 		pend := &pendingLearn{key: key, plan: pl, snap: snap}
 		si.pending = pend
 		ts.passes.Add(1)
-		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture}
+		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture},
+			"first execution of this shape in these settings: the backend answers, and its column metadata is learned"
 	}
-	rows, ok := pl.run(snap, args, si.env)
-	if !ok {
-		ts.passes.Add(1)
-		return plugins.Continue
+	rows, why := pl.run(snap, args, si.env)
+	if why != "" {
+		return pass(why)
 	}
 	if len(pl.aggs) > 0 {
 		vals, ok := pl.aggregate(snap, rows)
 		shown, ok2 := pl.aggregateRowShown(args)
 		if !ok || !ok2 {
-			ts.passes.Add(1)
-			return plugins.Continue
+			return pass("an aggregate's value could not be computed exactly")
 		}
 		ts.hits.Add(1)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 			return writeAggregate(w, meta, vals, shown, binaryProto)
-		}))
+		})), ""
 	}
 	ts.hits.Add(1)
 	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 		return writeCached(w, meta, pl, snap, rows, binaryProto)
-	}))
+	})), ""
 }
 
 // txSnapshot is the snapshot a transaction reads table id at: pinned by
@@ -374,11 +406,11 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	defer parsers.Put(pr) // the tree is the parser's until its next parse
 	stmts, _, err := pr.ParseSQL(text)
 	if err != nil || len(stmts) != 1 {
-		return &planEntry{}
+		return &planEntry{why: "the statement is not one statement the parser reads"}
 	}
 	sel, ok := stmts[0].(*ast.SelectStmt)
 	if !ok {
-		return &planEntry{}
+		return &planEntry{why: "only SELECT is answered in memory (UNION, TABLE and VALUES are not)"}
 	}
 	if callsUserFunction(sel) {
 		return &planEntry{writes: true}
@@ -394,7 +426,7 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	if loading {
 		return nil
 	}
-	pl, snap := buildPlan(sel, db, func(id lease.TableID) *Snapshot {
+	pl, snap, why := buildPlan(sel, db, func(id lease.TableID) *Snapshot {
 		if ts := p.table(id); ts != nil {
 			return ts.snap.Load()
 		}
@@ -403,27 +435,11 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	if pl != nil {
 		ent.plan, ent.layout = pl, snap.layout
 	}
+	ent.why = why
+	if len(ent.tables) == 0 {
+		ent.why = "it reads no cached table"
+	}
 	return ent
-}
-
-// readSlow handles a SELECT the template scanner gives up on: parse it in
-// full and answer it only if its metadata is already known.
-func (p *Plugin) readSlow(st *plugins.Statement) plugins.Action {
-	pr := parsers.Get().(*parser.Parser)
-	defer parsers.Put(pr) // the tree is the parser's until its next parse
-	stmts, _, err := pr.ParseSQL(st.SQL)
-	if err != nil || len(stmts) != 1 {
-		return plugins.Continue
-	}
-	sel, ok := stmts[0].(*ast.SelectStmt)
-	if !ok {
-		return plugins.Continue
-	}
-	if callsUserFunction(sel) {
-		return p.unknownRead(st)
-	}
-	p.countPasses(sel, st.DB)
-	return plugins.Continue
 }
 
 // unknownRead handles a SELECT that calls a stored function, which may
@@ -435,11 +451,7 @@ func (p *Plugin) unknownRead(st *plugins.Statement) plugins.Action {
 	return plugins.Continue
 }
 
-// countPasses counts a read of cached tables that goes to the backend.
-func (p *Plugin) countPasses(sel *ast.SelectStmt, db string) {
-	p.countPassesOf(collectTables(sel, db))
-}
-
+// countPassesOf counts a read of cached tables that goes to the backend.
 func (p *Plugin) countPassesOf(ids []lease.TableID) {
 	for _, id := range ids {
 		if ts := p.table(id); ts != nil {

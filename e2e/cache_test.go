@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strings"
@@ -191,4 +192,79 @@ func TestCachedTableGrowsPastCap(t *testing.T) {
 	waitFor(t, 5*time.Second, "the proxy to log why it stopped caching the table", func() (bool, error) {
 		return strings.Contains(e.proxy.stderr.String(), "grew past the size cap"), nil
 	})
+}
+
+// TestExplainLastStatement checks that a session can see whether and why
+// its last statement was answered from memory.
+func TestExplainLastStatement(t *testing.T) {
+	e := newCacheEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.codes (id INT PRIMARY KEY, code VARCHAR(8), n DECIMAL(6,2))",
+		"INSERT INTO `"+e.db+"`.codes VALUES (1, 'EUR', 1.5), (2, 'USD', 2.5)")
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE codes CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "codes", "ready", 2, 1)
+	// One connection, so that "last" is this session's.
+	conn, err := e.open(t, e.app).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	explain := func(query string) (stmt, from, why string) {
+		t.Helper()
+		if err := conn.QueryRowContext(context.Background(), "EXPLAIN LAST STATEMENT").Scan(&stmt, &from, &why); err != nil {
+			t.Fatal(err)
+		}
+		if stmt != query {
+			t.Fatalf("EXPLAIN LAST STATEMENT explains %q, want %q", stmt, query)
+		}
+		return
+	}
+	run := func(query string) {
+		t.Helper()
+		rows, err := conn.QueryContext(context.Background(), query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+
+	q := "SELECT code FROM codes WHERE code = 'usd'"
+	run(q)
+	if _, from, why := explain(q); from != "backend" || !strings.Contains(why, "metadata is learned") {
+		t.Errorf("first execution: %s, %q", from, why)
+	}
+	run(q)
+	if _, from, _ := explain(q); from != "proxy" {
+		t.Errorf("second execution served from %s, want proxy", from)
+	}
+	// Asking again explains the same statement: EXPLAIN does not replace it.
+	if _, from, _ := explain(q); from != "proxy" {
+		t.Errorf("EXPLAIN LAST STATEMENT replaced the last statement")
+	}
+	q = "SELECT code FROM codes WHERE n > 2"
+	run(q)
+	if _, from, why := explain(q); from != "backend" || !strings.Contains(why, "WHERE `n`>? is not covered") {
+		t.Errorf("uncovered WHERE: %s, %q", from, why)
+	}
+	q = "SELECT code, COUNT(*) FROM codes GROUP BY code"
+	run(q)
+	if _, from, why := explain(q); from != "backend" || !strings.Contains(why, "GROUP BY") {
+		t.Errorf("GROUP BY: %s, %q", from, why)
+	}
+	q = "UPDATE codes SET n = n + 1 WHERE id = 1"
+	if _, err := conn.ExecContext(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	if _, from, why := explain(q); from != "backend" || !strings.Contains(why, "not a SELECT") {
+		t.Errorf("UPDATE: %s, %q", from, why)
+	}
+	// The same through the virtual table, filtered like any table.
+	var from string
+	if err := conn.QueryRowContext(context.Background(),
+		"SELECT served_from FROM tableproxy.last_statement WHERE served_from = 'backend'").Scan(&from); err != nil {
+		t.Fatal(err)
+	}
 }
