@@ -32,6 +32,10 @@ type runEnv struct {
 	// defaultParse: the session's sql_mode parses statements as the
 	// proxy's parser does.
 	defaultParse bool
+	// tzOffset is the session time zone's offset from UTC in seconds,
+	// when it is fixed (tzFixed).
+	tzOffset int
+	tzFixed  bool
 	// maxSortLength is @@max_sort_length: the backend sorts by at most
 	// this many bytes of each value's sort key.
 	maxSortLength int
@@ -554,7 +558,8 @@ func decodeParams(b []byte, n int, types []byte) ([]arg, bool) {
 
 // appendBinaryValue appends column f's text value v in the binary
 // protocol's encoding, or reports false for a type it does not encode
-// exactly from text (FLOAT, DOUBLE, TIMESTAMP: see canServeBinary).
+// exactly from text (FLOAT, DOUBLE: see encodable). A TIMESTAMP must have
+// been shifted to the session's zone (shiftTimestamp) first.
 func appendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
 	switch f.Type {
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR, mysql.MYSQL_TYPE_INT24,
@@ -576,11 +581,11 @@ func appendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
 			return binary.LittleEndian.AppendUint64(b, u), true
 		}
 		return binary.LittleEndian.AppendUint32(b, uint32(u)), true
-	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME:
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_TIMESTAMP:
 		return appendBinaryDateTime(b, v)
 	case mysql.MYSQL_TYPE_TIME:
 		return appendBinaryTime(b, v)
-	case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE, mysql.MYSQL_TYPE_TIMESTAMP:
+	case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
 		return b, false
 	}
 	// Strings, BLOBs, JSON, DECIMAL, ENUM, SET, BIT, GEOMETRY: the same

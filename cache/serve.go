@@ -117,7 +117,7 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	// transaction_isolation. Ask for one, then the other.
 	var r *mysql.Result
 	var err error
-	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length"
+	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone"
 	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation" + vars,
 		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation" + vars} {
 		if r, err = st.Backend.Query(q); err == nil {
@@ -137,6 +137,7 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	si.env.utf8Args = client == "utf8mb4" && conn == "utf8mb4"
 	msl, _ := r.GetInt(0, 5)
 	si.env.maxSortLength = int(msl)
+	si.env.tzOffset, si.env.tzFixed = fixedOffset(resultString(r, 0, 6), resultString(r, 0, 7))
 	si.settings = si.charset + "|" + si.sqlMode
 	si.known = true
 	return true
@@ -306,7 +307,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	}
 	ts.hits.Add(1)
 	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-		return writeCached(w, meta, pl, snap, rows, binaryProto)
+		return writeCached(w, meta, pl, snap, rows, binaryProto, si.env)
 	})), ""
 }
 
@@ -482,8 +483,11 @@ func (p *Plugin) encodable(pl *plan, snap *Snapshot, si *sessionInfo, binaryProt
 		}
 		switch f.Type {
 		case mysql.MYSQL_TYPE_TIMESTAMP:
-			// Printed in the loader's time zone; the session's may differ.
-			return false
+			// Read in UTC; shifted to the session's zone if it is a fixed
+			// offset.
+			if !si.env.tzFixed {
+				return false
+			}
 		case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
 			if binaryProto {
 				return false // the text form does not always hold every bit
@@ -591,7 +595,7 @@ func readLenEncInt(b []byte) (uint64, int, bool) {
 }
 
 // writeCached writes a result set from the snapshot.
-func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapshot, rows []int, binaryProto bool) error {
+func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapshot, rows []int, binaryProto bool, env runEnv) error {
 	if err := writeHead(w, meta); err != nil {
 		return err
 	}
@@ -606,11 +610,24 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 			fields[j] = snap.Fields[c]
 		}
 	}
+	// TIMESTAMP columns to shift to the session's zone (the binary
+	// protocol encodes them from text shifted by 0 too).
+	var shift []bool
+	var tsBuf []byte
+	for j, c := range pl.cols {
+		if snap.Fields[c].Type == mysql.MYSQL_TYPE_TIMESTAMP && (env.tzOffset != 0 || binaryProto) {
+			if shift == nil {
+				shift = make([]bool, len(pl.cols))
+			}
+			shift[j] = true
+		}
+	}
 	for _, i := range rows {
 		if !r.setRow(snap.Rows[i]) {
 			return errCorruptRow
 		}
 		buf = buf[:0]
+		tsBuf = tsBuf[:0]
 		if binaryProto {
 			for j, c := range pl.cols {
 				v, null, _ := r.field(c)
@@ -618,6 +635,13 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 					v = nil
 				} else if v == nil {
 					v = []byte{} // an empty value, not NULL
+				} else if shift != nil && shift[j] {
+					start := len(tsBuf)
+					var ok bool
+					if tsBuf, ok = shiftTimestamp(tsBuf, v, env.tzOffset); !ok {
+						return errCorruptRow
+					}
+					v = tsBuf[start:]
 				}
 				vals[j] = v
 			}
@@ -626,8 +650,18 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 				return errCorruptRow
 			}
 		} else {
-			for _, c := range pl.cols {
-				_, _, raw := r.field(c)
+			for j, c := range pl.cols {
+				v, null, raw := r.field(c)
+				if shift != nil && shift[j] && !null {
+					tsBuf = tsBuf[:0]
+					var ok bool
+					if tsBuf, ok = shiftTimestamp(tsBuf, v, env.tzOffset); !ok {
+						return errCorruptRow
+					}
+					buf = mysql.AppendLengthEncodedInteger(buf, uint64(len(tsBuf)))
+					buf = append(buf, tsBuf...)
+					continue
+				}
 				buf = append(buf, raw...)
 			}
 		}

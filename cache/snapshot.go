@@ -80,6 +80,10 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	if err != nil {
 		return nil, err
 	}
+	// TIMESTAMPs are read in UTC and shifted to each session's zone.
+	if _, err := conn.Execute("SET time_zone = '" + loaderTimeZone + "'"); err != nil {
+		return nil, err
+	}
 	if _, err := conn.Execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
 		return nil, err
 	}

@@ -86,7 +86,10 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 			pick(func() string {
 				return []string{"0.1", "1e308", "-2.2250738585072014e-308", "3.141592653589793"}[rng.Intn(4)]
 			}),
-			pick(func() string { return "'2026-06-01 12:00:00'" }),
+			pick(func() string {
+				return []string{"'1970-01-01 00:00:01'", "'2038-01-19 03:14:07'", "'0000-00-00 00:00:00'",
+					fmt.Sprintf("'%d-%02d-%02d %02d:%02d:%02d'", 1971+rng.Intn(66), 1+rng.Intn(12), 1+rng.Intn(28), rng.Intn(24), rng.Intn(60), rng.Intn(60))}[rng.Intn(4)]
+			}),
 			pick(func() string { return "x'00ff10'" }),
 		))
 	}
@@ -97,8 +100,17 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 	}
 	waitState(t, admin, "d", "ready", 300, 1)
 
-	textP := testdb.Open(t, testdb.DSN(e.proxy.addr, e.app.name, e.app.password, e.db, map[string]string{"charset": "utf8mb4"}))
-	textD := testdb.Open(t, testdb.DSN(e.backend.Addr, e.app.name, e.app.password, e.db, map[string]string{"charset": "utf8mb4"}))
+	// Sessions in the server's zone and in two others: TIMESTAMPs are shown
+	// in the session's zone.
+	var viaProxy, direct []*sql.DB
+	for _, zone := range []string{"", "'-07:00'", "'+05:45'"} {
+		params := map[string]string{"charset": "utf8mb4"}
+		if zone != "" {
+			params["time_zone"] = zone
+		}
+		viaProxy = append(viaProxy, testdb.Open(t, testdb.DSN(e.proxy.addr, e.app.name, e.app.password, e.db, params)))
+		direct = append(direct, testdb.Open(t, testdb.DSN(e.backend.Addr, e.app.name, e.app.password, e.db, params)))
+	}
 	intCols := []string{"id", "i", "u", "b", "ub", "t", "s"}
 	strCols := []string{"vbin", "vgen", "vuni", "vlat", "ch", "bl"}
 	strLit := func() string {
@@ -194,6 +206,7 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		"LIKE":              regexp.MustCompile(` LIKE `),
 		"ORDER BY string":   regexp.MustCompile(`ORDER BY .*(vbin|vgen|vuni|vlat|ch|bl)`),
 		"DISTINCT":          regexp.MustCompile(`DISTINCT`),
+		"TIMESTAMP":         regexp.MustCompile(`SELECT (\*|.*\bts\b)`),
 	}
 	servedBy := map[string]int{}
 	for q := 0; q < queries; q++ {
@@ -288,6 +301,8 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		}
 		// The first execution of a shape teaches the cache its metadata;
 		// the second is answered from memory if the shape is covered.
+		zone := rng.Intn(len(viaProxy))
+		textP, textD := viaProxy[zone], direct[zone]
 		want := run(textD)
 		for pass := 0; pass < 2; pass++ {
 			before := hitsOf(t, admin, "d")
