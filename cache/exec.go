@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"sort"
+	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
@@ -36,6 +37,9 @@ type runEnv struct {
 	// when it is fixed (tzFixed).
 	tzOffset int
 	tzFixed  bool
+	// divPrecision is @@div_precision_increment: the scale of AVG of
+	// integers.
+	divPrecision int
 	// maxSortLength is @@max_sort_length: the backend sorts by at most
 	// this many bytes of each value's sort key.
 	maxSortLength int
@@ -229,26 +233,126 @@ func (p *plan) run(snap *Snapshot, args []arg, env runEnv) (rows []int, why stri
 			return nil, why
 		}
 	}
-	if p.limit.kind != opNone && len(p.aggs) == 0 {
-		n, ok := r.operand(p.limit)
-		if !ok || n.neg {
-			return nil, "LIMIT or OFFSET is negative or NULL"
+	if len(p.aggs) == 0 && p.groupBy == nil {
+		from, to, why := p.window(r, len(out))
+		if why != "" {
+			return nil, why
 		}
-		off := num{}
-		if p.offset.kind != opNone {
-			if off, ok = r.operand(p.offset); !ok || off.neg {
-				return nil, "LIMIT or OFFSET is negative or NULL"
-			}
-		}
-		if off.mag >= uint64(len(out)) {
-			return out[:0], ""
-		}
-		out = out[off.mag:]
-		if n.mag < uint64(len(out)) {
-			out = out[:n.mag]
-		}
+		out = out[from:to]
 	}
 	return out, ""
+}
+
+// window applies LIMIT and OFFSET to n results: the range to keep.
+func (p *plan) window(r *rowCtx, n int) (from, to int, why string) {
+	if p.limit.kind == opNone {
+		return 0, n, ""
+	}
+	count, ok := r.operand(p.limit)
+	if !ok || count.neg {
+		return 0, 0, "LIMIT or OFFSET is negative or NULL"
+	}
+	off := num{}
+	if p.offset.kind != opNone {
+		if off, ok = r.operand(p.offset); !ok || off.neg {
+			return 0, 0, "LIMIT or OFFSET is negative or NULL"
+		}
+	}
+	if off.mag >= uint64(n) {
+		return n, n, ""
+	}
+	from = int(off.mag)
+	to = n
+	if count.mag < uint64(n-from) {
+		to = from + int(count.mag)
+	}
+	return from, to, ""
+}
+
+// groups computes a GROUP BY's result rows from the matching rows, sorted
+// by the group columns: one row per group, values as the text protocol
+// prints them (nil for NULL), after LIMIT and OFFSET.
+func (p *plan) groups(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][]byte, string) {
+	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
+	first := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
+	var out [][][]byte
+	for start := 0; start < len(rows); {
+		if !first.setRow(snap.Rows[rows[start]]) {
+			return nil, "a stored row could not be read"
+		}
+		end := start + 1
+		for ; end < len(rows); end++ {
+			if !r.setRow(snap.Rows[rows[end]]) {
+				return nil, "a stored row could not be read"
+			}
+			same, bytesToo, ok := sameGroup(first, r, p.groupBy)
+			if !ok {
+				return nil, "a group value has a character whose weight is not known"
+			}
+			if !same {
+				break
+			}
+			if !bytesToo {
+				return nil, "GROUP BY: values equal by collation but not byte for byte; which one the backend shows is its choice"
+			}
+		}
+		vals, ok := p.aggregate(snap, rows[start:end], env)
+		if !ok {
+			return nil, "an aggregate's value could not be computed exactly"
+		}
+		row := make([][]byte, len(p.items))
+		for j, it := range p.items {
+			if it.agg >= 0 {
+				row[j] = vals[it.agg]
+				continue
+			}
+			v, null, _ := first.field(it.col)
+			if !null {
+				row[j] = append([]byte{}, v...)
+			}
+		}
+		out = append(out, row)
+		start = end
+	}
+	from, to, why := p.window(r, len(out))
+	if why != "" {
+		return nil, why
+	}
+	return out[from:to], ""
+}
+
+// sameGroup reports whether two rows fall in one group of cols (NULLs
+// group together; strings by collation), and whether their values are
+// also the same bytes.
+func sameGroup(a, b *rowCtx, cols []int) (same, bytesToo, ok bool) {
+	bytesToo = true
+	for _, c := range cols {
+		va, na, _ := a.field(c)
+		vb, nb, _ := b.field(c)
+		if na || nb {
+			if na != nb {
+				return false, false, true
+			}
+			continue
+		}
+		if bytes.Equal(va, vb) {
+			continue
+		}
+		bytesToo = false
+		coll := a.snap.colls[c]
+		if coll == nil {
+			return false, false, true // integers print one way
+		}
+		ka, ok1 := coll.key(nil, va)
+		kb, ok2 := coll.key(nil, vb)
+		if !ok1 || !ok2 {
+			return false, false, false
+		}
+		if coll.compareKeys(ka, kb) != 0 {
+			return false, false, true
+		}
+	}
+	return true, bytesToo, true
 }
 
 // failure says why a row could not be evaluated.
@@ -328,8 +432,8 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 		return 0
 	}
 	sort.SliceStable(rows, func(a, b int) bool { return cmp(rows[a], rows[b]) < 0 })
-	if p.total {
-		return rows, ""
+	if p.total || p.groupBy != nil {
+		return rows, "" // (under GROUP BY, rows that tie are one group)
 	}
 	out := make([]int, 0, len(rows))
 	for n, i := range rows {
@@ -702,7 +806,7 @@ func appendBinaryTime(b []byte, v []byte) ([]byte, bool) {
 // aggregate computes the plan's aggregates over rows: one value each, nil
 // for NULL, as the text protocol prints them (COUNT and SUM of integers as
 // integers; MIN and MAX as the column prints the winning value).
-func (p *plan) aggregate(snap *Snapshot, rows []int) ([][]byte, bool) {
+func (p *plan) aggregate(snap *Snapshot, rows []int, env runEnv) ([][]byte, bool) {
 	r := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
 	out := make([][]byte, len(p.aggs))
 	for j, g := range p.aggs {
@@ -728,7 +832,7 @@ func (p *plan) aggregate(snap *Snapshot, rows []int) ([][]byte, bool) {
 			}
 			count++
 			switch g.fn {
-			case "sum":
+			case "sum", "avg":
 				x := new(big.Int).SetUint64(n.mag)
 				if n.neg {
 					x.Neg(x)
@@ -748,11 +852,40 @@ func (p *plan) aggregate(snap *Snapshot, rows []int) ([][]byte, bool) {
 			if count > 0 {
 				out[j] = []byte(sum.String())
 			}
+		case "avg":
+			if count > 0 {
+				out[j] = average(sum, count, env.divPrecision)
+			}
 		default:
 			out[j] = bestRaw
 		}
 	}
 	return out, true
+}
+
+// average prints sum/count as a DECIMAL with scale digits after the
+// point, rounded half away from zero, as the backend prints AVG of an
+// integer column (scale is @@div_precision_increment).
+func average(sum *big.Int, count int64, scale int) []byte {
+	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
+	num := new(big.Int).Mul(new(big.Int).Abs(sum), pow)
+	num.Mul(num, big.NewInt(2))
+	num.Add(num, big.NewInt(count))
+	q := num.Div(num, big.NewInt(2*count)) // floor((2|s|*10^k + c) / 2c): half up
+	digits := q.String()
+	if len(digits) <= scale {
+		digits = strings.Repeat("0", scale-len(digits)+1) + digits
+	}
+	var b []byte
+	if sum.Sign() < 0 && q.Sign() != 0 {
+		b = append(b, '-')
+	}
+	b = append(b, digits[:len(digits)-scale]...)
+	if scale > 0 {
+		b = append(b, '.')
+		b = append(b, digits[len(digits)-scale:]...)
+	}
+	return b
 }
 
 // aggregateRowShown applies LIMIT and OFFSET to an aggregate's single row.

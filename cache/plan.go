@@ -48,6 +48,16 @@ type plan struct {
 	// distinct: SELECT DISTINCT, planned only with an ORDER BY of exactly
 	// the projected columns.
 	distinct bool
+	// groupBy are the GROUP BY columns (nil: no GROUP BY), planned only
+	// with an ORDER BY of exactly those columns; items are the select
+	// list in order.
+	groupBy []int
+	items   []item
+}
+
+// item is one select-list entry: a column (agg < 0) or aggregate agg.
+type item struct {
+	col, agg int
 }
 
 // agg is COUNT(*), COUNT(col), SUM(col), MIN(col) or MAX(col) over an
@@ -190,10 +200,10 @@ func (v *paramOrder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 // buildPlan returns a plan for sel, or nil and why the shape is not
 // covered.
 func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot, string) {
-	if sel.GroupBy != nil || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
+	if sel.GroupBy != nil && (sel.GroupBy.Rollup || sel.Distinct) || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
 		sel.SelectIntoOpt != nil || sel.With != nil || sel.Kind != ast.SelectStmtKindSelect || sel.IsInBraces ||
 		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil || sel.From.TableRefs.Right != nil {
-		return nil, nil, "only a plain SELECT from one table, without GROUP BY, HAVING, window, locking clause, INTO, WITH or hints, is answered in memory"
+		return nil, nil, "only a plain SELECT from one table, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory"
 	}
 	src, ok := sel.From.TableRefs.Left.(*ast.TableSource)
 	if !ok {
@@ -227,14 +237,16 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			}
 			for i := range snap.Fields {
 				p.cols = append(p.cols, i)
+				p.items = append(p.items, item{col: i, agg: -1})
 			}
 		default:
 			if a, ok := f.Expr.(*ast.AggregateFuncExpr); ok {
 				g, ok := pl.aggregate(a)
 				if !ok {
-					return nil, nil, "aggregate " + restore(a) + " is not covered (COUNT, SUM, MIN, MAX of an integer column)"
+					return nil, nil, "aggregate " + restore(a) + " is not covered (COUNT, SUM, AVG, MIN, MAX of an integer column)"
 				}
 				p.aggs = append(p.aggs, g)
+				p.items = append(p.items, item{col: -1, agg: len(p.aggs) - 1})
 				continue
 			}
 			c, ok := f.Expr.(*ast.ColumnNameExpr)
@@ -246,9 +258,28 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 				return nil, nil, "unknown column in " + restore(f.Expr)
 			}
 			p.cols = append(p.cols, i)
+			p.items = append(p.items, item{col: i, agg: -1})
 		}
 	}
-	if len(p.aggs) > 0 && (len(p.cols) > 0 || sel.OrderBy != nil) {
+	if sel.GroupBy != nil {
+		for _, by := range sel.GroupBy.Items {
+			c, ok := by.Expr.(*ast.ColumnNameExpr)
+			i := -1
+			if ok {
+				i = pl.column(c)
+			}
+			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
+				return nil, nil, "GROUP BY " + restore(by.Expr) + " is not covered (integer or string columns only)"
+			}
+			p.groupBy = append(p.groupBy, i)
+		}
+		for _, c := range p.cols {
+			if indexOfInt(p.groupBy, c) < 0 {
+				return nil, nil, "a selected column is not in the GROUP BY: its value is the backend's choice"
+			}
+		}
+	}
+	if len(p.aggs) > 0 && p.groupBy == nil && (len(p.cols) > 0 || sel.OrderBy != nil) {
 		// Columns beside aggregates without GROUP BY take the value of an
 		// arbitrary row: left to the backend.
 		return nil, nil, "columns beside aggregates without GROUP BY are left to the backend"
@@ -281,6 +312,18 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 				has = has || o.col == pk
 			}
 			p.total = p.total && has
+		}
+	}
+	if p.groupBy != nil {
+		// Groups come in the order of an ORDER BY of exactly the GROUP BY
+		// columns. (MariaDB sorts groups even without one, MySQL 8 does
+		// not: without an ORDER BY, the order is left to the backend.)
+		order := make([]int, len(p.order))
+		for i, o := range p.order {
+			order[i] = o.col
+		}
+		if !sameSet(p.groupBy, order) {
+			return nil, nil, "GROUP BY is answered only with an ORDER BY of exactly its columns"
 		}
 	}
 	if sel.Distinct {
@@ -324,6 +367,30 @@ func (p *plan) argsMatch(args []arg) bool {
 		}
 	}
 	return true
+}
+
+// sameSet reports whether a and b hold the same values.
+func sameSet(a, b []int) bool {
+	for _, x := range a {
+		if indexOfInt(b, x) < 0 {
+			return false
+		}
+	}
+	for _, x := range b {
+		if indexOfInt(a, x) < 0 {
+			return false
+		}
+	}
+	return len(a) > 0
+}
+
+func indexOfInt(list []int, v int) int {
+	for i, x := range list {
+		if x == v {
+			return i
+		}
+	}
+	return -1
 }
 
 // sameColumns reports whether the ORDER BY keys are exactly the projected
@@ -456,7 +523,7 @@ func (pl *planner) aggregate(a *ast.AggregateFuncExpr) (agg, bool) {
 		return agg{}, false
 	}
 	switch fn {
-	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncMin, ast.AggFuncMax:
+	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncMin, ast.AggFuncMax, ast.AggFuncAvg:
 	default:
 		return agg{}, false
 	}

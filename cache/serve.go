@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -117,7 +118,7 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	// transaction_isolation. Ask for one, then the other.
 	var r *mysql.Result
 	var err error
-	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone"
+	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone, @@div_precision_increment"
 	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation" + vars,
 		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation" + vars} {
 		if r, err = st.Backend.Query(q); err == nil {
@@ -138,7 +139,10 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	msl, _ := r.GetInt(0, 5)
 	si.env.maxSortLength = int(msl)
 	si.env.tzOffset, si.env.tzFixed = fixedOffset(resultString(r, 0, 6), resultString(r, 0, 7))
-	si.settings = si.charset + "|" + si.sqlMode
+	dpi, _ := r.GetInt(0, 8)
+	si.env.divPrecision = int(dpi)
+	// The settings that change the metadata of an answer.
+	si.settings = si.charset + "|" + si.sqlMode + "|" + strconv.Itoa(si.env.divPrecision)
 	si.known = true
 	return true
 }
@@ -294,15 +298,29 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	if why != "" {
 		return pass(why)
 	}
+	if pl.groupBy != nil {
+		out, why := pl.groups(snap, rows, args, si.env)
+		if why != "" {
+			return pass(why)
+		}
+		ts.hits.Add(1)
+		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+			return writeValueRows(w, meta, out, binaryProto)
+		})), ""
+	}
 	if len(pl.aggs) > 0 {
-		vals, ok := pl.aggregate(snap, rows)
+		vals, ok := pl.aggregate(snap, rows, si.env)
 		shown, ok2 := pl.aggregateRowShown(args)
 		if !ok || !ok2 {
 			return pass("an aggregate's value could not be computed exactly")
 		}
+		var out [][][]byte
+		if shown {
+			out = [][][]byte{vals}
+		}
 		ts.hits.Add(1)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-			return writeAggregate(w, meta, vals, shown, binaryProto)
+			return writeValueRows(w, meta, out, binaryProto)
 		})), ""
 	}
 	ts.hits.Add(1)
@@ -508,7 +526,7 @@ func (p *Plugin) learn(si *sessionInfo) {
 	si.pending = nil
 	c := pend.capture
 	pl := pend.plan
-	if c.Columns == nil || len(c.Columns) != len(pl.cols)+len(pl.aggs) {
+	if c.Columns == nil || len(c.Columns) != len(pl.items) {
 		return
 	}
 	fields := make([]*mysql.Field, len(c.Columns))
@@ -518,16 +536,22 @@ func (p *Plugin) learn(si *sessionInfo) {
 			return
 		}
 		fields[i] = f
-		if len(pl.aggs) == 0 {
-			if f.Type != pend.snap.Fields[pl.cols[i]].Type {
+		it := pl.items[i]
+		if it.agg < 0 {
+			if f.Type != pend.snap.Fields[it.col].Type {
 				return
 			}
 			continue
 		}
 		// The proxy computes aggregates itself, so it must know the type
 		// the backend gives each: COUNT a BIGINT, SUM of integers a
-		// DECIMAL without fraction, MIN and MAX the column's own type.
-		switch g := pl.aggs[i]; g.fn {
+		// DECIMAL without fraction, AVG one with div_precision_increment
+		// digits of fraction, MIN and MAX the column's own type.
+		switch g := pl.aggs[it.agg]; g.fn {
+		case "avg":
+			if f.Type != mysql.MYSQL_TYPE_NEWDECIMAL || int(f.Decimal) != si.env.divPrecision {
+				return
+			}
 		case "count":
 			if f.Type != mysql.MYSQL_TYPE_LONGLONG {
 				return
@@ -702,14 +726,15 @@ type corruptRowError struct{}
 
 func (corruptRowError) Error() string { return "cache: a stored row could not be decoded" }
 
-// writeAggregate writes an aggregate's result: its one row, unless LIMIT
-// or OFFSET removed it.
-func writeAggregate(w plugins.ResponseWriter, meta *learned, vals [][]byte, shown, binaryProto bool) error {
+// writeValueRows writes a result set of computed rows (aggregates,
+// groups): values as the text protocol prints them, nil for NULL.
+func writeValueRows(w plugins.ResponseWriter, meta *learned, rows [][][]byte, binaryProto bool) error {
 	if err := writeHead(w, meta); err != nil {
 		return err
 	}
-	if shown {
-		var buf []byte
+	var buf []byte
+	for _, vals := range rows {
+		buf = buf[:0]
 		if binaryProto {
 			var ok bool
 			if buf, ok = appendBinaryRow(buf, vals, meta.fields); !ok {
@@ -728,8 +753,8 @@ func writeAggregate(w plugins.ResponseWriter, meta *learned, vals [][]byte, show
 		if err := w.WritePacket(buf); err != nil {
 			return err
 		}
-		w.Rows(1)
 	}
+	w.Rows(uint64(len(rows)))
 	return writeTail(w, meta)
 }
 

@@ -207,12 +207,28 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		"ORDER BY string":   regexp.MustCompile(`ORDER BY .*(vbin|vgen|vuni|vlat|ch|bl)`),
 		"DISTINCT":          regexp.MustCompile(`DISTINCT`),
 		"TIMESTAMP":         regexp.MustCompile(`SELECT (\*|.*\bts\b)`),
+		"GROUP BY":          regexp.MustCompile(`GROUP BY`),
+		"AVG":               regexp.MustCompile(`AVG\(`),
 	}
 	servedBy := map[string]int{}
 	for q := 0; q < queries; q++ {
 		var proj string
 		var distinctCols []string
-		switch k := rng.Intn(10); {
+		var groupCols []string
+		switch k := rng.Intn(11); {
+		case k == 10:
+			// GROUP BY with aggregates, ordered by exactly its columns.
+			all := append(append([]string{}, intCols[1:]...), strCols...)
+			for j := 0; j <= rng.Intn(2); j++ {
+				groupCols = append(groupCols, all[rng.Intn(len(all))])
+			}
+			as := append([]string{}, groupCols[:1+rng.Intn(len(groupCols))]...)
+			for j := 0; j <= rng.Intn(3); j++ {
+				c := intCols[rng.Intn(len(intCols))]
+				as = append(as, []string{"COUNT(*)", "COUNT(" + c + ")", "SUM(" + c + ")", "MIN(" + c + ")", "MAX(" + c + ")", "AVG(" + c + ")"}[rng.Intn(6)])
+			}
+			rng.Shuffle(len(as), func(i, j int) { as[i], as[j] = as[j], as[i] })
+			proj = strings.Join(as, ", ")
 		case k == 9:
 			// DISTINCT, ordered by exactly its columns.
 			all := append(append([]string{}, intCols...), strCols...)
@@ -227,7 +243,7 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 			var as []string
 			for j := 0; j <= rng.Intn(3); j++ {
 				c := intCols[rng.Intn(len(intCols))]
-				as = append(as, []string{"COUNT(*)", "COUNT(" + c + ")", "SUM(" + c + ")", "MIN(" + c + ")", "MAX(" + c + ")"}[rng.Intn(5)])
+				as = append(as, []string{"COUNT(*)", "COUNT(" + c + ")", "SUM(" + c + ")", "MIN(" + c + ")", "MAX(" + c + ")", "AVG(" + c + ")"}[rng.Intn(6)])
 			}
 			proj = strings.Join(as, ", ")
 		default:
@@ -252,7 +268,16 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		if rng.Intn(5) != 0 {
 			sqlText += " WHERE " + cond(2, pp)
 		}
+		if groupCols != nil {
+			sqlText += " GROUP BY " + strings.Join(groupCols, ", ")
+		}
 		switch {
+		case groupCols != nil:
+			var by []string
+			for _, c := range groupCols {
+				by = append(by, c+[]string{"", " DESC"}[rng.Intn(2)])
+			}
+			sqlText += " ORDER BY " + strings.Join(by, ", ")
 		case distinctCols != nil:
 			var by []string
 			for _, c := range distinctCols {
