@@ -37,6 +37,8 @@ type runEnv struct {
 	// when it is fixed (tzFixed).
 	tzOffset int
 	tzFixed  bool
+	// noUnsignedSubtraction: sql_mode has NO_UNSIGNED_SUBTRACTION.
+	noUnsignedSubtraction bool
 	// divPrecision is @@div_precision_increment: the scale of AVG of
 	// integers.
 	divPrecision int
@@ -51,6 +53,9 @@ type arg struct {
 	v    num
 	str  bool   // a string (s), not an integer (v)
 	s    []byte // the string, as sent
+	// bound: a parameter bound to a prepared statement (whose type the
+	// backend infers), not a literal of a statement's text.
+	bound bool
 }
 
 // setRow points the context at a row and indexes its fields.
@@ -107,6 +112,8 @@ func (r *rowCtx) operand(o operand) (num, bool) {
 			return r.args[o.param].v.negated(), true
 		}
 		return r.args[o.param].v, true
+	case opArith:
+		return r.arith(o)
 	}
 	return num{}, false
 }
@@ -201,6 +208,11 @@ func (c constTri) eval(*rowCtx) tri { return tri(c) }
 // why says, when the answer cannot be computed exactly here, why not.
 func (p *plan) run(snap *Snapshot, args []arg, env runEnv) (rows []int, why string) {
 	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
+	if len(p.whereArith) > 0 {
+		if why := p.checkArith(r); why != "" {
+			return nil, why
+		}
+	}
 	lo, hi := p.scanRange(snap, r)
 	var out []int
 	check := func(i int) bool {
@@ -486,7 +498,7 @@ func (p *plan) scanRange(snap *Snapshot, r *rowCtx) (int, int) {
 			if col.kind != opColumn {
 				col, val, op = x.r, x.l, flip(op)
 			}
-			if col.kind != opColumn || col.col != pk || val.kind == opColumn {
+			if col.kind != opColumn || col.col != pk || !val.constant() {
 				return
 			}
 			v, ok := r.operand(val)
@@ -636,7 +648,7 @@ func decodeParams(b []byte, n int, types []byte) ([]arg, bool) {
 			if !ok {
 				return nil, false
 			}
-			args[i] = arg{str: true, s: v}
+			args[i] = arg{str: true, s: v, bound: true}
 			pos += w
 			continue
 		default:
@@ -650,6 +662,7 @@ func decodeParams(b []byte, n int, types []byte) ([]arg, bool) {
 			u = u<<8 | uint64(b[pos+j])
 		}
 		pos += size
+		args[i].bound = true
 		if unsigned {
 			args[i].v = unsignedNum(u)
 		} else {

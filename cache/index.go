@@ -164,7 +164,7 @@ func (p *plan) narrow(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
 		if col.kind != opColumn {
 			col, val, op = x.r, x.l, flip(op)
 		}
-		if col.kind != opColumn || val.kind == opColumn || op == opcode.NE {
+		if col.kind != opColumn || !val.constant() || op == opcode.NE {
 			return nil, false
 		}
 		v, ok := r.operand(val)

@@ -53,11 +53,21 @@ type plan struct {
 	// list in order.
 	groupBy []int
 	items   []item
+	// computed: the select list has arithmetic, so rows are computed
+	// rather than copied.
+	computed bool
+	// whereArith is the arithmetic in the WHERE clause. The backend may
+	// evaluate it on rows the proxy skips (its access paths are its own),
+	// and an overflow there is an error; so the proxy answers only when it
+	// overflows on no row of the table.
+	whereArith []operand
 }
 
-// item is one select-list entry: a column (agg < 0) or aggregate agg.
+// item is one select-list entry: a column (col >= 0), aggregate agg
+// (agg >= 0), or integer arithmetic (expr).
 type item struct {
 	col, agg int
+	expr     *operand
 }
 
 // agg is COUNT(*), COUNT(col), SUM(col), MIN(col) or MAX(col) over an
@@ -104,6 +114,8 @@ type operand struct {
 	negate   bool // for parameters: -?
 	unsigned bool // for columns: UNSIGNED
 	str      []byte
+	arith    opcode.Op // for opArith: Plus, Minus, Mul, or UnaryMinus
+	args     []operand // for opArith
 }
 
 type opKind uint8
@@ -114,7 +126,13 @@ const (
 	opLiteral
 	opParam
 	opString // a string literal
+	opArith  // integer arithmetic: args[0] op args[1], or -args[0]
 )
+
+// constant reports whether o's value is the same for every row.
+func (o operand) constant() bool {
+	return o.kind == opLiteral || o.kind == opParam || o.kind == opString
+}
 
 type cmpExpr struct {
 	op   opcode.Op
@@ -169,6 +187,7 @@ type planner struct {
 	order     map[int]int // parameter marker offset in the text -> parameter number
 	strParams map[int]bool
 	failed    ast.ExprNode // the condition that could not be planned
+	ariths    []operand    // arithmetic planned so far
 }
 
 // restore prints a syntax tree node back as SQL, for explanations.
@@ -251,7 +270,12 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			}
 			c, ok := f.Expr.(*ast.ColumnNameExpr)
 			if !ok {
-				return nil, nil, "select expression " + restore(f.Expr) + " is not covered (columns and aggregates only)"
+				if o, ok := pl.operand(f.Expr); ok && o.kind == opArith {
+					p.items = append(p.items, item{col: -1, agg: -1, expr: &o})
+					p.computed = true
+					continue
+				}
+				return nil, nil, "select expression " + restore(f.Expr) + " is not covered (columns, integer arithmetic and aggregates only)"
 			}
 			i := pl.column(c)
 			if i < 0 {
@@ -279,15 +303,20 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			}
 		}
 	}
+	if p.computed && (len(p.aggs) > 0 || p.groupBy != nil || sel.Distinct) {
+		return nil, nil, "arithmetic beside aggregates, GROUP BY or DISTINCT is left to the backend"
+	}
 	if len(p.aggs) > 0 && p.groupBy == nil && (len(p.cols) > 0 || sel.OrderBy != nil) {
 		// Columns beside aggregates without GROUP BY take the value of an
 		// arbitrary row: left to the backend.
 		return nil, nil, "columns beside aggregates without GROUP BY are left to the backend"
 	}
 	if sel.Where != nil {
+		pl.ariths = nil
 		if p.where = pl.cond(sel.Where); p.where == nil {
 			return nil, nil, "WHERE " + restore(pl.failed) + " is not covered"
 		}
+		p.whereArith = pl.ariths
 	}
 	if sel.OrderBy != nil {
 		for _, by := range sel.OrderBy.Items {
@@ -572,9 +601,53 @@ func (pl *planner) operand(e ast.ExprNode) (operand, bool) {
 		return operand{kind: opColumn, col: i, unsigned: pl.snap.Fields[i].Flag&mysql.UNSIGNED_FLAG != 0}, true
 	case *ast.ParenthesesExpr:
 		return pl.operand(x.Expr)
+	case *ast.BinaryOperationExpr:
+		switch x.Op {
+		case opcode.Plus, opcode.Minus, opcode.Mul:
+			l, okl := pl.operand(x.L)
+			r, okr := pl.operand(x.R)
+			if !okl || !okr {
+				return operand{}, false
+			}
+			o := operand{kind: opArith, arith: x.Op, args: []operand{l, r}}
+			pl.ariths = append(pl.ariths, o)
+			return o, true
+		}
+		return operand{}, false
+	case *ast.UnaryOperationExpr:
+		if x.Op == opcode.Minus {
+			if _, isCol := unparen(x.V).(*ast.ColumnNameExpr); isCol {
+				a, ok := pl.operand(x.V)
+				if !ok {
+					return operand{}, false
+				}
+				o := operand{kind: opArith, arith: opcode.Minus, args: []operand{a}}
+				pl.ariths = append(pl.ariths, o)
+				return o, true
+			}
+			if _, isArith := unparen(x.V).(*ast.BinaryOperationExpr); isArith {
+				a, ok := pl.operand(x.V)
+				if !ok {
+					return operand{}, false
+				}
+				o := operand{kind: opArith, arith: opcode.Minus, args: []operand{a}}
+				pl.ariths = append(pl.ariths, o)
+				return o, true
+			}
+		}
 	}
 	v := pl.value(e)
 	return v, v.kind != opNone
+}
+
+func unparen(e ast.ExprNode) ast.ExprNode {
+	for {
+		p, ok := e.(*ast.ParenthesesExpr)
+		if !ok {
+			return e
+		}
+		e = p.Expr
+	}
 }
 
 // value is an integer literal or a parameter.
@@ -638,7 +711,7 @@ func (pl *planner) cond1(e ast.ExprNode) expr {
 			r, okr := pl.operand(x.R)
 			// At least one side must be a column: comparing two constants is
 			// fine but rare, and left to the backend.
-			if !okl || !okr || (l.kind != opColumn && r.kind != opColumn) {
+			if !okl || !okr || (l.constant() && r.constant()) {
 				return nil
 			}
 			return cmpExpr{op: x.Op, l: l, r: r}
@@ -688,7 +761,7 @@ func (pl *planner) cond1(e ast.ExprNode) expr {
 		v, ok := pl.operand(x.Expr)
 		lo, okl := pl.operand(x.Left)
 		hi, okh := pl.operand(x.Right)
-		if !ok || !okl || !okh || v.kind != opColumn || lo.kind == opColumn || hi.kind == opColumn {
+		if !ok || !okl || !okh || v.kind != opColumn || !lo.constant() || !hi.constant() {
 			return nil
 		}
 		return betweenExpr{x: v, lo: lo, hi: hi, not: x.Not}

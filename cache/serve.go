@@ -135,6 +135,7 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	client, conn := resultString(r, 0, 3), resultString(r, 0, 4)
 	si.env.asciiArgs = asciiCompatible(client) && asciiCompatible(conn)
 	si.env.defaultParse = parsesAsDefault(si.sqlMode)
+	si.env.noUnsignedSubtraction = strings.Contains(si.sqlMode, "NO_UNSIGNED_SUBTRACTION")
 	si.env.utf8Args = client == "utf8mb4" && conn == "utf8mb4"
 	msl, _ := r.GetInt(0, 5)
 	si.env.maxSortLength = int(msl)
@@ -297,6 +298,16 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	rows, why := pl.run(snap, args, si.env)
 	if why != "" {
 		return pass(why)
+	}
+	if pl.computed {
+		out, why := pl.computeRows(snap, rows, args, si.env)
+		if why != "" {
+			return pass(why)
+		}
+		ts.hits.Add(1)
+		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+			return writeValueRows(w, meta, out, binaryProto)
+		})), ""
 	}
 	if pl.groupBy != nil {
 		out, why := pl.groups(snap, rows, args, si.env)
@@ -537,6 +548,13 @@ func (p *Plugin) learn(si *sessionInfo) {
 		}
 		fields[i] = f
 		it := pl.items[i]
+		if it.expr != nil {
+			// Integer arithmetic is a BIGINT, UNSIGNED as its operands say.
+			if f.Type != mysql.MYSQL_TYPE_LONGLONG || (f.Flag&mysql.UNSIGNED_FLAG != 0) != it.expr.resultUnsigned(si.env.noUnsignedSubtraction) {
+				return
+			}
+			continue
+		}
 		if it.agg < 0 {
 			if f.Type != pend.snap.Fields[it.col].Type {
 				return

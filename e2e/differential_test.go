@@ -192,7 +192,10 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 			return c + []string{" BETWEEN ", " NOT BETWEEN "}[rng.Intn(2)] + val() + " AND " + val()
 		case k == 6:
 			// Shapes the cache does not answer: they must pass through intact.
-			return []string{"vgen = vuni", "vgen = _latin1'a'", "vlat = N'A'", "i + 1 > 3", "ch LIKE 'a%' ESCAPE '|'", "dec1 > 0", "vgen = 1", "i = '1'", "CONCAT(vgen, 'x') = 'ax'"}[rng.Intn(9)]
+			return []string{"vgen = vuni", "vgen = _latin1'a'", "vlat = N'A'", "i DIV 2 > 3", "ch LIKE 'a%' ESCAPE '|'", "dec1 > 0", "vgen = 1", "i = '1'", "CONCAT(vgen, 'x') = 'ax'"}[rng.Intn(9)]
+		case k == 7:
+			// Integer arithmetic, overflowing on some rows.
+			return []string{"i + 1 > ", "u - 5 < ", "b * 3 = ", "-t >= ", "(i + u) * 2 <> ", "ub - u > ", "t * s <= "}[rng.Intn(7)] + val()
 		}
 		return c + " " + []string{"=", "<>", "<", "<=", ">", ">="}[rng.Intn(6)] + " " + val()
 	}
@@ -209,6 +212,7 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		"TIMESTAMP":         regexp.MustCompile(`SELECT (\*|.*\bts\b)`),
 		"GROUP BY":          regexp.MustCompile(`GROUP BY`),
 		"AVG":               regexp.MustCompile(`AVG\(`),
+		"arithmetic":        regexp.MustCompile(`[a-z)] [-+*] [a-z0-9(?]|-t`),
 	}
 	servedBy := map[string]int{}
 	for q := 0; q < queries; q++ {
@@ -251,6 +255,9 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 			var cs []string
 			for j := 0; j < n; j++ {
 				c := allCols[rng.Intn(len(allCols))]
+				if rng.Intn(6) == 0 {
+					c = []string{"i + 1", "u - 3", "b * 2", "-t", "(i + u) * 2", "ub + 1", "s * t - id", "i - u"}[rng.Intn(8)]
+				}
 				if rng.Intn(5) == 0 {
 					c += " AS alias_" + strconv.Itoa(j)
 				}
