@@ -231,7 +231,7 @@ func (p *plan) run(snap *Snapshot, args []arg, env runEnv) (rows []int, why stri
 			}
 		}
 	} else {
-		if p.where != nil && hi-lo > maxScanRows {
+		if p.where != nil && hi-lo > maxScanRows && p.join == nil { // (a join's rows are bounded by maxJoinPairs)
 			return nil, "more than 1024 rows to examine and no index narrows them: the backend has indexes"
 		}
 		for i := lo; i < hi; i++ {

@@ -180,7 +180,7 @@ func (p *plan) narrow(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
 			return span(snap, col.col, nil, &v)
 		}
 	case inExpr:
-		if x.not || x.x.kind != opColumn {
+		if x.not || x.x.kind != opColumn || !indexed(snap, x.x.col) {
 			return nil, false
 		}
 		var rows []int

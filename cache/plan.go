@@ -30,10 +30,12 @@ import (
 // scan or a primary-key range), or in ORDER BY order with primary-key order
 // among equal keys.
 type plan struct {
-	table   lease.TableID
-	cols    []int // projected snapshot columns
-	aggs    []agg // or: aggregates over the matching rows (one result row)
-	where   expr  // nil: every row
+	table   lease.TableID   // the (first) table
+	tables  []lease.TableID // every table, in FROM order
+	join    *joinSpec       // for a join of two tables
+	cols    []int           // projected snapshot columns
+	aggs    []agg           // or: aggregates over the matching rows (one result row)
+	where   expr            // nil: every row
 	order   []orderKey
 	limit   operand // count; limit.kind == opNone for no LIMIT
 	offset  operand
@@ -179,10 +181,18 @@ type likeExpr struct {
 	not bool
 }
 
+// tableRef is a table of the FROM clause: its alias (or name) and its
+// columns' place in the snapshot the plan is built against (for a join,
+// the two tables' columns side by side).
+type tableRef struct {
+	alias, schema string
+	off, n        int
+}
+
 // planner builds a plan for one statement against one snapshot.
 type planner struct {
 	snap      *Snapshot
-	alias     string
+	tables    []tableRef
 	nparams   int
 	order     map[int]int // parameter marker offset in the text -> parameter number
 	strParams map[int]bool
@@ -221,40 +231,83 @@ func (v *paramOrder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot, string) {
 	if sel.GroupBy != nil && (sel.GroupBy.Rollup || sel.Distinct) || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
 		sel.SelectIntoOpt != nil || sel.With != nil || sel.Kind != ast.SelectStmtKindSelect || sel.IsInBraces ||
-		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil || sel.From.TableRefs.Right != nil {
-		return nil, nil, "only a plain SELECT from one table, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory"
+		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil {
+		return nil, nil, "only a plain SELECT, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory"
 	}
-	src, ok := sel.From.TableRefs.Left.(*ast.TableSource)
-	if !ok {
-		return nil, nil, "only a plain table reference is answered in memory (no join or derived table)"
+	// FROM t [AS a], or an inner join of two tables: t1 [AS a] [INNER |
+	// CROSS] JOIN t2 [AS b] [ON ...], or t1, t2.
+	from := sel.From.TableRefs
+	sources := []ast.ResultSetNode{from.Left}
+	var on ast.ExprNode
+	if from.Right != nil {
+		if from.Tp != ast.CrossJoin || from.NaturalJoin || from.StraightJoin || from.Using != nil {
+			return nil, nil, "only inner joins are answered in memory (not LEFT, RIGHT, NATURAL, STRAIGHT_JOIN or USING)"
+		}
+		sources = append(sources, from.Right)
+		if from.On != nil {
+			on = from.On.Expr
+		}
 	}
-	tn, ok := src.Source.(*ast.TableName)
-	if !ok || len(tn.IndexHints) > 0 || len(tn.PartitionNames) > 0 || tn.AsOf != nil || tn.TableSample != nil {
-		return nil, nil, "index hints, partitions, AS OF and TABLESAMPLE are left to the backend"
+	var ids []lease.TableID
+	var snaps []*Snapshot
+	var refs []tableRef
+	for _, src := range sources {
+		ts, ok := src.(*ast.TableSource)
+		if !ok {
+			return nil, nil, "only joins of two tables are answered in memory (no derived tables or longer joins)"
+		}
+		tn, ok := ts.Source.(*ast.TableName)
+		if !ok {
+			return nil, nil, "only tables are answered in memory (no derived tables or subqueries)"
+		}
+		if len(tn.IndexHints) > 0 || len(tn.PartitionNames) > 0 || tn.AsOf != nil || tn.TableSample != nil {
+			return nil, nil, "index hints, partitions, AS OF and TABLESAMPLE are left to the backend"
+		}
+		id := tableID(tn, db)
+		snap := lookup(id)
+		if snap == nil {
+			return nil, nil, "a table it reads is not cached"
+		}
+		ref := tableRef{alias: tn.Name.L, schema: tn.Schema.L}
+		if ts.AsName.L != "" {
+			ref.alias, ref.schema = ts.AsName.L, ""
+		}
+		if len(refs) > 0 {
+			ref.off = refs[0].n
+		}
+		ref.n = len(snap.Fields)
+		ids, snaps, refs = append(ids, id), append(snaps, snap), append(refs, ref)
 	}
-	id := tableID(tn, db)
-	snap := lookup(id)
-	if snap == nil {
-		return nil, nil, "the table is not cached"
+	snap := snaps[0]
+	if len(snaps) == 2 {
+		if refs[0].alias == refs[1].alias {
+			return nil, nil, "both tables of the join have the same name"
+		}
+		snap = joinSnapshot(snaps[0], snaps[1], nil)
 	}
+	id := ids[0]
 	po := &paramOrder{}
 	sel.Accept(po)
 	sort.Ints(po.offsets)
-	pl := &planner{snap: snap, alias: tn.Name.L, order: map[int]int{}, strParams: map[int]bool{}}
+	pl := &planner{snap: snap, tables: refs, order: map[int]int{}, strParams: map[int]bool{}}
 	for i, off := range po.offsets {
 		pl.order[off] = i
 	}
-	if src.AsName.L != "" {
-		pl.alias = src.AsName.L
-	}
-	p := &plan{table: id}
+	p := &plan{table: id, tables: ids}
 	for _, f := range sel.Fields.Fields {
 		switch {
 		case f.WildCard != nil:
-			if f.WildCard.Schema.L != "" || (f.WildCard.Table.L != "" && f.WildCard.Table.L != pl.alias) {
-				return nil, nil, "only * of the table itself is answered (not db.* or another table's *)"
+			lo, hi := 0, len(snap.Fields)
+			if f.WildCard.Table.L != "" {
+				t := pl.table(f.WildCard.Schema.L, f.WildCard.Table.L)
+				if t == nil {
+					return nil, nil, "* of an unknown table"
+				}
+				lo, hi = t.off, t.off+t.n
+			} else if f.WildCard.Schema.L != "" {
+				return nil, nil, "db.* is not covered"
 			}
-			for i := range snap.Fields {
+			for i := lo; i < hi; i++ {
 				p.cols = append(p.cols, i)
 				p.items = append(p.items, item{col: i, agg: -1})
 			}
@@ -317,6 +370,31 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			return nil, nil, "WHERE " + restore(pl.failed) + " is not covered"
 		}
 		p.whereArith = pl.ariths
+	}
+	if on != nil {
+		// An inner join's ON is one more condition on the joined rows.
+		pl.ariths = nil
+		c := pl.cond(on)
+		if c == nil {
+			return nil, nil, "ON " + restore(pl.failed) + " is not covered"
+		}
+		if len(pl.ariths) > 0 {
+			return nil, nil, "arithmetic in ON is left to the backend"
+		}
+		if p.where == nil {
+			p.where = c
+		} else {
+			p.where = andExpr{c, p.where}
+		}
+	}
+	if len(snaps) == 2 {
+		if len(p.whereArith) > 0 {
+			return nil, nil, "arithmetic in the WHERE of a join is left to the backend"
+		}
+		if sel.OrderBy == nil && len(p.aggs) == 0 {
+			return nil, nil, "a join without ORDER BY: the order of its rows is the backend's choice"
+		}
+		p.join = &joinSpec{eq: equiJoin(p.where, refs[1].off)}
 	}
 	if sel.OrderBy != nil {
 		for _, by := range sel.OrderBy.Items {
@@ -574,19 +652,43 @@ func (pl *planner) aggregate(a *ast.AggregateFuncExpr) (agg, bool) {
 	return agg{fn: fn, col: i}, true
 }
 
-// column resolves a column reference to a snapshot column, or -1.
+// column resolves a column reference to a snapshot column, or -1 (also
+// when an unqualified name is in both tables of a join: ambiguous).
 func (pl *planner) column(c *ast.ColumnNameExpr) int {
 	n := c.Name
-	if n.Schema.L != "" || (n.Table.L != "" && n.Table.L != pl.alias) {
+	lo, hi := 0, len(pl.snap.Fields)
+	if n.Table.L != "" {
+		t := pl.table(n.Schema.L, n.Table.L)
+		if t == nil {
+			return -1
+		}
+		lo, hi = t.off, t.off+t.n
+	} else if n.Schema.L != "" {
 		return -1
 	}
-	for i, f := range pl.snap.Fields {
+	found := -1
+	for i := lo; i < hi; i++ {
 		// Column names are case-insensitive.
-		if strings.EqualFold(string(f.OrgName), n.Name.O) {
-			return i
+		if strings.EqualFold(string(pl.snap.Fields[i].OrgName), n.Name.O) {
+			if found >= 0 {
+				return -1
+			}
+			found = i
 		}
 	}
-	return -1
+	return found
+}
+
+// table finds a table of the FROM clause by its alias (or name, with an
+// optional schema when it has no alias).
+func (pl *planner) table(schema, name string) *tableRef {
+	for i := range pl.tables {
+		t := &pl.tables[i]
+		if t.alias == name && (schema == "" || schema == t.schema) {
+			return t
+		}
+	}
+	return nil
 }
 
 // operand turns an expression into an integer column, literal or

@@ -239,21 +239,38 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		return plugins.Continue, ent.why
 	}
 	pl := ent.plan
-	ts := p.table(pl.table)
-	if ts == nil {
-		return plugins.Continue, "the table is no longer cached"
+	var tss [2]*tableState
+	for i, id := range pl.tables {
+		if tss[i] = p.table(id); tss[i] == nil {
+			return plugins.Continue, "the table is no longer cached"
+		}
+	}
+	count := func(hit bool) {
+		for _, ts := range tss[:len(pl.tables)] {
+			if hit {
+				ts.hits.Add(1)
+			} else {
+				ts.passes.Add(1)
+			}
+		}
 	}
 	pass := func(why string) (plugins.Action, string) {
-		ts.passes.Add(1)
+		count(false)
 		return plugins.Continue, why
 	}
-	var snap *Snapshot
-	if st.InTx {
-		if snap, ok = p.txSnapshot(st, si, pl.table); !ok {
-			return pass("in this transaction the table is read from the backend (it wrote the table, read it there first, or its isolation is not REPEATABLE READ)")
+	var snaps [2]*Snapshot
+	for i, id := range pl.tables {
+		if st.InTx {
+			if snaps[i], ok = p.txSnapshot(st, si, id); !ok {
+				return pass("in this transaction the table is read from the backend (it wrote the table, read it there first, or its isolation is not REPEATABLE READ)")
+			}
+		} else if snaps[i], ok = p.Servable(id); !ok {
+			return pass("the table's newest version is not in memory (a write is in progress, or it is reloading)")
 		}
-	} else if snap, ok = p.Servable(pl.table); !ok {
-		return pass("the table's newest version is not in memory (a write is in progress, or it is reloading)")
+	}
+	snap := snaps[0]
+	if pl.join != nil {
+		snap = joinSnapshot(snaps[0], snaps[1], nil)
 	}
 	if snap.layout != ent.layout {
 		p.plans.Remove(planKey{db: st.DB, text: text}) // the table changed shape
@@ -291,9 +308,16 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		key.normalized = strings.Clone(text)
 		pend := &pendingLearn{key: key, plan: pl, snap: snap}
 		si.pending = pend
-		ts.passes.Add(1)
+		count(false)
 		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture},
 			"first execution of this shape in these settings: the backend answers, and its column metadata is learned"
+	}
+	if pl.join != nil {
+		joined, why := pl.joinRows(snaps[0], snaps[1])
+		if why != "" {
+			return pass(why)
+		}
+		snap = joinSnapshot(snaps[0], snaps[1], joined)
 	}
 	rows, why := pl.run(snap, args, si.env)
 	if why != "" {
@@ -304,7 +328,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		if why != "" {
 			return pass(why)
 		}
-		ts.hits.Add(1)
+		count(true)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 			return writeValueRows(w, meta, out, binaryProto)
 		})), ""
@@ -314,7 +338,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		if why != "" {
 			return pass(why)
 		}
-		ts.hits.Add(1)
+		count(true)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 			return writeValueRows(w, meta, out, binaryProto)
 		})), ""
@@ -329,12 +353,12 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		if shown {
 			out = [][][]byte{vals}
 		}
-		ts.hits.Add(1)
+		count(true)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 			return writeValueRows(w, meta, out, binaryProto)
 		})), ""
 	}
-	ts.hits.Add(1)
+	count(true)
 	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 		return writeCached(w, meta, pl, snap, rows, binaryProto, si.env)
 	})), ""
