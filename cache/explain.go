@@ -42,7 +42,7 @@ func (e *explanation) row() []any {
 		from = "proxy"
 	}
 	why := e.why
-	if e.served {
+	if e.served && why == "" {
 		why = "answered from the cached table in memory"
 	}
 	return []any{string(e.sql), from, why}

@@ -253,6 +253,24 @@ func (p *Plugin) Servable(id lease.TableID) (*Snapshot, bool) {
 
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
+	if st.Session == nil || p.cached.Load() == 0 {
+		return p.onStatement(st)
+	}
+	si := session(st)
+	if a, ok := p.beginDeferred(st, si); ok {
+		si.explain(st.SQL, true, "answered by the proxy: the transaction has not reached the backend (a plain BEGIN is sent there before the transaction's first statement that goes there)")
+		return a
+	}
+	a := p.onStatement(st)
+	if si.deferred && a.Verdict == plugins.Pass {
+		if err := startDeferred(st, si); err != nil {
+			return plugins.RefuseWith(err)
+		}
+	}
+	return a
+}
+
+func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 	if st.Kind == plugins.KindSelect && st.Command != plugins.ComStmtPrepare {
 		if a, ok := p.virtualQuery(st); ok {
 			return a

@@ -49,6 +49,9 @@ type sessionInfo struct {
 	env           runEnv // character sets of string arguments, max_sort_length
 
 	last explanation // the last statement's outcome, for EXPLAIN LAST STATEMENT
+	// deferred: the session's transaction was begun by the proxy and has
+	// not started in the backend yet (see begin.go).
+	deferred bool
 
 	// Scratch space reused by every statement of the session.
 	tmpl []byte
@@ -395,7 +398,11 @@ func (p *Plugin) txSnapshot(st *plugins.Statement, si *sessionInfo, id lease.Tab
 func (si *sessionInfo) afterStatement(st *plugins.Statement, inTx bool) {
 	involved := si.inTx || inTx
 	switch st.Kind {
-	case plugins.KindSelect, plugins.KindInsert, plugins.KindUpdate, plugins.KindDelete, plugins.KindReplace:
+	case plugins.KindSelect, plugins.KindInsert, plugins.KindUpdate, plugins.KindDelete, plugins.KindReplace,
+		plugins.KindShow, plugins.KindUse: // (SHOW, EXPLAIN and USE leave the transaction as it is)
+		if involved && !singleStatement(st.SQL) {
+			si.txTainted = true // a request of several statements: any of them may be anything
+		}
 	case plugins.KindBegin, plugins.KindCommit, plugins.KindRollback:
 		if singleStatement(st.SQL) && !containsFold(st.SQL, " TO ") {
 			si.pins, si.txTainted = nil, false
