@@ -135,6 +135,8 @@ func span(snap *Snapshot, col int, lo, hi *num) ([]int, bool) {
 
 func (p *plan) narrow(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
 	switch x := e.(type) {
+	case strCmpExpr, strInExpr, strBetweenExpr:
+		return p.narrowString(x, snap, r)
 	case andExpr:
 		l, okl := p.narrow(x.l, snap, r)
 		rr, okr := p.narrow(x.r, snap, r)

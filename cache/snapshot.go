@@ -41,6 +41,9 @@ type Snapshot struct {
 	// colls[i] is how string column i compares (nil: not a string column,
 	// or one whose collation is left to the backend).
 	colls []*collation
+	// strIndex[i] is the rows with a value in string column i, ordered by
+	// its collation (nil for others).
+	strIndex [][]int32
 
 	Bytes        int64 // memory held by the snapshot, accounted
 	LoadedAt     time.Time
@@ -130,6 +133,7 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	if err := s.learnCollations(conn, collByName); err != nil {
 		return nil, err
 	}
+	s.buildStringIndexes()
 	s.layout = layoutOf(s)
 	s.LoadDuration = time.Since(start)
 	return s, nil

@@ -268,3 +268,45 @@ func TestExplainLastStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStringLookupsOnLargeTable checks that lookups by a string column of a
+// table too large to scan are answered through the column's index, with
+// the backend's answer.
+func TestStringLookupsOnLargeTable(t *testing.T) {
+	e := newCacheEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.codes (id INT PRIMARY KEY, code VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci, n INT)",
+		"INSERT INTO `"+e.db+"`.codes SELECT seq, CONCAT(IF(seq % 2, 'c', 'C'), seq % 4000), seq % 7 FROM mysql.seq_1_to_6000")
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE codes CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "codes", "ready", 6000, 1)
+	app := e.open(t, e.app)
+	direct := testdb.Open(t, testdb.DSN(e.backend.Addr, e.backend.RootUser, e.backend.RootPassword, e.db, nil))
+	for _, q := range []string{
+		"SELECT id, code FROM codes WHERE code = 'c1234'",
+		"SELECT id, code FROM codes WHERE code IN ('C17', 'c3999  ', 'none')",
+		"SELECT id FROM codes WHERE code BETWEEN 'c100' AND 'C1005' AND n > 2",
+		"SELECT COUNT(*) FROM codes WHERE code >= 'c3990'",
+	} {
+		want := dumpQuery(t, direct, q)
+		dumpQuery(t, app, q) // learns the metadata
+		before := hitsOf(t, admin, "codes")
+		if got := dumpQuery(t, app, q); got != want {
+			t.Errorf("%s:\nproxy:  %s\ndirect: %s", q, got, want)
+		}
+		if hitsOf(t, admin, "codes") == before {
+			t.Errorf("%s was not answered from memory", q)
+		}
+	}
+}
+
+func dumpQuery(t *testing.T, db *sql.DB, q string) string {
+	t.Helper()
+	r, err := db.Query(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return dumpRows(t, r)
+}
