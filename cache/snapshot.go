@@ -134,6 +134,9 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 		return nil, err
 	}
 	s.buildStringIndexes()
+	if limit > 0 && s.Bytes > limit { // the indexes count too
+		return nil, &errTooLarge{id: id, bytes: s.Bytes, limit: limit}
+	}
 	s.layout = layoutOf(s)
 	s.LoadDuration = time.Since(start)
 	return s, nil
