@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"encoding/binary"
+	"math"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -549,8 +551,11 @@ func (p *Plugin) encodable(pl *plan, snap *Snapshot, si *sessionInfo, binaryProt
 				return false
 			}
 		case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
-			if binaryProto {
-				return false // the text form does not always hold every bit
+			// The text form does not always hold every bit: the binary
+			// protocol sends the exact values read at load, in plain
+			// column projections only.
+			if binaryProto && (snap.floats == nil || snap.floats[c] == nil || pl.computed) {
+				return false
 			}
 		case mysql.MYSQL_TYPE_STRING:
 			if strings.Contains(si.sqlMode, "PAD_CHAR_TO_FULL_LENGTH") {
@@ -695,6 +700,14 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 			shift[j] = true
 		}
 	}
+	// FLOAT and DOUBLE columns are sent from their exact values.
+	var exact []bool
+	if binaryProto && snap.floats != nil {
+		exact = make([]bool, len(pl.cols))
+		for j, c := range pl.cols {
+			exact[j] = snap.floats[c] != nil
+		}
+	}
 	for _, i := range rows {
 		if !r.setRow(snap.Rows[i]) {
 			return errCorruptRow
@@ -706,6 +719,10 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 				v, null, _ := r.field(c)
 				if null {
 					v = nil
+				} else if exact != nil && exact[j] {
+					start := len(tsBuf)
+					tsBuf = appendFloat(tsBuf, snap.Fields[c].Type, snap.floats[c][i])
+					v = tsBuf[start:]
 				} else if v == nil {
 					v = []byte{} // an empty value, not NULL
 				} else if shift != nil && shift[j] {
@@ -719,7 +736,7 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 				vals[j] = v
 			}
 			var ok bool
-			if buf, ok = appendBinaryRow(buf, vals, fields); !ok {
+			if buf, ok = appendBinaryRow(buf, vals, fields, exact); !ok {
 				return errCorruptRow
 			}
 		} else {
@@ -786,7 +803,7 @@ func writeValueRows(w plugins.ResponseWriter, meta *learned, rows [][][]byte, bi
 		buf = buf[:0]
 		if binaryProto {
 			var ok bool
-			if buf, ok = appendBinaryRow(buf, vals, meta.fields); !ok {
+			if buf, ok = appendBinaryRow(buf, vals, meta.fields, nil); !ok {
 				return errCorruptRow
 			}
 		} else {
@@ -809,8 +826,8 @@ func writeValueRows(w plugins.ResponseWriter, meta *learned, rows [][][]byte, bi
 
 // appendBinaryRow appends a binary-protocol row: the 0x00 header, the NULL
 // bitmap (offset by two bits), then each non-NULL value (nil is NULL) in the
-// encoding of its field's type.
-func appendBinaryRow(buf []byte, vals [][]byte, fields []*mysql.Field) ([]byte, bool) {
+// encoding of its field's type, or as it is where encoded[j] is set.
+func appendBinaryRow(buf []byte, vals [][]byte, fields []*mysql.Field, encoded []bool) ([]byte, bool) {
 	buf = append(buf, 0)
 	start := len(buf)
 	buf = append(buf, make([]byte, (len(vals)+7+2)/8)...)
@@ -820,10 +837,23 @@ func appendBinaryRow(buf []byte, vals [][]byte, fields []*mysql.Field) ([]byte, 
 			buf[start+bit/8] |= 1 << (bit % 8)
 			continue
 		}
+		if encoded != nil && encoded[j] {
+			buf = append(buf, v...)
+			continue
+		}
 		var ok bool
 		if buf, ok = appendBinaryValue(buf, fields[j], v); !ok {
 			return buf, false
 		}
 	}
 	return buf, true
+}
+
+// appendFloat appends a FLOAT or DOUBLE in the binary protocol's encoding,
+// from its exact value.
+func appendFloat(b []byte, t byte, bits uint64) []byte {
+	if t == mysql.MYSQL_TYPE_FLOAT {
+		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(math.Float64frombits(bits))))
+	}
+	return binary.LittleEndian.AppendUint64(b, bits)
 }

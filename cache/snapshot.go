@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -41,6 +42,10 @@ type Snapshot struct {
 	// colls[i] is how string column i compares (nil: not a string column,
 	// or one whose collation is left to the backend).
 	colls []*collation
+	// floats[i] are the exact values of FLOAT or DOUBLE column i, one per
+	// row, for the binary protocol (the text the backend prints may not
+	// hold every bit); nil for other columns.
+	floats [][]uint64
 	// strIndex[i] is the rows with a value in string column i, ordered by
 	// its collation (nil for others).
 	strIndex [][]int32
@@ -97,7 +102,12 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	for i, c := range pk {
 		order[i] = quoteIdent(c)
 	}
-	r, err := conn.Execute(fmt.Sprintf("SELECT * FROM %s.%s ORDER BY %s", quoteIdent(id.Schema), quoteIdent(id.Table), strings.Join(order, ", ")))
+	query := fmt.Sprintf("SELECT * FROM %s.%s ORDER BY %s", quoteIdent(id.Schema), quoteIdent(id.Table), strings.Join(order, ", "))
+	r, err := conn.Execute(query)
+	var floats [][]uint64
+	if err == nil {
+		floats, err = floatBits(conn, query, r.Fields)
+	}
 	if _, cerr := conn.Execute("COMMIT"); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -127,6 +137,10 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 			return nil, &errTooLarge{id: id, bytes: s.Bytes, limit: limit}
 		}
 	}
+	s.floats = floats
+	for _, f := range floats {
+		s.Bytes += int64(len(f)) * 8
+	}
 	s.indexPK()
 	s.buildIndexes()
 	s.scanCharsets()
@@ -140,6 +154,42 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	s.layout = layoutOf(s)
 	s.LoadDuration = time.Since(start)
 	return s, nil
+}
+
+// floatBits reads the FLOAT and DOUBLE columns again in the binary
+// protocol, within the load's transaction (so the same rows in the same
+// order), and keeps their exact values.
+func floatBits(conn *client.Conn, query string, fields []*mysql.Field) ([][]uint64, error) {
+	has := false
+	for _, f := range fields {
+		has = has || f.Type == mysql.MYSQL_TYPE_FLOAT || f.Type == mysql.MYSQL_TYPE_DOUBLE
+	}
+	if !has {
+		return nil, nil
+	}
+	stmt, err := conn.Prepare(query)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	r, err := stmt.Execute()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out := make([][]uint64, len(fields))
+	for c, f := range fields {
+		if f.Type != mysql.MYSQL_TYPE_FLOAT && f.Type != mysql.MYSQL_TYPE_DOUBLE {
+			continue
+		}
+		out[c] = make([]uint64, len(r.Values))
+		for i, row := range r.Values {
+			if row[c].Type == mysql.FieldValueTypeFloat {
+				out[c][i] = math.Float64bits(row[c].AsFloat64())
+			}
+		}
+	}
+	return out, nil
 }
 
 // columnCollations reads how each string column of id compares, by

@@ -229,6 +229,7 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		"GROUP BY":          regexp.MustCompile(`GROUP BY`),
 		"AVG":               regexp.MustCompile(`AVG\(`),
 		"join":              regexp.MustCompile(`JOIN|d2, d`),
+		"FLOAT/DOUBLE":      regexp.MustCompile(`SELECT (\*|.*\b(fl|db)\b)`),
 		"arithmetic":        regexp.MustCompile(`[a-z)] [-+*] [a-z0-9(?]|-t`),
 	}
 	servedBy := map[string]int{}
