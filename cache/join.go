@@ -18,8 +18,13 @@ const maxJoinPairs = 1 << 16
 type joinSpec struct {
 	// eq are equality conditions between an integer column of the first
 	// table and one of the second (joined column numbers), from the
-	// top-level conjuncts of WHERE and ON.
+	// top-level conjuncts of WHERE and ON (of ON only, for a LEFT JOIN).
 	eq [][2]int
+	// left: a LEFT JOIN, whose ON (on) chooses the rows of the second
+	// table to join, and whose rows of the first table that match none
+	// are joined to NULLs.
+	left bool
+	on   expr
 }
 
 // joinSnapshot is a snapshot of the columns of a and b side by side, with
@@ -74,8 +79,9 @@ func equiJoin(where expr, off int) [][2]int {
 }
 
 // joinRows forms the joined rows of a and b that the plan's equality
-// conditions allow, in a's primary-key order, then b's.
-func (p *plan) joinRows(a, b *Snapshot) ([][]byte, string) {
+// conditions allow (and, for a LEFT JOIN, its ON), in a's primary-key
+// order, then b's.
+func (p *plan) joinRows(a, b *Snapshot, args []arg, env runEnv) ([][]byte, string) {
 	off := len(a.Fields)
 	var key [2]int
 	useIndex := false
@@ -90,6 +96,15 @@ func (p *plan) joinRows(a, b *Snapshot) ([][]byte, string) {
 		all[i] = i
 	}
 	r := &rowCtx{snap: a, offs: make([]int, 0, len(a.Fields)+1)}
+	var on *rowCtx // evaluates a LEFT JOIN's ON on a joined row
+	var nulls []byte
+	if p.join.left {
+		on = &rowCtx{snap: joinSnapshot(a, b, nil), args: args, env: env, offs: make([]int, 0, len(a.Fields)+len(b.Fields)+1)}
+		nulls = make([]byte, len(b.Fields))
+		for i := range nulls {
+			nulls[i] = 0xfb // NULL in a text-protocol row
+		}
+	}
 	var out [][]byte
 	budget := maxJoinPairs
 	for _, ra := range a.Rows {
@@ -99,21 +114,41 @@ func (p *plan) joinRows(a, b *Snapshot) ([][]byte, string) {
 				return nil, "a stored row could not be read"
 			}
 			v, null, _ := r.field(key[0])
-			if null {
-				continue // NULL equals nothing
-			}
 			n, ok := parseNum(v)
-			if !ok {
+			switch {
+			case null:
+				cand = nil // NULL equals nothing
+			case !ok:
 				return nil, "a stored row could not be read"
+			default:
+				cand, _ = span(b, key[1]-off, &n, &n)
 			}
-			cand, _ = span(b, key[1]-off, &n, &n)
 		}
 		if budget -= len(cand); budget < 0 {
 			return nil, "the join would pair more than 65536 rows: the backend has indexes"
 		}
+		matched := false
 		for _, j := range cand {
 			row := make([]byte, 0, len(ra)+len(b.Rows[j]))
-			out = append(out, append(append(row, ra...), b.Rows[j]...))
+			row = append(append(row, ra...), b.Rows[j]...)
+			if on != nil {
+				if !on.setRow(row) {
+					return nil, "a stored row could not be read"
+				}
+				t := p.join.on.eval(on)
+				if on.fail {
+					return nil, on.failure()
+				}
+				if t != triTrue {
+					continue
+				}
+			}
+			matched = true
+			out = append(out, row)
+		}
+		if on != nil && !matched {
+			row := make([]byte, 0, len(ra)+len(nulls))
+			out = append(out, append(append(row, ra...), nulls...))
 		}
 	}
 	return out, ""

@@ -239,10 +239,12 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	from := sel.From.TableRefs
 	sources := []ast.ResultSetNode{from.Left}
 	var on ast.ExprNode
+	left := false
 	if from.Right != nil {
-		if from.Tp != ast.CrossJoin || from.NaturalJoin || from.StraightJoin || from.Using != nil {
-			return nil, nil, "only inner joins are answered in memory (not LEFT, RIGHT, NATURAL, STRAIGHT_JOIN or USING)"
+		if from.Tp != ast.CrossJoin && from.Tp != ast.LeftJoin || from.NaturalJoin || from.StraightJoin || from.Using != nil {
+			return nil, nil, "only inner and left joins are answered in memory (not RIGHT, NATURAL, STRAIGHT_JOIN or USING)"
 		}
+		left = from.Tp == ast.LeftJoin
 		sources = append(sources, from.Right)
 		if from.On != nil {
 			on = from.On.Expr
@@ -371,20 +373,14 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		}
 		p.whereArith = pl.ariths
 	}
+	var onCond expr
 	if on != nil {
-		// An inner join's ON is one more condition on the joined rows.
 		pl.ariths = nil
-		c := pl.cond(on)
-		if c == nil {
+		if onCond = pl.cond(on); onCond == nil {
 			return nil, nil, "ON " + restore(pl.failed) + " is not covered"
 		}
 		if len(pl.ariths) > 0 {
 			return nil, nil, "arithmetic in ON is left to the backend"
-		}
-		if p.where == nil {
-			p.where = c
-		} else {
-			p.where = andExpr{c, p.where}
 		}
 	}
 	if len(snaps) == 2 {
@@ -394,7 +390,26 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		if sel.OrderBy == nil && len(p.aggs) == 0 {
 			return nil, nil, "a join without ORDER BY: the order of its rows is the backend's choice"
 		}
-		p.join = &joinSpec{eq: equiJoin(p.where, refs[1].off)}
+		switch {
+		case left:
+			// A LEFT JOIN's ON picks the matching rows of the second table;
+			// a row of the first that has none is joined to NULLs. WHERE
+			// applies to the joined rows.
+			if onCond == nil {
+				return nil, nil, "a LEFT JOIN without ON"
+			}
+			p.join = &joinSpec{left: true, on: onCond, eq: equiJoin(onCond, refs[1].off)}
+		default:
+			// An inner join's ON is one more condition on the joined rows.
+			if onCond != nil {
+				if p.where == nil {
+					p.where = onCond
+				} else {
+					p.where = andExpr{onCond, p.where}
+				}
+			}
+			p.join = &joinSpec{eq: equiJoin(p.where, refs[1].off)}
+		}
 	}
 	if sel.OrderBy != nil {
 		for _, by := range sel.OrderBy.Items {

@@ -318,7 +318,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 			"first execution of this shape in these settings: the backend answers, and its column metadata is learned"
 	}
 	if pl.join != nil {
-		joined, why := pl.joinRows(snaps[0], snaps[1])
+		joined, why := pl.joinRows(snaps[0], snaps[1], args, si.env)
 		if why != "" {
 			return pass(why)
 		}

@@ -229,6 +229,7 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		"GROUP BY":          regexp.MustCompile(`GROUP BY`),
 		"AVG":               regexp.MustCompile(`AVG\(`),
 		"join":              regexp.MustCompile(`JOIN|d2, d`),
+		"LEFT JOIN":         regexp.MustCompile(`LEFT JOIN`),
 		"FLOAT/DOUBLE":      regexp.MustCompile(`SELECT (\*|.*\b(fl|db)\b)`),
 		"arithmetic":        regexp.MustCompile(`[a-z)] [-+*] [a-z0-9(?]|-t`),
 	}
@@ -305,7 +306,12 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 			// (Only total orders: rows that tie come in an order that changes
 			// from one execution to the next in the backend itself.)
 			order := []string{" ORDER BY d.id, d2.jid", " ORDER BY d2.jid DESC, d.id", " ORDER BY d2.k, d.id, d2.jid", ""}[rng.Intn(4)]
-			switch rng.Intn(5) {
+			switch rng.Intn(7) {
+			case 5:
+				sqlText = "SELECT d.id, d2.jid, d2.name, d2.k FROM d LEFT JOIN d2 ON " + on + []string{where, " WHERE d2.jid IS NULL", " WHERE d2.k > 3 OR d.i < 0"}[rng.Intn(3)] +
+					[]string{" ORDER BY d.id, d2.jid", " ORDER BY d2.jid DESC, d.id DESC", " ORDER BY d2.name, d.id, d2.jid"}[rng.Intn(3)]
+			case 6:
+				sqlText = "SELECT COUNT(*), COUNT(d2.jid), SUM(d2.k) FROM d LEFT JOIN d2 ON " + on + where
 			case 0:
 				sqlText = "SELECT COUNT(*), SUM(d2.k), MAX(d.i) FROM d JOIN d2 ON " + on + where
 			case 1:
