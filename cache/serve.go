@@ -49,6 +49,7 @@ type sessionInfo struct {
 	nextTxUnknown bool   // SET TRANSACTION was run: the next transaction's isolation is unknown
 	isolation     string // @@tx_isolation / @@transaction_isolation
 	env           runEnv // character sets of string arguments, max_sort_length
+	autocommit    bool   // @@autocommit
 
 	last explanation // the last statement's outcome, for EXPLAIN LAST STATEMENT
 	// deferred: the session's transaction was begun by the proxy and has
@@ -123,7 +124,7 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	// transaction_isolation. Ask for one, then the other.
 	var r *mysql.Result
 	var err error
-	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone, @@div_precision_increment"
+	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone, @@div_precision_increment, @@autocommit"
 	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation" + vars,
 		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation" + vars} {
 		if r, err = st.Backend.Query(q); err == nil {
@@ -147,6 +148,8 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	si.env.tzOffset, si.env.tzFixed = fixedOffset(resultString(r, 0, 6), resultString(r, 0, 7))
 	dpi, _ := r.GetInt(0, 8)
 	si.env.divPrecision = int(dpi)
+	ac, _ := r.GetInt(0, 9)
+	si.autocommit = ac == 1
 	// The settings that change the metadata of an answer.
 	si.settings = si.charset + "|" + si.sqlMode + "|" + strconv.Itoa(si.env.divPrecision)
 	si.known = true
@@ -302,6 +305,9 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	}
 	if !si.env.asciiArgs {
 		return pass("the session's character set is not ASCII-compatible")
+	}
+	if !st.InTx && !si.autocommit {
+		return pass("autocommit is off: the read starts a transaction in the backend")
 	}
 	if !si.env.defaultParse {
 		return pass("the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)")

@@ -111,6 +111,21 @@ func TestDeferredBegin(t *testing.T) {
 	if v := value(direct, "SELECT v FROM `"+e.db+"`.kv WHERE id = 2"); v != 21 {
 		t.Errorf("BEGIN inside a transaction did not commit it: v = %d", v)
 	}
+	// With autocommit off, a read starts a transaction in the backend:
+	// reads go there until autocommit is back on.
+	waitSettled(t, admin, "kv", 2)
+	exec("SET autocommit = 0")
+	value(conn, read)
+	if from, why := servedFrom(); from != "backend" || !strings.Contains(why, "autocommit is off") {
+		t.Errorf("with autocommit off: %s, %q", from, why)
+	}
+	exec("COMMIT")
+	exec("SET autocommit = 1")
+	value(conn, read)
+	if from, why := servedFrom(); from != "proxy" {
+		t.Errorf("with autocommit back on: %s, %q", from, why)
+	}
+
 	exec("START TRANSACTION READ ONLY")
 	if from, _ := servedFrom(); from != "backend" {
 		t.Errorf("START TRANSACTION READ ONLY went to the %s", from)
