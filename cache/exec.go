@@ -1,10 +1,12 @@
 package cache
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/big"
 	"sort"
+	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
@@ -16,12 +18,44 @@ type rowCtx struct {
 	row  []byte
 	offs []int // start of each field's length prefix, plus the row's end
 	args []arg
+	env  runEnv
+	// fail is set when a value cannot be compared exactly: the statement
+	// goes to the backend.
+	fail   bool
+	k1, k2 []byte // scratch for sort keys
 }
 
-// arg is a bound parameter: an integer or NULL.
+// runEnv is what a run needs to know of the session.
+type runEnv struct {
+	// asciiArgs: the client and connection character sets encode ASCII
+	// as ASCII; utf8Args: both are utf8mb4.
+	asciiArgs, utf8Args bool
+	// defaultParse: the session's sql_mode parses statements as the
+	// proxy's parser does.
+	defaultParse bool
+	// tzOffset is the session time zone's offset from UTC in seconds,
+	// when it is fixed (tzFixed).
+	tzOffset int
+	tzFixed  bool
+	// noUnsignedSubtraction: sql_mode has NO_UNSIGNED_SUBTRACTION.
+	noUnsignedSubtraction bool
+	// divPrecision is @@div_precision_increment: the scale of AVG of
+	// integers.
+	divPrecision int
+	// maxSortLength is @@max_sort_length: the backend sorts by at most
+	// this many bytes of each value's sort key.
+	maxSortLength int
+}
+
+// arg is a bound parameter: an integer, a string or NULL.
 type arg struct {
 	null bool
 	v    num
+	str  bool   // a string (s), not an integer (v)
+	s    []byte // the string, as sent
+	// bound: a parameter bound to a prepared statement (whose type the
+	// backend infers), not a literal of a statement's text.
+	bound bool
 }
 
 // setRow points the context at a row and indexes its fields.
@@ -78,6 +112,8 @@ func (r *rowCtx) operand(o operand) (num, bool) {
 			return r.args[o.param].v.negated(), true
 		}
 		return r.args[o.param].v, true
+	case opArith:
+		return r.arith(o)
 	}
 	return num{}, false
 }
@@ -88,26 +124,7 @@ func (e cmpExpr) eval(r *rowCtx) tri {
 	if !okl || !okr {
 		return triNull
 	}
-	c := l.cmp(rr)
-	var t bool
-	switch e.op {
-	case opcode.EQ:
-		t = c == 0
-	case opcode.NE:
-		t = c != 0
-	case opcode.LT:
-		t = c < 0
-	case opcode.LE:
-		t = c <= 0
-	case opcode.GT:
-		t = c > 0
-	case opcode.GE:
-		t = c >= 0
-	}
-	if t {
-		return triTrue
-	}
-	return triFalse
+	return cmpResult(e.op, l.cmp(rr))
 }
 
 func (e andExpr) eval(r *rowCtx) tri {
@@ -188,8 +205,14 @@ type constTri tri
 func (c constTri) eval(*rowCtx) tri { return tri(c) }
 
 // run selects the plan's rows from snap: their indexes, in output order.
-func (p *plan) run(snap *Snapshot, args []arg) ([]int, bool) {
-	r := &rowCtx{snap: snap, args: args, offs: make([]int, 0, len(snap.Fields)+1)}
+// why says, when the answer cannot be computed exactly here, why not.
+func (p *plan) run(snap *Snapshot, args []arg, env runEnv) (rows []int, why string) {
+	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
+	if len(p.whereArith) > 0 {
+		if why := p.checkArith(r); why != "" {
+			return nil, why
+		}
+	}
 	lo, hi := p.scanRange(snap, r)
 	var out []int
 	check := func(i int) bool {
@@ -199,85 +222,261 @@ func (p *plan) run(snap *Snapshot, args []arg) ([]int, bool) {
 		if p.where == nil || p.where.eval(r) == triTrue {
 			out = append(out, i)
 		}
-		return true
+		return !r.fail
 	}
 	if cand, ok := p.candidates(snap, r); ok && len(cand) < hi-lo {
 		for _, i := range cand {
 			if i >= lo && i < hi && !check(i) {
-				return nil, false
+				return nil, r.failure()
 			}
 		}
 	} else {
-		if p.where != nil && hi-lo > maxScanRows {
-			return nil, false // too many rows to examine: the backend has indexes
+		if p.where != nil && hi-lo > maxScanRows && p.join == nil { // (a join's rows are bounded by maxJoinPairs)
+			return nil, "more than 1024 rows to examine and no index narrows them: the backend has indexes"
 		}
 		for i := lo; i < hi; i++ {
 			if !check(i) {
-				return nil, false
+				return nil, r.failure()
 			}
 		}
 	}
 	if len(p.order) > 0 {
-		keys := make([][]num, len(snap.Rows))
-		nulls := make([][]bool, len(snap.Rows))
-		for _, i := range out {
-			r.setRow(snap.Rows[i])
-			k := make([]num, len(p.order))
-			n := make([]bool, len(p.order))
-			for j, o := range p.order {
-				v, null, _ := r.field(o.col)
-				if null {
-					n[j] = true
-					continue
-				}
-				k[j], _ = parseNum(v)
-			}
-			keys[i], nulls[i] = k, n
+		if out, why = p.sortRows(r, out); why != "" {
+			return nil, why
 		}
-		sort.SliceStable(out, func(a, b int) bool {
-			ka, kb, na, nb := keys[out[a]], keys[out[b]], nulls[out[a]], nulls[out[b]]
-			for j, o := range p.order {
-				var c int
-				switch {
-				case na[j] && nb[j]:
-					c = 0
-				case na[j]:
-					c = -1 // NULLs sort first ascending, as in MySQL
-				case nb[j]:
-					c = 1
-				default:
-					c = ka[j].cmp(kb[j])
-				}
-				if o.desc {
-					c = -c
-				}
-				if c != 0 {
-					return c < 0
-				}
+	}
+	if len(p.aggs) == 0 && p.groupBy == nil {
+		from, to, why := p.window(r, len(out))
+		if why != "" {
+			return nil, why
+		}
+		out = out[from:to]
+	}
+	return out, ""
+}
+
+// window applies LIMIT and OFFSET to n results: the range to keep.
+func (p *plan) window(r *rowCtx, n int) (from, to int, why string) {
+	if p.limit.kind == opNone {
+		return 0, n, ""
+	}
+	count, ok := r.operand(p.limit)
+	if !ok || count.neg {
+		return 0, 0, "LIMIT or OFFSET is negative or NULL"
+	}
+	off := num{}
+	if p.offset.kind != opNone {
+		if off, ok = r.operand(p.offset); !ok || off.neg {
+			return 0, 0, "LIMIT or OFFSET is negative or NULL"
+		}
+	}
+	if off.mag >= uint64(n) {
+		return n, n, ""
+	}
+	from = int(off.mag)
+	to = n
+	if count.mag < uint64(n-from) {
+		to = from + int(count.mag)
+	}
+	return from, to, ""
+}
+
+// groups computes a GROUP BY's result rows from the matching rows, sorted
+// by the group columns: one row per group, values as the text protocol
+// prints them (nil for NULL), after LIMIT and OFFSET.
+func (p *plan) groups(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][]byte, string) {
+	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
+	first := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
+	var out [][][]byte
+	for start := 0; start < len(rows); {
+		if !first.setRow(snap.Rows[rows[start]]) {
+			return nil, "a stored row could not be read"
+		}
+		end := start + 1
+		for ; end < len(rows); end++ {
+			if !r.setRow(snap.Rows[rows[end]]) {
+				return nil, "a stored row could not be read"
 			}
+			same, bytesToo, ok := sameGroup(first, r, p.groupBy)
+			if !ok {
+				return nil, "a group value has a character whose weight is not known"
+			}
+			if !same {
+				break
+			}
+			if !bytesToo {
+				return nil, "GROUP BY: values equal by collation but not byte for byte; which one the backend shows is its choice"
+			}
+		}
+		vals, ok := p.aggregate(snap, rows[start:end], env)
+		if !ok {
+			return nil, "an aggregate's value could not be computed exactly"
+		}
+		row := make([][]byte, len(p.items))
+		for j, it := range p.items {
+			if it.agg >= 0 {
+				row[j] = vals[it.agg]
+				continue
+			}
+			v, null, _ := first.field(it.col)
+			if !null {
+				row[j] = append([]byte{}, v...)
+			}
+		}
+		out = append(out, row)
+		start = end
+	}
+	from, to, why := p.window(r, len(out))
+	if why != "" {
+		return nil, why
+	}
+	return out[from:to], ""
+}
+
+// sameGroup reports whether two rows fall in one group of cols (NULLs
+// group together; strings by collation), and whether their values are
+// also the same bytes.
+func sameGroup(a, b *rowCtx, cols []int) (same, bytesToo, ok bool) {
+	bytesToo = true
+	for _, c := range cols {
+		va, na, _ := a.field(c)
+		vb, nb, _ := b.field(c)
+		if na || nb {
+			if na != nb {
+				return false, false, true
+			}
+			continue
+		}
+		if bytes.Equal(va, vb) {
+			continue
+		}
+		bytesToo = false
+		coll := a.snap.colls[c]
+		if coll == nil {
+			return false, false, true // integers print one way
+		}
+		ka, ok1 := coll.key(nil, va)
+		kb, ok2 := coll.key(nil, vb)
+		if !ok1 || !ok2 {
+			return false, false, false
+		}
+		if coll.compareKeys(ka, kb) != 0 {
+			return false, false, true
+		}
+	}
+	return true, bytesToo, true
+}
+
+// failure says why a row could not be evaluated.
+func (r *rowCtx) failure() string {
+	if r.fail {
+		return "a string could not be compared exactly (a character whose weight is not known, a conversion between character sets, or a LIKE escape)"
+	}
+	return "a stored row could not be read"
+}
+
+// sortKey is one ORDER BY value of a row.
+type sortKey struct {
+	null bool
+	n    num    // integer columns
+	w    []byte // string columns: the collation's sort key
+}
+
+// sortRows sorts rows by the plan's ORDER BY, NULLs first ascending as in
+// MySQL. Unless the order is total, rows that tie make the answer the
+// backend's to give (false); under DISTINCT, tied rows are duplicates and
+// all but the first are dropped, if they are byte for byte the same.
+func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
+	snap := r.snap
+	keys := make([]sortKey, len(rows)*len(p.order))
+	pos := make(map[int]int, len(rows)) // row -> its keys' offset
+	for n, i := range rows {
+		r.setRow(snap.Rows[i])
+		pos[i] = n * len(p.order)
+		for j, o := range p.order {
+			k := &keys[n*len(p.order)+j]
+			v, null, _ := r.field(o.col)
+			if null {
+				k.null = true
+				continue
+			}
+			if c := snap.colls[o.col]; c != nil {
+				w, ok := c.key(nil, v)
+				// The backend compares at most max_sort_length bytes of a
+				// sort key: longer keys might compare differently there.
+				if !ok {
+					return nil, "a value to sort by has a character whose weight is not known"
+				}
+				if len(w) > r.env.maxSortLength {
+					return nil, "a value to sort by is longer than max_sort_length"
+				}
+				k.w = w
+				continue
+			}
+			var ok bool
+			if k.n, ok = parseNum(v); !ok {
+				return nil, "a stored value could not be read"
+			}
+		}
+	}
+	cmp := func(a, b int) int {
+		ka, kb := keys[pos[a]:pos[a]+len(p.order)], keys[pos[b]:pos[b]+len(p.order)]
+		for j, o := range p.order {
+			var c int
+			switch {
+			case ka[j].null && kb[j].null:
+			case ka[j].null:
+				c = -1
+			case kb[j].null:
+				c = 1
+			case snap.colls[o.col] != nil:
+				c = snap.colls[o.col].compareKeys(ka[j].w, kb[j].w)
+			default:
+				c = ka[j].n.cmp(kb[j].n)
+			}
+			if o.desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+	sort.SliceStable(rows, func(a, b int) bool { return cmp(rows[a], rows[b]) < 0 })
+	if p.total || p.groupBy != nil {
+		return rows, "" // (under GROUP BY, rows that tie are one group)
+	}
+	out := make([]int, 0, len(rows))
+	for n, i := range rows {
+		if n == 0 || cmp(rows[n-1], i) != 0 {
+			out = append(out, i)
+			continue
+		}
+		if !p.distinct {
+			return nil, "rows tie in the ORDER BY: their order is the backend's choice"
+		}
+		if !sameValues(r, p.cols, snap.Rows[rows[n-1]], snap.Rows[i]) {
+			return nil, "DISTINCT: values are equal by collation but not byte for byte; which one the backend shows is its choice"
+		}
+	}
+	return out, ""
+}
+
+// sameValues reports whether two rows hold the same bytes in cols.
+func sameValues(r *rowCtx, cols []int, a, b []byte) bool {
+	r2 := &rowCtx{snap: r.snap}
+	if !r.setRow(a) || !r2.setRow(b) {
+		return false
+	}
+	for _, c := range cols {
+		_, _, x := r.field(c)
+		_, _, y := r2.field(c)
+		if !bytes.Equal(x, y) {
 			return false
-		})
-	}
-	if p.limit.kind != opNone && len(p.aggs) == 0 {
-		n, ok := r.operand(p.limit)
-		if !ok || n.neg {
-			return nil, false
-		}
-		off := num{}
-		if p.offset.kind != opNone {
-			if off, ok = r.operand(p.offset); !ok || off.neg {
-				return nil, false
-			}
-		}
-		if off.mag >= uint64(len(out)) {
-			return out[:0], true
-		}
-		out = out[off.mag:]
-		if n.mag < uint64(len(out)) {
-			out = out[:n.mag]
 		}
 	}
-	return out, true
+	return true
 }
 
 // scanRange narrows the scan to a primary-key range when the condition's
@@ -299,7 +498,7 @@ func (p *plan) scanRange(snap *Snapshot, r *rowCtx) (int, int) {
 			if col.kind != opColumn {
 				col, val, op = x.r, x.l, flip(op)
 			}
-			if col.kind != opColumn || col.col != pk || val.kind == opColumn {
+			if col.kind != opColumn || col.col != pk || !val.constant() {
 				return
 			}
 			v, ok := r.operand(val)
@@ -399,7 +598,7 @@ func readLenEncBytes(b []byte) ([]byte, int, bool) {
 	return b[w : w+int(l)], w + int(l), true
 }
 
-// decodeParams reads the integer (or NULL) parameters of a COM_STMT_EXECUTE:
+// decodeParams reads the integer, string (or NULL) parameters of a COM_STMT_EXECUTE:
 // flags (1), iteration count (4), NULL bitmap, new-params-bound flag, the
 // types when bound, then the values. Any other parameter type makes the
 // execution unservable (false).
@@ -442,6 +641,16 @@ func decodeParams(b []byte, n int, types []byte) ([]arg, bool) {
 		case mysql.MYSQL_TYPE_NULL:
 			args[i].null = true
 			continue
+		case mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_VARCHAR:
+			// Text in the client's character set. (BLOB-typed parameters
+			// are binary strings, which compare otherwise: not decoded.)
+			v, w, ok := readLenEncBytes(b[pos:])
+			if !ok {
+				return nil, false
+			}
+			args[i] = arg{str: true, s: v, bound: true}
+			pos += w
+			continue
 		default:
 			return nil, false
 		}
@@ -453,6 +662,7 @@ func decodeParams(b []byte, n int, types []byte) ([]arg, bool) {
 			u = u<<8 | uint64(b[pos+j])
 		}
 		pos += size
+		args[i].bound = true
 		if unsigned {
 			args[i].v = unsignedNum(u)
 		} else {
@@ -465,7 +675,8 @@ func decodeParams(b []byte, n int, types []byte) ([]arg, bool) {
 
 // appendBinaryValue appends column f's text value v in the binary
 // protocol's encoding, or reports false for a type it does not encode
-// exactly from text (FLOAT, DOUBLE, TIMESTAMP: see canServeBinary).
+// exactly from text (FLOAT, DOUBLE: see encodable). A TIMESTAMP must have
+// been shifted to the session's zone (shiftTimestamp) first.
 func appendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
 	switch f.Type {
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR, mysql.MYSQL_TYPE_INT24,
@@ -487,11 +698,11 @@ func appendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
 			return binary.LittleEndian.AppendUint64(b, u), true
 		}
 		return binary.LittleEndian.AppendUint32(b, uint32(u)), true
-	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME:
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_TIMESTAMP:
 		return appendBinaryDateTime(b, v)
 	case mysql.MYSQL_TYPE_TIME:
 		return appendBinaryTime(b, v)
-	case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE, mysql.MYSQL_TYPE_TIMESTAMP:
+	case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
 		return b, false
 	}
 	// Strings, BLOBs, JSON, DECIMAL, ENUM, SET, BIT, GEOMETRY: the same
@@ -608,7 +819,7 @@ func appendBinaryTime(b []byte, v []byte) ([]byte, bool) {
 // aggregate computes the plan's aggregates over rows: one value each, nil
 // for NULL, as the text protocol prints them (COUNT and SUM of integers as
 // integers; MIN and MAX as the column prints the winning value).
-func (p *plan) aggregate(snap *Snapshot, rows []int) ([][]byte, bool) {
+func (p *plan) aggregate(snap *Snapshot, rows []int, env runEnv) ([][]byte, bool) {
 	r := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
 	out := make([][]byte, len(p.aggs))
 	for j, g := range p.aggs {
@@ -634,7 +845,7 @@ func (p *plan) aggregate(snap *Snapshot, rows []int) ([][]byte, bool) {
 			}
 			count++
 			switch g.fn {
-			case "sum":
+			case "sum", "avg":
 				x := new(big.Int).SetUint64(n.mag)
 				if n.neg {
 					x.Neg(x)
@@ -654,11 +865,40 @@ func (p *plan) aggregate(snap *Snapshot, rows []int) ([][]byte, bool) {
 			if count > 0 {
 				out[j] = []byte(sum.String())
 			}
+		case "avg":
+			if count > 0 {
+				out[j] = average(sum, count, env.divPrecision)
+			}
 		default:
 			out[j] = bestRaw
 		}
 	}
 	return out, true
+}
+
+// average prints sum/count as a DECIMAL with scale digits after the
+// point, rounded half away from zero, as the backend prints AVG of an
+// integer column (scale is @@div_precision_increment).
+func average(sum *big.Int, count int64, scale int) []byte {
+	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
+	num := new(big.Int).Mul(new(big.Int).Abs(sum), pow)
+	num.Mul(num, big.NewInt(2))
+	num.Add(num, big.NewInt(count))
+	q := num.Div(num, big.NewInt(2*count)) // floor((2|s|*10^k + c) / 2c): half up
+	digits := q.String()
+	if len(digits) <= scale {
+		digits = strings.Repeat("0", scale-len(digits)+1) + digits
+	}
+	var b []byte
+	if sum.Sign() < 0 && q.Sign() != 0 {
+		b = append(b, '-')
+	}
+	b = append(b, digits[:len(digits)-scale]...)
+	if scale > 0 {
+		b = append(b, '.')
+		b = append(b, digits[len(digits)-scale:]...)
+	}
+	return b
 }
 
 // aggregateRowShown applies LIMIT and OFFSET to an aggregate's single row.

@@ -135,6 +135,8 @@ func span(snap *Snapshot, col int, lo, hi *num) ([]int, bool) {
 
 func (p *plan) narrow(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
 	switch x := e.(type) {
+	case strCmpExpr, strInExpr, strBetweenExpr:
+		return p.narrowString(x, snap, r)
 	case andExpr:
 		l, okl := p.narrow(x.l, snap, r)
 		rr, okr := p.narrow(x.r, snap, r)
@@ -164,7 +166,7 @@ func (p *plan) narrow(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
 		if col.kind != opColumn {
 			col, val, op = x.r, x.l, flip(op)
 		}
-		if col.kind != opColumn || val.kind == opColumn || op == opcode.NE {
+		if col.kind != opColumn || !val.constant() || op == opcode.NE {
 			return nil, false
 		}
 		v, ok := r.operand(val)
@@ -180,7 +182,7 @@ func (p *plan) narrow(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
 			return span(snap, col.col, nil, &v)
 		}
 	case inExpr:
-		if x.not || x.x.kind != opColumn {
+		if x.not || x.x.kind != opColumn || !indexed(snap, x.x.col) {
 			return nil, false
 		}
 		var rows []int

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 
@@ -29,14 +30,46 @@ import (
 // scan or a primary-key range), or in ORDER BY order with primary-key order
 // among equal keys.
 type plan struct {
-	table   lease.TableID
-	cols    []int // projected snapshot columns
-	aggs    []agg // or: aggregates over the matching rows (one result row)
-	where   expr  // nil: every row
+	table   lease.TableID   // the (first) table
+	tables  []lease.TableID // every table, in FROM order
+	join    *joinSpec       // for a join of two tables
+	cols    []int           // projected snapshot columns
+	aggs    []agg           // or: aggregates over the matching rows (one result row)
+	where   expr            // nil: every row
 	order   []orderKey
 	limit   operand // count; limit.kind == opNone for no LIMIT
 	offset  operand
 	nparams int
+	// strParams[i]: parameter i is compared with a string column (else
+	// it is an integer). An argument of the other kind is compared by
+	// other rules (as numbers), so such an execution goes to the backend.
+	strParams []bool
+	// total: the ORDER BY includes the primary key, so no two rows tie.
+	// Without it, rows that tie send the statement to the backend.
+	total bool
+	// distinct: SELECT DISTINCT, planned only with an ORDER BY of exactly
+	// the projected columns.
+	distinct bool
+	// groupBy are the GROUP BY columns (nil: no GROUP BY), planned only
+	// with an ORDER BY of exactly those columns; items are the select
+	// list in order.
+	groupBy []int
+	items   []item
+	// computed: the select list has arithmetic, so rows are computed
+	// rather than copied.
+	computed bool
+	// whereArith is the arithmetic in the WHERE clause. The backend may
+	// evaluate it on rows the proxy skips (its access paths are its own),
+	// and an overflow there is an error; so the proxy answers only when it
+	// overflows on no row of the table.
+	whereArith []operand
+}
+
+// item is one select-list entry: a column (col >= 0), aggregate agg
+// (agg >= 0), or integer arithmetic (expr).
+type item struct {
+	col, agg int
+	expr     *operand
 }
 
 // agg is COUNT(*), COUNT(col), SUM(col), MIN(col) or MAX(col) over an
@@ -82,6 +115,9 @@ type operand struct {
 	param    int
 	negate   bool // for parameters: -?
 	unsigned bool // for columns: UNSIGNED
+	str      []byte
+	arith    opcode.Op // for opArith: Plus, Minus, Mul, or UnaryMinus
+	args     []operand // for opArith
 }
 
 type opKind uint8
@@ -91,7 +127,14 @@ const (
 	opColumn
 	opLiteral
 	opParam
+	opString // a string literal
+	opArith  // integer arithmetic: args[0] op args[1], or -args[0]
 )
+
+// constant reports whether o's value is the same for every row.
+func (o operand) constant() bool {
+	return o.kind == opLiteral || o.kind == opParam || o.kind == opString
+}
 
 type cmpExpr struct {
 	op   opcode.Op
@@ -115,12 +158,58 @@ type betweenExpr struct {
 	not       bool
 }
 
+// String conditions: a string column compared, by its collation, with a
+// string literal or parameter.
+type strCmpExpr struct {
+	op  opcode.Op // column op value
+	col int
+	val operand
+}
+type strInExpr struct {
+	col  int
+	list []operand
+	not  bool
+}
+type strBetweenExpr struct {
+	col    int
+	lo, hi operand
+	not    bool
+}
+type likeExpr struct {
+	col int
+	pat operand
+	not bool
+}
+
+// tableRef is a table of the FROM clause: its alias (or name) and its
+// columns' place in the snapshot the plan is built against (for a join,
+// the two tables' columns side by side).
+type tableRef struct {
+	alias, schema string
+	off, n        int
+}
+
 // planner builds a plan for one statement against one snapshot.
 type planner struct {
-	snap    *Snapshot
-	alias   string
-	nparams int
-	order   map[int]int // parameter marker offset in the text -> parameter number
+	snap      *Snapshot
+	tables    []tableRef
+	nparams   int
+	order     map[int]int // parameter marker offset in the text -> parameter number
+	strParams map[int]bool
+	failed    ast.ExprNode // the condition that could not be planned
+	ariths    []operand    // arithmetic planned so far
+}
+
+// restore prints a syntax tree node back as SQL, for explanations.
+func restore(n ast.Node) string {
+	if n == nil {
+		return ""
+	}
+	var b strings.Builder
+	if err := n.Restore(format.NewRestoreCtx(format.RestoreStringSingleQuotes|format.RestoreKeyWordUppercase|format.RestoreNameBackQuotes, &b)); err != nil {
+		return "(an expression)"
+	}
+	return b.String()
 }
 
 // paramOrder numbers a statement's '?' markers in text order, which is the
@@ -137,118 +226,416 @@ func (v *paramOrder) Enter(n ast.Node) (ast.Node, bool) {
 
 func (v *paramOrder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
-// buildPlan returns a plan for sel, or nil if the shape is not covered.
-func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot) {
-	if sel.Distinct || sel.GroupBy != nil || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
+// buildPlan returns a plan for sel, or nil and why the shape is not
+// covered.
+func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot, string) {
+	if sel.GroupBy != nil && (sel.GroupBy.Rollup || sel.Distinct) || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
 		sel.SelectIntoOpt != nil || sel.With != nil || sel.Kind != ast.SelectStmtKindSelect || sel.IsInBraces ||
-		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil || sel.From.TableRefs.Right != nil {
-		return nil, nil
+		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil {
+		return nil, nil, "only a plain SELECT, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory"
 	}
-	src, ok := sel.From.TableRefs.Left.(*ast.TableSource)
-	if !ok {
-		return nil, nil
+	// FROM t [AS a], or an inner join of two tables: t1 [AS a] [INNER |
+	// CROSS] JOIN t2 [AS b] [ON ...], or t1, t2.
+	from := sel.From.TableRefs
+	sources := []ast.ResultSetNode{from.Left}
+	var on ast.ExprNode
+	left := false
+	if from.Right != nil {
+		if from.Tp != ast.CrossJoin && from.Tp != ast.LeftJoin || from.NaturalJoin || from.StraightJoin || from.Using != nil {
+			return nil, nil, "only inner and left joins are answered in memory (not RIGHT, NATURAL, STRAIGHT_JOIN or USING)"
+		}
+		left = from.Tp == ast.LeftJoin
+		sources = append(sources, from.Right)
+		if from.On != nil {
+			on = from.On.Expr
+		}
 	}
-	tn, ok := src.Source.(*ast.TableName)
-	if !ok || len(tn.IndexHints) > 0 || len(tn.PartitionNames) > 0 || tn.AsOf != nil || tn.TableSample != nil {
-		return nil, nil
+	var ids []lease.TableID
+	var snaps []*Snapshot
+	var refs []tableRef
+	for _, src := range sources {
+		ts, ok := src.(*ast.TableSource)
+		if !ok {
+			return nil, nil, "only joins of two tables are answered in memory (no derived tables or longer joins)"
+		}
+		tn, ok := ts.Source.(*ast.TableName)
+		if !ok {
+			return nil, nil, "only tables are answered in memory (no derived tables or subqueries)"
+		}
+		if len(tn.IndexHints) > 0 || len(tn.PartitionNames) > 0 || tn.AsOf != nil || tn.TableSample != nil {
+			return nil, nil, "index hints, partitions, AS OF and TABLESAMPLE are left to the backend"
+		}
+		id := tableID(tn, db)
+		snap := lookup(id)
+		if snap == nil {
+			return nil, nil, "a table it reads is not cached"
+		}
+		ref := tableRef{alias: tn.Name.L, schema: tn.Schema.L}
+		if ts.AsName.L != "" {
+			ref.alias, ref.schema = ts.AsName.L, ""
+		}
+		if len(refs) > 0 {
+			ref.off = refs[0].n
+		}
+		ref.n = len(snap.Fields)
+		ids, snaps, refs = append(ids, id), append(snaps, snap), append(refs, ref)
 	}
-	id := tableID(tn, db)
-	snap := lookup(id)
-	if snap == nil {
-		return nil, nil
+	snap := snaps[0]
+	if len(snaps) == 2 {
+		if refs[0].alias == refs[1].alias {
+			return nil, nil, "both tables of the join have the same name"
+		}
+		snap = joinSnapshot(snaps[0], snaps[1], nil)
 	}
+	id := ids[0]
 	po := &paramOrder{}
 	sel.Accept(po)
 	sort.Ints(po.offsets)
-	pl := &planner{snap: snap, alias: tn.Name.L, order: map[int]int{}}
+	pl := &planner{snap: snap, tables: refs, order: map[int]int{}, strParams: map[int]bool{}}
 	for i, off := range po.offsets {
 		pl.order[off] = i
 	}
-	if src.AsName.L != "" {
-		pl.alias = src.AsName.L
-	}
-	p := &plan{table: id}
+	p := &plan{table: id, tables: ids}
 	for _, f := range sel.Fields.Fields {
 		switch {
 		case f.WildCard != nil:
-			if f.WildCard.Schema.L != "" || (f.WildCard.Table.L != "" && f.WildCard.Table.L != pl.alias) {
-				return nil, nil
+			lo, hi := 0, len(snap.Fields)
+			if f.WildCard.Table.L != "" {
+				t := pl.table(f.WildCard.Schema.L, f.WildCard.Table.L)
+				if t == nil {
+					return nil, nil, "* of an unknown table"
+				}
+				lo, hi = t.off, t.off+t.n
+			} else if f.WildCard.Schema.L != "" {
+				return nil, nil, "db.* is not covered"
 			}
-			for i := range snap.Fields {
+			for i := lo; i < hi; i++ {
 				p.cols = append(p.cols, i)
+				p.items = append(p.items, item{col: i, agg: -1})
 			}
 		default:
 			if a, ok := f.Expr.(*ast.AggregateFuncExpr); ok {
 				g, ok := pl.aggregate(a)
 				if !ok {
-					return nil, nil
+					return nil, nil, "aggregate " + restore(a) + " is not covered (COUNT, SUM, AVG, MIN, MAX of an integer column)"
 				}
 				p.aggs = append(p.aggs, g)
+				p.items = append(p.items, item{col: -1, agg: len(p.aggs) - 1})
 				continue
 			}
 			c, ok := f.Expr.(*ast.ColumnNameExpr)
 			if !ok {
-				return nil, nil
+				if o, ok := pl.operand(f.Expr); ok && o.kind == opArith {
+					p.items = append(p.items, item{col: -1, agg: -1, expr: &o})
+					p.computed = true
+					continue
+				}
+				return nil, nil, "select expression " + restore(f.Expr) + " is not covered (columns, integer arithmetic and aggregates only)"
 			}
 			i := pl.column(c)
 			if i < 0 {
-				return nil, nil
+				return nil, nil, "unknown column in " + restore(f.Expr)
 			}
 			p.cols = append(p.cols, i)
+			p.items = append(p.items, item{col: i, agg: -1})
 		}
 	}
-	if len(p.aggs) > 0 && (len(p.cols) > 0 || sel.OrderBy != nil) {
+	if sel.GroupBy != nil {
+		for _, by := range sel.GroupBy.Items {
+			c, ok := by.Expr.(*ast.ColumnNameExpr)
+			i := -1
+			if ok {
+				i = pl.column(c)
+			}
+			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
+				return nil, nil, "GROUP BY " + restore(by.Expr) + " is not covered (integer or string columns only)"
+			}
+			p.groupBy = append(p.groupBy, i)
+		}
+		for _, c := range p.cols {
+			if indexOfInt(p.groupBy, c) < 0 {
+				return nil, nil, "a selected column is not in the GROUP BY: its value is the backend's choice"
+			}
+		}
+	}
+	if p.computed && (len(p.aggs) > 0 || p.groupBy != nil || sel.Distinct) {
+		return nil, nil, "arithmetic beside aggregates, GROUP BY or DISTINCT is left to the backend"
+	}
+	if len(p.aggs) > 0 && p.groupBy == nil && (len(p.cols) > 0 || sel.OrderBy != nil) {
 		// Columns beside aggregates without GROUP BY take the value of an
 		// arbitrary row: left to the backend.
-		return nil, nil
+		return nil, nil, "columns beside aggregates without GROUP BY are left to the backend"
 	}
 	if sel.Where != nil {
+		pl.ariths = nil
 		if p.where = pl.cond(sel.Where); p.where == nil {
-			return nil, nil
+			return nil, nil, "WHERE " + restore(pl.failed) + " is not covered"
+		}
+		p.whereArith = pl.ariths
+	}
+	var onCond expr
+	if on != nil {
+		pl.ariths = nil
+		if onCond = pl.cond(on); onCond == nil {
+			return nil, nil, "ON " + restore(pl.failed) + " is not covered"
+		}
+		if len(pl.ariths) > 0 {
+			return nil, nil, "arithmetic in ON is left to the backend"
+		}
+	}
+	if len(snaps) == 2 {
+		if len(p.whereArith) > 0 {
+			return nil, nil, "arithmetic in the WHERE of a join is left to the backend"
+		}
+		if sel.OrderBy == nil && len(p.aggs) == 0 {
+			return nil, nil, "a join without ORDER BY: the order of its rows is the backend's choice"
+		}
+		switch {
+		case left:
+			// A LEFT JOIN's ON picks the matching rows of the second table;
+			// a row of the first that has none is joined to NULLs. WHERE
+			// applies to the joined rows.
+			if onCond == nil {
+				return nil, nil, "a LEFT JOIN without ON"
+			}
+			p.join = &joinSpec{left: true, on: onCond, eq: equiJoin(onCond, refs[1].off)}
+		default:
+			// An inner join's ON is one more condition on the joined rows.
+			if onCond != nil {
+				if p.where == nil {
+					p.where = onCond
+				} else {
+					p.where = andExpr{onCond, p.where}
+				}
+			}
+			p.join = &joinSpec{eq: equiJoin(p.where, refs[1].off)}
 		}
 	}
 	if sel.OrderBy != nil {
 		for _, by := range sel.OrderBy.Items {
 			c, ok := by.Expr.(*ast.ColumnNameExpr)
 			if !ok {
-				return nil, nil
+				return nil, nil, "ORDER BY " + restore(by.Expr) + " is not covered (integer or string columns only)"
 			}
 			i := pl.column(c)
-			if i < 0 || !isInteger(snap.Fields[i]) {
-				return nil, nil
+			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
+				return nil, nil, "ORDER BY " + restore(by.Expr) + " is not covered (integer or string columns only)"
 			}
 			p.order = append(p.order, orderKey{col: i, desc: by.Desc})
 		}
 		// Rows with equal sort keys come back from the backend in an order
-		// of its own making (a filesort or priority queue); only a total
-		// order, one that includes the primary key, is certain to match.
+		// of its own making (a filesort or priority queue); an order that
+		// includes the primary key is total. Others are checked for ties
+		// when they run.
+		p.total = true
 		for _, pk := range snap.PK {
-			total := false
+			has := false
 			for _, o := range p.order {
-				total = total || o.col == pk
+				has = has || o.col == pk
 			}
-			if !total {
-				return nil, nil
-			}
+			p.total = p.total && has
 		}
+	}
+	if p.groupBy != nil {
+		// Groups come in the order of an ORDER BY of exactly the GROUP BY
+		// columns. (MariaDB sorts groups even without one, MySQL 8 does
+		// not: without an ORDER BY, the order is left to the backend.)
+		order := make([]int, len(p.order))
+		for i, o := range p.order {
+			order[i] = o.col
+		}
+		if !sameSet(p.groupBy, order) {
+			return nil, nil, "GROUP BY is answered only with an ORDER BY of exactly its columns"
+		}
+	}
+	if sel.Distinct {
+		// Which of several equal rows DISTINCT keeps, and in what order
+		// the survivors come, is the backend's choice unless an ORDER BY
+		// sorts by every projected column (and nothing else).
+		if len(p.aggs) > 0 || !sameColumns(p.cols, p.order) {
+			return nil, nil, "DISTINCT is answered only with an ORDER BY of exactly its columns"
+		}
+		p.distinct = true
 	}
 	if sel.Limit != nil {
 		if p.limit = pl.value(sel.Limit.Count); p.limit.kind == opNone {
-			return nil, nil
+			return nil, nil, "LIMIT " + restore(sel.Limit.Count) + " is not covered"
 		}
 		if sel.Limit.Offset != nil {
 			if p.offset = pl.value(sel.Limit.Offset); p.offset.kind == opNone {
-				return nil, nil
+				return nil, nil, "OFFSET " + restore(sel.Limit.Offset) + " is not covered"
 			}
 		}
 	}
 	// Every marker of the statement must have been planned (one in an
 	// unplanned place would shift the numbering of the others).
 	if pl.nparams != len(po.offsets) {
-		return nil, nil
+		return nil, nil, "a parameter marker is in a place the evaluator does not cover"
 	}
 	p.nparams = pl.nparams
-	return p, snap
+	p.strParams = make([]bool, pl.nparams)
+	for i := range p.strParams {
+		p.strParams[i] = pl.strParams[i]
+	}
+	return p, snap, ""
+}
+
+// argsMatch reports whether each argument is of the kind the plan
+// compares it as (NULL fits both).
+func (p *plan) argsMatch(args []arg) bool {
+	for i, a := range args {
+		if !a.null && a.str != p.strParams[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameSet reports whether a and b hold the same values.
+func sameSet(a, b []int) bool {
+	for _, x := range a {
+		if indexOfInt(b, x) < 0 {
+			return false
+		}
+	}
+	for _, x := range b {
+		if indexOfInt(a, x) < 0 {
+			return false
+		}
+	}
+	return len(a) > 0
+}
+
+func indexOfInt(list []int, v int) int {
+	for i, x := range list {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// sameColumns reports whether the ORDER BY keys are exactly the projected
+// columns, in any order.
+func sameColumns(cols []int, order []orderKey) bool {
+	if len(order) == 0 {
+		return false
+	}
+	for _, c := range cols {
+		found := false
+		for _, o := range order {
+			found = found || o.col == c
+		}
+		if !found {
+			return false
+		}
+	}
+	for _, o := range order {
+		found := false
+		for _, c := range cols {
+			found = found || o.col == c
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// isString reports whether column i is a string column compared in-proxy.
+func (pl *planner) isString(i int) bool {
+	return pl.snap.colls != nil && pl.snap.colls[i] != nil
+}
+
+// strColumn resolves e to a string column compared in-proxy, or -1.
+func (pl *planner) strColumn(e ast.ExprNode) int {
+	if p, ok := e.(*ast.ParenthesesExpr); ok {
+		return pl.strColumn(p.Expr)
+	}
+	c, ok := e.(*ast.ColumnNameExpr)
+	if !ok {
+		return -1
+	}
+	if i := pl.column(c); i >= 0 && pl.isString(i) {
+		return i
+	}
+	return -1
+}
+
+// strValue is a string literal (in the connection's character set: no
+// introducer, no N”) or a parameter bound to a string.
+func (pl *planner) strValue(e ast.ExprNode) operand {
+	switch x := e.(type) {
+	case *ast.ParenthesesExpr:
+		return pl.strValue(x.Expr)
+	case *test_driver.ParamMarkerExpr:
+		n := pl.order[x.Offset]
+		pl.nparams++
+		pl.strParams[n] = true
+		return operand{kind: opParam, param: n}
+	case *test_driver.ValueExpr:
+		if x.Kind() == test_driver.KindString && x.Type.GetCharset() == "utf8mb4" && x.Type.GetCollate() == "utf8mb4_bin" {
+			return operand{kind: opString, str: []byte(x.GetString())}
+		}
+	}
+	return operand{}
+}
+
+// strCond plans a condition on a string column, or returns nil.
+func (pl *planner) strCond(e ast.ExprNode) expr {
+	switch x := e.(type) {
+	case *ast.BinaryOperationExpr:
+		col, other, op := pl.strColumn(x.L), x.R, x.Op
+		if col < 0 {
+			col, other, op = pl.strColumn(x.R), x.L, flip(x.Op)
+		}
+		if col < 0 {
+			return nil
+		}
+		v := pl.strValue(other)
+		if v.kind == opNone {
+			return nil
+		}
+		return strCmpExpr{op: op, col: col, val: v}
+	case *ast.PatternInExpr:
+		col := pl.strColumn(x.Expr)
+		if col < 0 || x.Sel != nil {
+			return nil
+		}
+		in := strInExpr{col: col, not: x.Not}
+		for _, item := range x.List {
+			v := pl.strValue(item)
+			if v.kind == opNone {
+				return nil
+			}
+			in.list = append(in.list, v)
+		}
+		return in
+	case *ast.BetweenExpr:
+		col := pl.strColumn(x.Expr)
+		if col < 0 {
+			return nil
+		}
+		lo, hi := pl.strValue(x.Left), pl.strValue(x.Right)
+		if lo.kind == opNone || hi.kind == opNone {
+			return nil
+		}
+		return strBetweenExpr{col: col, lo: lo, hi: hi, not: x.Not}
+	case *ast.PatternLikeOrIlikeExpr:
+		// Only LIKE with the default escape character, whose patterns are
+		// checked to contain no backslash (so that escaping, which
+		// NO_BACKSLASH_ESCAPES changes, never matters).
+		col := pl.strColumn(x.Expr)
+		if col < 0 || !x.IsLike || x.Escape != '\\' {
+			return nil
+		}
+		v := pl.strValue(x.Pattern)
+		if v.kind == opNone {
+			return nil
+		}
+		return likeExpr{col: col, pat: v, not: x.Not}
+	}
+	return nil
 }
 
 // aggregate plans COUNT(*), or COUNT, SUM, MIN or MAX of an integer column.
@@ -258,7 +645,7 @@ func (pl *planner) aggregate(a *ast.AggregateFuncExpr) (agg, bool) {
 		return agg{}, false
 	}
 	switch fn {
-	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncMin, ast.AggFuncMax:
+	case ast.AggFuncCount, ast.AggFuncSum, ast.AggFuncMin, ast.AggFuncMax, ast.AggFuncAvg:
 	default:
 		return agg{}, false
 	}
@@ -280,19 +667,43 @@ func (pl *planner) aggregate(a *ast.AggregateFuncExpr) (agg, bool) {
 	return agg{fn: fn, col: i}, true
 }
 
-// column resolves a column reference to a snapshot column, or -1.
+// column resolves a column reference to a snapshot column, or -1 (also
+// when an unqualified name is in both tables of a join: ambiguous).
 func (pl *planner) column(c *ast.ColumnNameExpr) int {
 	n := c.Name
-	if n.Schema.L != "" || (n.Table.L != "" && n.Table.L != pl.alias) {
+	lo, hi := 0, len(pl.snap.Fields)
+	if n.Table.L != "" {
+		t := pl.table(n.Schema.L, n.Table.L)
+		if t == nil {
+			return -1
+		}
+		lo, hi = t.off, t.off+t.n
+	} else if n.Schema.L != "" {
 		return -1
 	}
-	for i, f := range pl.snap.Fields {
+	found := -1
+	for i := lo; i < hi; i++ {
 		// Column names are case-insensitive.
-		if strings.EqualFold(string(f.OrgName), n.Name.O) {
-			return i
+		if strings.EqualFold(string(pl.snap.Fields[i].OrgName), n.Name.O) {
+			if found >= 0 {
+				return -1
+			}
+			found = i
 		}
 	}
-	return -1
+	return found
+}
+
+// table finds a table of the FROM clause by its alias (or name, with an
+// optional schema when it has no alias).
+func (pl *planner) table(schema, name string) *tableRef {
+	for i := range pl.tables {
+		t := &pl.tables[i]
+		if t.alias == name && (schema == "" || schema == t.schema) {
+			return t
+		}
+	}
+	return nil
 }
 
 // operand turns an expression into an integer column, literal or
@@ -307,9 +718,53 @@ func (pl *planner) operand(e ast.ExprNode) (operand, bool) {
 		return operand{kind: opColumn, col: i, unsigned: pl.snap.Fields[i].Flag&mysql.UNSIGNED_FLAG != 0}, true
 	case *ast.ParenthesesExpr:
 		return pl.operand(x.Expr)
+	case *ast.BinaryOperationExpr:
+		switch x.Op {
+		case opcode.Plus, opcode.Minus, opcode.Mul:
+			l, okl := pl.operand(x.L)
+			r, okr := pl.operand(x.R)
+			if !okl || !okr {
+				return operand{}, false
+			}
+			o := operand{kind: opArith, arith: x.Op, args: []operand{l, r}}
+			pl.ariths = append(pl.ariths, o)
+			return o, true
+		}
+		return operand{}, false
+	case *ast.UnaryOperationExpr:
+		if x.Op == opcode.Minus {
+			if _, isCol := unparen(x.V).(*ast.ColumnNameExpr); isCol {
+				a, ok := pl.operand(x.V)
+				if !ok {
+					return operand{}, false
+				}
+				o := operand{kind: opArith, arith: opcode.Minus, args: []operand{a}}
+				pl.ariths = append(pl.ariths, o)
+				return o, true
+			}
+			if _, isArith := unparen(x.V).(*ast.BinaryOperationExpr); isArith {
+				a, ok := pl.operand(x.V)
+				if !ok {
+					return operand{}, false
+				}
+				o := operand{kind: opArith, arith: opcode.Minus, args: []operand{a}}
+				pl.ariths = append(pl.ariths, o)
+				return o, true
+			}
+		}
 	}
 	v := pl.value(e)
 	return v, v.kind != opNone
+}
+
+func unparen(e ast.ExprNode) ast.ExprNode {
+	for {
+		p, ok := e.(*ast.ParenthesesExpr)
+		if !ok {
+			return e
+		}
+		e = p.Expr
+	}
 }
 
 // value is an integer literal or a parameter.
@@ -340,8 +795,17 @@ func (pl *planner) value(e ast.ExprNode) operand {
 	return operand{}
 }
 
-// cond builds a condition, or nil if it is not covered.
+// cond builds a condition, or nil if it is not covered (and pl.failed is
+// the innermost part that is not).
 func (pl *planner) cond(e ast.ExprNode) expr {
+	c := pl.cond1(e)
+	if c == nil && pl.failed == nil {
+		pl.failed = e
+	}
+	return c
+}
+
+func (pl *planner) cond1(e ast.ExprNode) expr {
 	switch x := e.(type) {
 	case *ast.ParenthesesExpr:
 		return pl.cond(x.Expr)
@@ -357,11 +821,14 @@ func (pl *planner) cond(e ast.ExprNode) expr {
 			}
 			return orExpr{l, r}
 		case opcode.EQ, opcode.NE, opcode.LT, opcode.LE, opcode.GT, opcode.GE:
+			if pl.strColumn(x.L) >= 0 || pl.strColumn(x.R) >= 0 {
+				return pl.strCond(x)
+			}
 			l, okl := pl.operand(x.L)
 			r, okr := pl.operand(x.R)
 			// At least one side must be a column: comparing two constants is
 			// fine but rare, and left to the backend.
-			if !okl || !okr || (l.kind != opColumn && r.kind != opColumn) {
+			if !okl || !okr || (l.constant() && r.constant()) {
 				return nil
 			}
 			return cmpExpr{op: x.Op, l: l, r: r}
@@ -382,7 +849,12 @@ func (pl *planner) cond(e ast.ExprNode) expr {
 			return nil
 		}
 		return isNullExpr{col: i, not: x.Not}
+	case *ast.PatternLikeOrIlikeExpr:
+		return pl.strCond(x)
 	case *ast.PatternInExpr:
+		if pl.strColumn(x.Expr) >= 0 {
+			return pl.strCond(x)
+		}
 		if x.Sel != nil {
 			return nil
 		}
@@ -400,10 +872,13 @@ func (pl *planner) cond(e ast.ExprNode) expr {
 		}
 		return in
 	case *ast.BetweenExpr:
+		if pl.strColumn(x.Expr) >= 0 {
+			return pl.strCond(x)
+		}
 		v, ok := pl.operand(x.Expr)
 		lo, okl := pl.operand(x.Left)
 		hi, okh := pl.operand(x.Right)
-		if !ok || !okl || !okh || v.kind != opColumn || lo.kind == opColumn || hi.kind == opColumn {
+		if !ok || !okl || !okh || v.kind != opColumn || !lo.constant() || !hi.constant() {
 			return nil
 		}
 		return betweenExpr{x: v, lo: lo, hi: hi, not: x.Not}

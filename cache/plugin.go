@@ -95,6 +95,9 @@ type Plugin struct {
 	// plans are planning outcomes by statement shape; purged when the set
 	// of cached tables changes.
 	plans *lru.Cache[planKey, *planEntry]
+	// colls are the backend's collations, as far as the proxy compares
+	// strings itself.
+	colls *collations
 
 	dropped atomic.Uint64 // tables dropped for growing past the cap
 
@@ -157,6 +160,7 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat *C
 		tables: map[lease.TableID]*tableState{}, held: map[uint32][]*lease.Intent{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
 	p.learned, _ = lru.New[defsKey, *learned](8192)
+	p.colls = newCollations()
 	p.plans, _ = lru.New[planKey, *planEntry](8192)
 	p.results = newResultCacheFor(log, opts)
 	leases.Subscribe(func(id lease.TableID, _ lease.Version) { p.requestLoad(id) })
@@ -268,6 +272,24 @@ func (p *Plugin) Servable(id lease.TableID) (*Snapshot, bool) {
 
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
+	if st.Session == nil || p.cached.Load() == 0 {
+		return p.onStatement(st)
+	}
+	si := session(st)
+	if a, ok := p.beginDeferred(st, si); ok {
+		si.explain(st.SQL, true, "answered by the proxy: the transaction has not reached the backend (a plain BEGIN is sent there before the transaction's first statement that goes there)")
+		return a
+	}
+	a := p.onStatement(st)
+	if si.deferred && a.Verdict == plugins.Pass {
+		if err := startDeferred(st, si); err != nil {
+			return plugins.RefuseWith(err)
+		}
+	}
+	return a
+}
+
+func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 	if st.Kind == plugins.KindSelect && st.Command != plugins.ComStmtPrepare {
 		if a, ok := p.virtualQuery(st); ok {
 			return a
@@ -275,7 +297,17 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		if p.cached.Load() > 0 {
 			return p.read(st)
 		}
+		session(st).explain(st.SQL, false, "no table is cached")
 		return plugins.Continue
+	}
+	if st.Kind == plugins.KindShow && isExplainLast(st.SQL) {
+		if st.Command == plugins.ComStmtPrepare {
+			return plugins.RefuseWith(mysql.NewError(mysql.ER_UNSUPPORTED_PS, "This command is not supported in the prepared statement protocol yet"))
+		}
+		return p.explainLast(st)
+	}
+	if st.Command != plugins.ComStmtPrepare {
+		session(st).explain(st.SQL, false, "not a SELECT: statements other than SELECT always go to the backend")
 	}
 	switch st.Kind {
 	case plugins.KindSelect, plugins.KindShow, plugins.KindSet, plugins.KindUse, plugins.KindBegin,
@@ -464,7 +496,7 @@ func (p *Plugin) load(id lease.TableID) {
 	}
 	defer conn.Close()
 	// The in-memory form may cost up to twice the data it holds.
-	s, err := loadSnapshot(ctx, conn, id, v, p.maxBytes*2)
+	s, err := loadSnapshot(ctx, conn, id, v, p.maxBytes*2, p.colls)
 	if err != nil {
 		p.loadFailed(ts, err)
 		return

@@ -384,6 +384,16 @@ func (p *Plugin) declined(st *plugins.Statement, si *sessionInfo, shape *resultS
 	return a
 }
 
+// declinedWhy is declined for readWhy, with the reason it records for
+// EXPLAIN LAST STATEMENT.
+func (p *Plugin) declinedWhy(st *plugins.Statement, si *sessionInfo, ent *planEntry, why string) (plugins.Action, string) {
+	a := p.declined(st, si, ent.results, ent.tables)
+	if a.Verdict == plugins.Answer {
+		return a, "answered from the result cache (not by the evaluator: " + why + ")"
+	}
+	return a, why
+}
+
 // fromResults answers st from the result cache (hit), or returns the
 // action to send it on with.
 func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resultShape) (plugins.Action, bool) {
@@ -407,6 +417,12 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 	}
 	rs := &si.rc
 	if !si.probe(st) || !rs.probe(st) || !parsedAlike(st.SQL, si.sqlMode) {
+		return plugins.Continue, false
+	}
+	if !st.InTx && !si.autocommit {
+		// With autocommit off the read starts a transaction in the
+		// backend, at the backend's newest data: as the evaluator, leave
+		// it to the backend.
 		return plugins.Continue, false
 	}
 	binaryProto := st.Command == plugins.ComStmtExecute

@@ -129,6 +129,7 @@ func (r *recorder) WritePacket(p []byte) error {
 	r.packets = append(r.packets, bytes.Clone(p))
 	return nil
 }
+func (r *recorder) SetStatus(s uint16)                  { r.status = s }
 func (r *recorder) Status() uint16                      { return r.status }
 func (r *recorder) Rows(n uint64)                       { r.rows = n }
 func (r *recorder) ExtendedMetadata() bool              { return false }
@@ -206,11 +207,12 @@ func TestResultEntryChecksTheResponse(t *testing.T) {
 
 // fakeSession answers the settings probes.
 type fakeSession struct {
-	sqlMode   string
-	isolation string
-	timeZone  string
-	autoNull  string
-	queries   int
+	autocommit string
+	sqlMode    string
+	isolation  string
+	timeZone   string
+	autoNull   string
+	queries    int
 }
 
 func (f *fakeSession) Query(q string) (*mysql.Result, error) {
@@ -218,7 +220,7 @@ func (f *fakeSession) Query(q string) (*mysql.Result, error) {
 	var row []string
 	switch {
 	case strings.HasPrefix(q, "SELECT @@character_set_results"):
-		row = []string{"utf8mb4", f.sqlMode, f.isolation}
+		row = []string{"utf8mb4", f.sqlMode, f.isolation, "utf8mb4", "utf8mb4", "1024", "SYSTEM", "UTC", "4", f.autocommit}
 	case q == resultSettingsQuery:
 		for range strings.Count(q, "@@") {
 			row = append(row, "x")
@@ -257,7 +259,7 @@ func newResultsFixture(t *testing.T) *resultsFixture {
 	p := &Plugin{log: slog.Default(), leases: lease.NewLocal(), tables: map[lease.TableID]*tableState{},
 		held: map[uint32][]*lease.Intent{}, opts: Options{AcceptStaleRisk: true}, results: rc}
 	f := &resultsFixture{p: p, id: lease.TableID{Schema: "shop", Table: "rates"},
-		sess: &fakeSession{sqlMode: "STRICT_TRANS_TABLES", isolation: "REPEATABLE-READ", timeZone: "SYSTEM", autoNull: "0"}}
+		sess: &fakeSession{autocommit: "1", sqlMode: "STRICT_TRANS_TABLES", isolation: "REPEATABLE-READ", timeZone: "SYSTEM", autoNull: "0"}}
 	f.cache()
 	f.st = plugins.Statement{ConnID: 7, User: "app", DB: "shop", Session: &plugins.SessionState{}, Backend: f.sess}
 	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates")
@@ -448,6 +450,16 @@ func TestResultCacheKey(t *testing.T) {
 		}
 	}
 	f.sess.sqlMode = "STRICT_TRANS_TABLES"
+	si.known = false
+
+	// With autocommit off, a read outside a transaction starts one in the
+	// backend: it goes there.
+	f.sess.autocommit = "0"
+	si.known = false
+	if hit, rec, _ := f.run(t, nil, nil); hit || rec {
+		t.Errorf("autocommit off: hit %v, recorded %v", hit, rec)
+	}
+	f.sess.autocommit = "1"
 	si.known = false
 
 	// sql_auto_is_null = 1 rules the cache out.

@@ -1,6 +1,9 @@
 package cache
 
 import (
+	"encoding/binary"
+	"math"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -45,6 +48,13 @@ type sessionInfo struct {
 	pins          map[lease.TableID]*Snapshot
 	nextTxUnknown bool   // SET TRANSACTION was run: the next transaction's isolation is unknown
 	isolation     string // @@tx_isolation / @@transaction_isolation
+	env           runEnv // character sets of string arguments, max_sort_length
+	autocommit    bool   // @@autocommit
+
+	last explanation // the last statement's outcome, for EXPLAIN LAST STATEMENT
+	// deferred: the session's transaction was begun by the proxy and has
+	// not started in the backend yet (see begin.go).
+	deferred bool
 
 	rc resultSession // the result cache's part
 
@@ -116,8 +126,9 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	// transaction_isolation. Ask for one, then the other.
 	var r *mysql.Result
 	var err error
-	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation",
-		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation"} {
+	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone, @@div_precision_increment, @@autocommit"
+	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation" + vars,
+		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation" + vars} {
 		if r, err = st.Backend.Query(q); err == nil {
 			break
 		}
@@ -129,9 +140,46 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	si.charset = resultString(r, 0, 0)
 	si.sqlMode = resultString(r, 0, 1)
 	si.isolation = resultString(r, 0, 2)
-	si.settings = si.charset + "|" + si.sqlMode
+	client, conn := resultString(r, 0, 3), resultString(r, 0, 4)
+	si.env.asciiArgs = asciiCompatible(client) && asciiCompatible(conn)
+	si.env.defaultParse = parsesAsDefault(si.sqlMode)
+	si.env.noUnsignedSubtraction = strings.Contains(si.sqlMode, "NO_UNSIGNED_SUBTRACTION")
+	si.env.utf8Args = client == "utf8mb4" && conn == "utf8mb4"
+	msl, _ := r.GetInt(0, 5)
+	si.env.maxSortLength = int(msl)
+	si.env.tzOffset, si.env.tzFixed = fixedOffset(resultString(r, 0, 6), resultString(r, 0, 7))
+	dpi, _ := r.GetInt(0, 8)
+	si.env.divPrecision = int(dpi)
+	ac, _ := r.GetInt(0, 9)
+	si.autocommit = ac == 1
+	// The settings that change the metadata of an answer.
+	si.settings = si.charset + "|" + si.sqlMode + "|" + strconv.Itoa(si.env.divPrecision)
 	si.known = true
 	return true
+}
+
+// parsesAsDefault reports whether statements parse in sql_mode as in the
+// default mode the proxy's parser uses: the modes that change what a
+// double quote, ||, NOT or a backslash mean are not set.
+func parsesAsDefault(sqlMode string) bool {
+	for _, m := range strings.Split(sqlMode, ",") {
+		switch m {
+		case "ANSI", "ANSI_QUOTES", "PIPES_AS_CONCAT", "HIGH_NOT_PRECEDENCE", "NO_BACKSLASH_ESCAPES":
+			return false
+		}
+	}
+	return true
+}
+
+// asciiCompatible reports whether a character set encodes ASCII as ASCII
+// (the multi-byte ones such as ucs2 and utf16 do not; neither do the Asian
+// sets whose second bytes may look like ASCII).
+func asciiCompatible(cs string) bool {
+	switch cs {
+	case "utf8mb4", "utf8mb3", "utf8", "latin1", "ascii", "binary":
+		return true
+	}
+	return false
 }
 
 // planKey identifies a statement shape in the plan cache.
@@ -146,14 +194,23 @@ type planEntry struct {
 	writes bool  // calls a stored function: may write any table
 	layout string
 	tables []lease.TableID // cached tables the statement reads, for pass counts
+	why    string          // when plan is nil: why
 	// results: the statement may be answered from the result cache
 	// (nil: it may not).
 	results *resultShape
 }
 
-// read tries to answer a SELECT from memory.
+// read tries to answer a SELECT from memory, and records why it did or
+// did not for EXPLAIN LAST STATEMENT.
 func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	si := session(st)
+	a, why := p.readWhy(st, si)
+	si.explain(st.SQL, a.Verdict == plugins.Answer, why)
+	return a
+}
+
+// readWhy is read's decision and the reason for it.
+func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action, string) {
 	var text string
 	var args []arg
 	binaryProto := st.Command == plugins.ComStmtExecute
@@ -162,64 +219,101 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	} else {
 		tmpl, lits, ok := templateOf(st.SQL, si.tmpl, si.lits)
 		si.tmpl, si.lits = tmpl, lits
-		if !ok {
-			return p.readSlow(st)
-		}
-		text = unsafe.String(unsafe.SliceData(tmpl), len(tmpl))
-		args = si.args[:0]
-		for _, l := range lits {
-			if !l.isInt {
-				args = nil
-				break
+		if ok {
+			text = unsafe.String(unsafe.SliceData(tmpl), len(tmpl))
+			args = si.args[:0]
+			for _, l := range lits {
+				if l.isInt {
+					args = append(args, arg{v: l.n})
+				} else {
+					args = append(args, arg{str: true, s: unsafe.Slice(unsafe.StringData(l.s), len(l.s))})
+				}
 			}
-			args = append(args, arg{v: l.n})
+			si.args = args
+		} else {
+			// Comments, escapes, other literals: the statement is planned
+			// as it is, its literals in the plan (one plan per text).
+			text = st.SQL
 		}
-		si.args = args
 	}
 	ent, ok := p.plans.Get(planKey{db: st.DB, text: text})
 	if !ok {
 		text = strings.Clone(text) // the key outlives the statement
 		if ent = p.planText(text, st.DB); ent == nil {
-			return plugins.Continue // a cached table is still loading: plan later
+			return plugins.Continue, "a cached table it reads is still loading"
 		}
 		p.plans.Add(planKey{db: strings.Clone(st.DB), text: text}, ent)
 	}
 	if ent.writes {
-		return p.unknownRead(st)
+		return p.unknownRead(st), "it calls a stored function, which may write: a write of every cached table"
 	}
 	if ent.plan == nil {
-		return p.declined(st, si, ent.results, ent.tables)
+		return p.declinedWhy(st, si, ent, ent.why)
 	}
 	pl := ent.plan
-	ts := p.table(pl.table)
-	if ts == nil {
-		return plugins.Continue
-	}
-	var snap *Snapshot
-	if st.InTx {
-		if snap, ok = p.txSnapshot(st, si, pl.table); !ok {
-			return p.declined(st, si, ent.results, ent.tables)
+	var tss [2]*tableState
+	for i, id := range pl.tables {
+		if tss[i] = p.table(id); tss[i] == nil {
+			return plugins.Continue, "the table is no longer cached"
 		}
-	} else if snap, ok = p.Servable(pl.table); !ok {
-		return p.declined(st, si, ent.results, ent.tables)
+	}
+	count := func(hit bool) {
+		for _, ts := range tss[:len(pl.tables)] {
+			if hit {
+				ts.hits.Add(1)
+			} else {
+				ts.passes.Add(1)
+			}
+		}
+	}
+	pass := func(why string) (plugins.Action, string) {
+		return p.declinedWhy(st, si, ent, why)
+	}
+	var snaps [2]*Snapshot
+	for i, id := range pl.tables {
+		if st.InTx {
+			if snaps[i], ok = p.txSnapshot(st, si, id); !ok {
+				return pass("in this transaction the table is read from the backend (it wrote the table, read it there first, or its isolation is not REPEATABLE READ)")
+			}
+		} else if snaps[i], ok = p.Servable(id); !ok {
+			return pass("the table's newest version is not in memory (a write is in progress, or it is reloading)")
+		}
+	}
+	snap := snaps[0]
+	if pl.join != nil {
+		snap = joinSnapshot(snaps[0], snaps[1], nil)
 	}
 	if snap.layout != ent.layout {
 		p.plans.Remove(planKey{db: st.DB, text: text}) // the table changed shape
-		return p.declined(st, si, ent.results, ent.tables)
+		return pass("the table's columns changed since the statement was planned")
 	}
 	if binaryProto {
 		if pl.nparams != st.ParamCount {
-			return p.declined(st, si, ent.results, ent.tables)
+			return pass("the statement's parameters do not match its plan")
 		}
 		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes); !ok {
-			return p.declined(st, si, ent.results, ent.tables)
+			return pass("a parameter's type is not covered (integers and strings are)")
 		}
-	} else if args == nil && pl.nparams > 0 || len(args) != pl.nparams {
-		// a string literal where the plan compares integers
-		return p.declined(st, si, ent.results, ent.tables)
+	} else if len(args) != pl.nparams {
+		return pass("the statement's literals do not match its plan")
 	}
-	if !si.probe(st) || !p.encodable(pl, snap, si, binaryProto) {
-		return p.declined(st, si, ent.results, ent.tables)
+	if !pl.argsMatch(args) {
+		return pass("a string is compared with an integer column, or a number with a string column (compared as numbers)")
+	}
+	if !si.probe(st) {
+		return pass("the session's settings could not be read")
+	}
+	if !p.encodable(pl, snap, si, binaryProto) {
+		return pass("a column's values would be sent otherwise in this session (character set, time zone, sql_mode or protocol)")
+	}
+	if !si.env.asciiArgs {
+		return pass("the session's character set is not ASCII-compatible")
+	}
+	if !st.InTx && !si.autocommit {
+		return pass("autocommit is off: the read starts a transaction in the backend")
+	}
+	if !si.env.defaultParse {
+		return pass("the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)")
 	}
 	key := defsKey{normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
 	meta, ok := p.learned.Get(key)
@@ -228,28 +322,60 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 		key.normalized = strings.Clone(text)
 		pend := &pendingLearn{key: key, plan: pl, snap: snap}
 		si.pending = pend
-		ts.passes.Add(1)
-		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture}
+		count(false)
+		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture},
+			"first execution of this shape in these settings: the backend answers, and its column metadata is learned"
 	}
-	rows, ok := pl.run(snap, args)
-	if !ok {
-		return p.declined(st, si, ent.results, ent.tables)
+	if pl.join != nil {
+		joined, why := pl.joinRows(snaps[0], snaps[1], args, si.env)
+		if why != "" {
+			return pass(why)
+		}
+		snap = joinSnapshot(snaps[0], snaps[1], joined)
+	}
+	rows, why := pl.run(snap, args, si.env)
+	if why != "" {
+		return pass(why)
+	}
+	if pl.computed {
+		out, why := pl.computeRows(snap, rows, args, si.env)
+		if why != "" {
+			return pass(why)
+		}
+		count(true)
+		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+			return writeValueRows(w, meta, out, binaryProto)
+		})), ""
+	}
+	if pl.groupBy != nil {
+		out, why := pl.groups(snap, rows, args, si.env)
+		if why != "" {
+			return pass(why)
+		}
+		count(true)
+		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+			return writeValueRows(w, meta, out, binaryProto)
+		})), ""
 	}
 	if len(pl.aggs) > 0 {
-		vals, ok := pl.aggregate(snap, rows)
+		vals, ok := pl.aggregate(snap, rows, si.env)
 		shown, ok2 := pl.aggregateRowShown(args)
 		if !ok || !ok2 {
-			return p.declined(st, si, ent.results, ent.tables)
+			return pass("an aggregate's value could not be computed exactly")
 		}
-		ts.hits.Add(1)
+		var out [][][]byte
+		if shown {
+			out = [][][]byte{vals}
+		}
+		count(true)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-			return writeAggregate(w, meta, vals, shown, binaryProto)
-		}))
+			return writeValueRows(w, meta, out, binaryProto)
+		})), ""
 	}
-	ts.hits.Add(1)
+	count(true)
 	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-		return writeCached(w, meta, pl, snap, rows, binaryProto)
-	}))
+		return writeCached(w, meta, pl, snap, rows, binaryProto, si.env)
+	})), ""
 }
 
 // txSnapshot is the snapshot a transaction reads table id at: pinned by
@@ -283,7 +409,11 @@ func (p *Plugin) txSnapshot(st *plugins.Statement, si *sessionInfo, id lease.Tab
 func (si *sessionInfo) afterStatement(st *plugins.Statement, inTx bool) {
 	involved := si.inTx || inTx
 	switch st.Kind {
-	case plugins.KindSelect, plugins.KindInsert, plugins.KindUpdate, plugins.KindDelete, plugins.KindReplace:
+	case plugins.KindSelect, plugins.KindInsert, plugins.KindUpdate, plugins.KindDelete, plugins.KindReplace,
+		plugins.KindShow, plugins.KindUse: // (SHOW, EXPLAIN and USE leave the transaction as it is)
+		if involved && !singleStatement(st.SQL) {
+			si.txTainted = true // a request of several statements: any of them may be anything
+		}
 	case plugins.KindBegin, plugins.KindCommit, plugins.KindRollback:
 		if singleStatement(st.SQL) && !containsFold(st.SQL, " TO ") {
 			si.pins, si.txTainted = nil, false
@@ -351,11 +481,12 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	defer parsers.Put(pr) // the tree is the parser's until its next parse
 	stmts, _, err := pr.ParseSQL(text)
 	if err != nil {
-		// Perhaps a literal where the grammar takes no marker.
-		return &planEntry{results: &resultShape{reparse: true}}
+		// Perhaps a literal where the grammar takes no marker: the result
+		// cache decides on the full text.
+		return &planEntry{why: "the statement is not one statement the parser reads", results: &resultShape{reparse: true}}
 	}
 	if len(stmts) != 1 {
-		return &planEntry{}
+		return &planEntry{why: "the statement is not one statement the parser reads"}
 	}
 	if callsUserFunction(stmts[0]) {
 		return &planEntry{writes: true}
@@ -363,7 +494,7 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	shape := resultShapeOf(stmts[0], db)
 	sel, ok := stmts[0].(*ast.SelectStmt)
 	if !ok {
-		return &planEntry{results: shape}
+		return &planEntry{why: "only SELECT is answered in memory (UNION, TABLE and VALUES are not)", results: shape}
 	}
 	ent := &planEntry{results: shape}
 	loading := false
@@ -376,7 +507,7 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	if loading {
 		return nil
 	}
-	pl, snap := buildPlan(sel, db, func(id lease.TableID) *Snapshot {
+	pl, snap, why := buildPlan(sel, db, func(id lease.TableID) *Snapshot {
 		if ts := p.table(id); ts != nil {
 			return ts.snap.Load()
 		}
@@ -385,29 +516,11 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	if pl != nil {
 		ent.plan, ent.layout = pl, snap.layout
 	}
+	ent.why = why
+	if len(ent.tables) == 0 {
+		ent.why = "it reads no cached table"
+	}
 	return ent
-}
-
-// readSlow handles a SELECT the template scanner gives up on: parse it in
-// full and answer it only if its metadata is already known.
-func (p *Plugin) readSlow(st *plugins.Statement) plugins.Action {
-	if hidesCode(st.SQL) {
-		return p.unknownRead(st) // it may call anything
-	}
-	pr := parsers.Get().(*parser.Parser)
-	defer parsers.Put(pr) // the tree is the parser's until its next parse
-	stmts, _, err := pr.ParseSQL(st.SQL)
-	if err != nil || len(stmts) != 1 {
-		return plugins.Continue
-	}
-	sel, ok := stmts[0].(*ast.SelectStmt)
-	if !ok {
-		return plugins.Continue
-	}
-	if callsUserFunction(sel) {
-		return p.unknownRead(st)
-	}
-	return p.declined(st, session(st), resultShapeOf(sel, st.DB), collectTables(sel, st.DB))
 }
 
 // unknownRead handles a SELECT that calls a stored function, which may
@@ -451,11 +564,17 @@ func (p *Plugin) encodable(pl *plan, snap *Snapshot, si *sessionInfo, binaryProt
 		}
 		switch f.Type {
 		case mysql.MYSQL_TYPE_TIMESTAMP:
-			// Printed in the loader's time zone; the session's may differ.
-			return false
+			// Read in UTC; shifted to the session's zone if it is a fixed
+			// offset.
+			if !si.env.tzFixed {
+				return false
+			}
 		case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
-			if binaryProto {
-				return false // the text form does not always hold every bit
+			// The text form does not always hold every bit: the binary
+			// protocol sends the exact values read at load, in plain
+			// column projections only.
+			if binaryProto && (snap.floats == nil || snap.floats[c] == nil || pl.computed) {
+				return false
 			}
 		case mysql.MYSQL_TYPE_STRING:
 			if strings.Contains(si.sqlMode, "PAD_CHAR_TO_FULL_LENGTH") {
@@ -473,7 +592,7 @@ func (p *Plugin) learn(si *sessionInfo) {
 	si.pending = nil
 	c := pend.capture
 	pl := pend.plan
-	if c.Columns == nil || len(c.Columns) != len(pl.cols)+len(pl.aggs) {
+	if c.Columns == nil || len(c.Columns) != len(pl.items) {
 		return
 	}
 	fields := make([]*mysql.Field, len(c.Columns))
@@ -483,16 +602,29 @@ func (p *Plugin) learn(si *sessionInfo) {
 			return
 		}
 		fields[i] = f
-		if len(pl.aggs) == 0 {
-			if f.Type != pend.snap.Fields[pl.cols[i]].Type {
+		it := pl.items[i]
+		if it.expr != nil {
+			// Integer arithmetic is a BIGINT, UNSIGNED as its operands say.
+			if f.Type != mysql.MYSQL_TYPE_LONGLONG || (f.Flag&mysql.UNSIGNED_FLAG != 0) != it.expr.resultUnsigned(si.env.noUnsignedSubtraction) {
+				return
+			}
+			continue
+		}
+		if it.agg < 0 {
+			if f.Type != pend.snap.Fields[it.col].Type {
 				return
 			}
 			continue
 		}
 		// The proxy computes aggregates itself, so it must know the type
 		// the backend gives each: COUNT a BIGINT, SUM of integers a
-		// DECIMAL without fraction, MIN and MAX the column's own type.
-		switch g := pl.aggs[i]; g.fn {
+		// DECIMAL without fraction, AVG one with div_precision_increment
+		// digits of fraction, MIN and MAX the column's own type.
+		switch g := pl.aggs[it.agg]; g.fn {
+		case "avg":
+			if f.Type != mysql.MYSQL_TYPE_NEWDECIMAL || int(f.Decimal) != si.env.divPrecision {
+				return
+			}
 		case "count":
 			if f.Type != mysql.MYSQL_TYPE_LONGLONG {
 				return
@@ -560,7 +692,7 @@ func readLenEncInt(b []byte) (uint64, int, bool) {
 }
 
 // writeCached writes a result set from the snapshot.
-func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapshot, rows []int, binaryProto bool) error {
+func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapshot, rows []int, binaryProto bool, env runEnv) error {
 	if err := writeHead(w, meta); err != nil {
 		return err
 	}
@@ -575,28 +707,70 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 			fields[j] = snap.Fields[c]
 		}
 	}
+	// TIMESTAMP columns to shift to the session's zone (the binary
+	// protocol encodes them from text shifted by 0 too).
+	var shift []bool
+	var tsBuf []byte
+	for j, c := range pl.cols {
+		if snap.Fields[c].Type == mysql.MYSQL_TYPE_TIMESTAMP && (env.tzOffset != 0 || binaryProto) {
+			if shift == nil {
+				shift = make([]bool, len(pl.cols))
+			}
+			shift[j] = true
+		}
+	}
+	// FLOAT and DOUBLE columns are sent from their exact values.
+	var exact []bool
+	if binaryProto && snap.floats != nil {
+		exact = make([]bool, len(pl.cols))
+		for j, c := range pl.cols {
+			exact[j] = snap.floats[c] != nil
+		}
+	}
 	for _, i := range rows {
 		if !r.setRow(snap.Rows[i]) {
 			return errCorruptRow
 		}
 		buf = buf[:0]
+		tsBuf = tsBuf[:0]
 		if binaryProto {
 			for j, c := range pl.cols {
 				v, null, _ := r.field(c)
 				if null {
 					v = nil
+				} else if exact != nil && exact[j] {
+					start := len(tsBuf)
+					tsBuf = appendFloat(tsBuf, snap.Fields[c].Type, snap.floats[c][i])
+					v = tsBuf[start:]
 				} else if v == nil {
 					v = []byte{} // an empty value, not NULL
+				} else if shift != nil && shift[j] {
+					start := len(tsBuf)
+					var ok bool
+					if tsBuf, ok = shiftTimestamp(tsBuf, v, env.tzOffset); !ok {
+						return errCorruptRow
+					}
+					v = tsBuf[start:]
 				}
 				vals[j] = v
 			}
 			var ok bool
-			if buf, ok = appendBinaryRow(buf, vals, fields); !ok {
+			if buf, ok = appendBinaryRow(buf, vals, fields, exact); !ok {
 				return errCorruptRow
 			}
 		} else {
-			for _, c := range pl.cols {
-				_, _, raw := r.field(c)
+			for j, c := range pl.cols {
+				v, null, raw := r.field(c)
+				if shift != nil && shift[j] && !null {
+					tsBuf = tsBuf[:0]
+					var ok bool
+					if tsBuf, ok = shiftTimestamp(tsBuf, v, env.tzOffset); !ok {
+						return errCorruptRow
+					}
+					buf = mysql.AppendLengthEncodedInteger(buf, uint64(len(tsBuf)))
+					buf = append(buf, tsBuf...)
+					continue
+				}
 				buf = append(buf, raw...)
 			}
 		}
@@ -637,17 +811,18 @@ type corruptRowError struct{}
 
 func (corruptRowError) Error() string { return "cache: a stored row could not be decoded" }
 
-// writeAggregate writes an aggregate's result: its one row, unless LIMIT
-// or OFFSET removed it.
-func writeAggregate(w plugins.ResponseWriter, meta *learned, vals [][]byte, shown, binaryProto bool) error {
+// writeValueRows writes a result set of computed rows (aggregates,
+// groups): values as the text protocol prints them, nil for NULL.
+func writeValueRows(w plugins.ResponseWriter, meta *learned, rows [][][]byte, binaryProto bool) error {
 	if err := writeHead(w, meta); err != nil {
 		return err
 	}
-	if shown {
-		var buf []byte
+	var buf []byte
+	for _, vals := range rows {
+		buf = buf[:0]
 		if binaryProto {
 			var ok bool
-			if buf, ok = appendBinaryRow(buf, vals, meta.fields); !ok {
+			if buf, ok = appendBinaryRow(buf, vals, meta.fields, nil); !ok {
 				return errCorruptRow
 			}
 		} else {
@@ -663,15 +838,15 @@ func writeAggregate(w plugins.ResponseWriter, meta *learned, vals [][]byte, show
 		if err := w.WritePacket(buf); err != nil {
 			return err
 		}
-		w.Rows(1)
 	}
+	w.Rows(uint64(len(rows)))
 	return writeTail(w, meta)
 }
 
 // appendBinaryRow appends a binary-protocol row: the 0x00 header, the NULL
 // bitmap (offset by two bits), then each non-NULL value (nil is NULL) in the
-// encoding of its field's type.
-func appendBinaryRow(buf []byte, vals [][]byte, fields []*mysql.Field) ([]byte, bool) {
+// encoding of its field's type, or as it is where encoded[j] is set.
+func appendBinaryRow(buf []byte, vals [][]byte, fields []*mysql.Field, encoded []bool) ([]byte, bool) {
 	buf = append(buf, 0)
 	start := len(buf)
 	buf = append(buf, make([]byte, (len(vals)+7+2)/8)...)
@@ -681,10 +856,23 @@ func appendBinaryRow(buf []byte, vals [][]byte, fields []*mysql.Field) ([]byte, 
 			buf[start+bit/8] |= 1 << (bit % 8)
 			continue
 		}
+		if encoded != nil && encoded[j] {
+			buf = append(buf, v...)
+			continue
+		}
 		var ok bool
 		if buf, ok = appendBinaryValue(buf, fields[j], v); !ok {
 			return buf, false
 		}
 	}
 	return buf, true
+}
+
+// appendFloat appends a FLOAT or DOUBLE in the binary protocol's encoding,
+// from its exact value.
+func appendFloat(b []byte, t byte, bits uint64) []byte {
+	if t == mysql.MYSQL_TYPE_FLOAT {
+		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(math.Float64frombits(bits))))
+	}
+	return binary.LittleEndian.AppendUint64(b, bits)
 }

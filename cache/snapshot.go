@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -38,6 +39,16 @@ type Snapshot struct {
 	layout string
 	// index[i] is a sorted index of integer column i (nil for others).
 	index [][]indexEntry
+	// colls[i] is how string column i compares (nil: not a string column,
+	// or one whose collation is left to the backend).
+	colls []*collation
+	// floats[i] are the exact values of FLOAT or DOUBLE column i, one per
+	// row, for the binary protocol (the text the backend prints may not
+	// hold every bit); nil for other columns.
+	floats [][]uint64
+	// strIndex[i] is the rows with a value in string column i, ordered by
+	// its collation (nil for others).
+	strIndex [][]int32
 
 	Bytes        int64 // memory held by the snapshot, accounted
 	LoadedAt     time.Time
@@ -60,7 +71,7 @@ func (e *errTooLarge) Error() string {
 // intent open), so the copy holds at least every write that version
 // stands for; a write that lands during the load bumps the version past the
 // tag, and the copy is never served.
-func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.Version, limit int64) (*Snapshot, error) {
+func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.Version, limit int64, colls *collations) (*Snapshot, error) {
 	start := time.Now()
 	if err := conn.Conn.SetDeadline(deadlineOf(ctx)); err != nil {
 		return nil, err
@@ -73,6 +84,14 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	if len(pk) == 0 {
 		return nil, fmt.Errorf("%s has no primary key", id)
 	}
+	collByName, err := columnCollations(conn, id, colls)
+	if err != nil {
+		return nil, err
+	}
+	// TIMESTAMPs are read in UTC and shifted to each session's zone.
+	if _, err := conn.Execute("SET time_zone = '" + loaderTimeZone + "'"); err != nil {
+		return nil, err
+	}
 	if _, err := conn.Execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
 		return nil, err
 	}
@@ -83,7 +102,12 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	for i, c := range pk {
 		order[i] = quoteIdent(c)
 	}
-	r, err := conn.Execute(fmt.Sprintf("SELECT * FROM %s.%s ORDER BY %s", quoteIdent(id.Schema), quoteIdent(id.Table), strings.Join(order, ", ")))
+	query := fmt.Sprintf("SELECT * FROM %s.%s ORDER BY %s", quoteIdent(id.Schema), quoteIdent(id.Table), strings.Join(order, ", "))
+	r, err := conn.Execute(query)
+	var floats [][]uint64
+	if err == nil {
+		floats, err = floatBits(conn, query, r.Fields)
+	}
 	if _, cerr := conn.Execute("COMMIT"); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -113,12 +137,111 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 			return nil, &errTooLarge{id: id, bytes: s.Bytes, limit: limit}
 		}
 	}
+	s.floats = floats
+	for _, f := range floats {
+		s.Bytes += int64(len(f)) * 8
+	}
 	s.indexPK()
 	s.buildIndexes()
 	s.scanCharsets()
+	if err := s.learnCollations(conn, collByName); err != nil {
+		return nil, err
+	}
+	s.buildStringIndexes()
+	if limit > 0 && s.Bytes > limit { // the indexes count too
+		return nil, &errTooLarge{id: id, bytes: s.Bytes, limit: limit}
+	}
 	s.layout = layoutOf(s)
 	s.LoadDuration = time.Since(start)
 	return s, nil
+}
+
+// floatBits reads the FLOAT and DOUBLE columns again in the binary
+// protocol, within the load's transaction (so the same rows in the same
+// order), and keeps their exact values.
+func floatBits(conn *client.Conn, query string, fields []*mysql.Field) ([][]uint64, error) {
+	has := false
+	for _, f := range fields {
+		has = has || f.Type == mysql.MYSQL_TYPE_FLOAT || f.Type == mysql.MYSQL_TYPE_DOUBLE
+	}
+	if !has {
+		return nil, nil
+	}
+	stmt, err := conn.Prepare(query)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	r, err := stmt.Execute()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out := make([][]uint64, len(fields))
+	for c, f := range fields {
+		if f.Type != mysql.MYSQL_TYPE_FLOAT && f.Type != mysql.MYSQL_TYPE_DOUBLE {
+			continue
+		}
+		out[c] = make([]uint64, len(r.Values))
+		for i, row := range r.Values {
+			if row[c].Type == mysql.FieldValueTypeFloat {
+				out[c][i] = math.Float64bits(row[c].AsFloat64())
+			}
+		}
+	}
+	return out, nil
+}
+
+// columnCollations reads how each string column of id compares, by
+// column name (lower case).
+func columnCollations(conn *client.Conn, id lease.TableID, colls *collations) (map[string]*collation, error) {
+	r, err := conn.Execute(`SELECT COLUMN_NAME, DATA_TYPE, IFNULL(COLLATION_NAME, 'binary'), IFNULL(CHARACTER_SET_NAME, 'binary')
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, id.Schema, id.Table)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out := map[string]*collation{}
+	for i := 0; i < r.RowNumber(); i++ {
+		if !stringTypes[strings.ToLower(resultString(r, i, 1))] {
+			continue
+		}
+		c, err := colls.get(conn, resultString(r, i, 2), resultString(r, i, 3))
+		if err != nil {
+			return nil, err
+		}
+		out[strings.ToLower(resultString(r, i, 0))] = c
+	}
+	return out, nil
+}
+
+// learnCollations attaches each string column's collation and learns the
+// weights of the characters its values use.
+func (s *Snapshot) learnCollations(conn *client.Conn, byName map[string]*collation) error {
+	s.colls = make([]*collation, len(s.Fields))
+	r := &rowCtx{snap: s}
+	for i, f := range s.Fields {
+		c := byName[strings.ToLower(string(f.OrgName))]
+		if c == nil {
+			continue
+		}
+		if !c.binary && !s.ascii[i] {
+			var vals [][]byte
+			for _, row := range s.Rows {
+				if !r.setRow(row) {
+					return nil
+				}
+				if v, null, _ := r.field(i); !null {
+					vals = append(vals, v)
+				}
+			}
+			if err := c.learn(conn, vals); err != nil {
+				return err
+			}
+		}
+		s.colls[i] = c
+	}
+	return nil
 }
 
 // indexPK fills pkNums for a single integer primary key.
@@ -199,6 +322,12 @@ func layoutOf(s *Snapshot) string {
 	var b strings.Builder
 	for _, f := range s.Fields {
 		fmt.Fprintf(&b, "%s:%d:%d:%d;", strings.ToLower(string(f.OrgName)), f.Type, f.Flag, f.Charset)
+	}
+	for _, c := range s.colls {
+		if c != nil {
+			b.WriteString(c.name)
+		}
+		b.WriteByte(';')
 	}
 	fmt.Fprint(&b, s.PK)
 	return b.String()

@@ -76,13 +76,15 @@ func (p *Plugin) virtualQuery(st *plugins.Statement) (plugins.Action, bool) {
 	if !ok || !strings.EqualFold(tn.Schema.O, virtualSchema) {
 		return plugins.Continue, false
 	}
-	if !strings.EqualFold(tn.Name.O, "cached_tables") {
+	vt, ok := p.virtualTables()[strings.ToLower(tn.Name.O)]
+	if !ok {
 		return plugins.RefuseWith(mysql.NewError(mysql.ER_NO_SUCH_TABLE,
 			fmt.Sprintf("Table '%s.%s' doesn't exist", virtualSchema, tn.Name.O))), true
 	}
+	name := strings.ToLower(tn.Name.O)
 	unsupported := plugins.RefuseWith(mysql.NewError(mysql.ER_NOT_SUPPORTED_YET,
-		"tableproxy.cached_tables answers SELECT <columns or *> FROM tableproxy.cached_tables [WHERE column = value [AND ...]]"))
-	cols, ok := projection(sel)
+		fmt.Sprintf("tableproxy.%s answers SELECT <columns or *> FROM tableproxy.%[1]s [WHERE column = value [AND ...]]", name)))
+	cols, ok := projection(sel, vt.columns)
 	if !ok || sel.GroupBy != nil || sel.Having != nil || sel.OrderBy != nil || sel.Limit != nil {
 		return unsupported, true
 	}
@@ -91,36 +93,62 @@ func (p *Plugin) virtualQuery(st *plugins.Statement) (plugins.Action, bool) {
 		return unsupported, true
 	}
 	for name := range filters {
-		if indexOf(cachedTablesColumns, name) < 0 {
+		if indexOf(vt.columns, name) < 0 {
 			return plugins.RefuseWith(mysql.NewError(mysql.ER_BAD_FIELD_ERROR, fmt.Sprintf("Unknown column '%s' in 'where clause'", name))), true
 		}
 	}
 	for _, c := range cols {
-		if indexOf(cachedTablesColumns, c) < 0 {
+		if indexOf(vt.columns, c) < 0 {
 			return plugins.RefuseWith(mysql.NewError(mysql.ER_BAD_FIELD_ERROR, fmt.Sprintf("Unknown column '%s' in 'field list'", c))), true
 		}
 	}
 	var rows [][]any
-	for _, t := range p.Tables() {
-		full := []any{t.Schema, t.Table, t.State, int64(t.Rows), t.Bytes, int64(t.Version),
-			formatTime(t), t.LoadDuration.Milliseconds(), int64(t.Hits), int64(t.Passes), t.Invalidation, t.Error, int64(t.ResultHits)}
-		if !matches(full, filters) {
+	for _, full := range vt.rows(st) {
+		if !matches(full, vt.columns, filters) {
 			continue
 		}
 		row := make([]any, len(cols))
 		for i, c := range cols {
-			row[i] = full[indexOf(cachedTablesColumns, c)]
+			row[i] = full[indexOf(vt.columns, c)]
 		}
 		rows = append(rows, row)
 	}
 	binaryProto := st.Command == plugins.ComStmtExecute
 	defs := make([]column, len(cols))
 	for i, c := range cols {
-		defs[i] = column{name: c, numeric: cachedTablesNumeric[c]}
+		defs[i] = column{name: c, numeric: vt.numeric[c]}
 	}
 	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-		return writeRows(w, virtualSchema, "cached_tables", defs, rows, binaryProto)
+		return writeRows(w, virtualSchema, name, defs, rows, binaryProto)
 	})), true
+}
+
+// virtualTable is one table of the virtual schema.
+type virtualTable struct {
+	columns []string
+	numeric map[string]bool // BIGINT columns; the others are VARCHAR
+	rows    func(st *plugins.Statement) [][]any
+}
+
+func (p *Plugin) virtualTables() map[string]virtualTable {
+	return map[string]virtualTable{
+		"cached_tables": {columns: cachedTablesColumns, numeric: cachedTablesNumeric, rows: p.cachedTablesRows},
+		// The session's last statement before this one, and whether and
+		// why it was answered in memory (EXPLAIN LAST STATEMENT).
+		"last_statement": {columns: lastStatementColumns, rows: func(st *plugins.Statement) [][]any {
+			return [][]any{session(st).last.row()}
+		}},
+	}
+}
+
+func (p *Plugin) cachedTablesRows(*plugins.Statement) [][]any {
+	var rows [][]any
+	for _, t := range p.Tables() {
+		rows = append(rows, []any{t.Schema, t.Table, t.State, int64(t.Rows), t.Bytes, int64(t.Version),
+			formatTime(t), t.LoadDuration.Milliseconds(), int64(t.Hits), int64(t.Passes), t.Invalidation, t.Error,
+			int64(t.ResultHits)})
+	}
+	return rows
 }
 
 func formatTime(t Status) string {
@@ -131,12 +159,12 @@ func formatTime(t Status) string {
 }
 
 // projection returns the selected column names (all for *).
-func projection(sel *ast.SelectStmt) ([]string, bool) {
+func projection(sel *ast.SelectStmt, all []string) ([]string, bool) {
 	var cols []string
 	for _, f := range sel.Fields.Fields {
 		switch {
 		case f.WildCard != nil:
-			cols = append(cols, cachedTablesColumns...)
+			cols = append(cols, all...)
 		case f.Expr != nil:
 			c, ok := f.Expr.(*ast.ColumnNameExpr)
 			if !ok || f.AsName.O != "" {
@@ -175,10 +203,10 @@ func equalities(e ast.ExprNode, out map[string]string) (map[string]string, bool)
 	return nil, false
 }
 
-func matches(row []any, filters map[string]string) bool {
+func matches(row []any, columns []string, filters map[string]string) bool {
 	for name, want := range filters {
 		var got string
-		switch v := row[indexOf(cachedTablesColumns, name)].(type) {
+		switch v := row[indexOf(columns, name)].(type) {
 		case string:
 			got = v
 		case int64:

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strings"
@@ -191,4 +192,121 @@ func TestCachedTableGrowsPastCap(t *testing.T) {
 	waitFor(t, 5*time.Second, "the proxy to log why it stopped caching the table", func() (bool, error) {
 		return strings.Contains(e.proxy.stderr.String(), "grew past the size cap"), nil
 	})
+}
+
+// TestExplainLastStatement checks that a session can see whether and why
+// its last statement was answered from memory.
+func TestExplainLastStatement(t *testing.T) {
+	e := newCacheEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.codes (id INT PRIMARY KEY, code VARCHAR(8), n DECIMAL(6,2))",
+		"INSERT INTO `"+e.db+"`.codes VALUES (1, 'EUR', 1.5), (2, 'USD', 2.5)")
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE codes CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "codes", "ready", 2, 1)
+	// One connection, so that "last" is this session's.
+	conn, err := e.open(t, e.app).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	explain := func(query string) (stmt, from, why string) {
+		t.Helper()
+		if err := conn.QueryRowContext(context.Background(), "EXPLAIN LAST STATEMENT").Scan(&stmt, &from, &why); err != nil {
+			t.Fatal(err)
+		}
+		if stmt != query {
+			t.Fatalf("EXPLAIN LAST STATEMENT explains %q, want %q", stmt, query)
+		}
+		return
+	}
+	run := func(query string) {
+		t.Helper()
+		rows, err := conn.QueryContext(context.Background(), query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+
+	q := "SELECT code FROM codes WHERE code = 'usd'"
+	run(q)
+	if _, from, why := explain(q); from != "backend" || !strings.Contains(why, "metadata is learned") {
+		t.Errorf("first execution: %s, %q", from, why)
+	}
+	run(q)
+	if _, from, _ := explain(q); from != "proxy" {
+		t.Errorf("second execution served from %s, want proxy", from)
+	}
+	// Asking again explains the same statement: EXPLAIN does not replace it.
+	if _, from, _ := explain(q); from != "proxy" {
+		t.Errorf("EXPLAIN LAST STATEMENT replaced the last statement")
+	}
+	q = "SELECT code FROM codes WHERE n > 2"
+	run(q)
+	if _, from, why := explain(q); from != "backend" || !strings.Contains(why, "WHERE `n`>? is not covered") {
+		t.Errorf("uncovered WHERE: %s, %q", from, why)
+	}
+	q = "SELECT code, COUNT(*) FROM codes GROUP BY code"
+	run(q)
+	if _, from, why := explain(q); from != "backend" || !strings.Contains(why, "GROUP BY") {
+		t.Errorf("GROUP BY: %s, %q", from, why)
+	}
+	q = "UPDATE codes SET n = n + 1 WHERE id = 1"
+	if _, err := conn.ExecContext(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	if _, from, why := explain(q); from != "backend" || !strings.Contains(why, "not a SELECT") {
+		t.Errorf("UPDATE: %s, %q", from, why)
+	}
+	// The same through the virtual table, filtered like any table.
+	var from string
+	if err := conn.QueryRowContext(context.Background(),
+		"SELECT served_from FROM tableproxy.last_statement WHERE served_from = 'backend'").Scan(&from); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStringLookupsOnLargeTable checks that lookups by a string column of a
+// table too large to scan are answered through the column's index, with
+// the backend's answer.
+func TestStringLookupsOnLargeTable(t *testing.T) {
+	e := newCacheEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.codes (id INT PRIMARY KEY, code VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci, n INT)",
+		"INSERT INTO `"+e.db+"`.codes SELECT seq, CONCAT(IF(seq % 2, 'c', 'C'), seq % 4000), seq % 7 FROM mysql.seq_1_to_6000")
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE codes CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "codes", "ready", 6000, 1)
+	app := e.open(t, e.app)
+	direct := testdb.Open(t, testdb.DSN(e.backend.Addr, e.backend.RootUser, e.backend.RootPassword, e.db, nil))
+	for _, q := range []string{
+		"SELECT id, code FROM codes WHERE code = 'c1234'",
+		"SELECT id, code FROM codes WHERE code IN ('C17', 'c3999  ', 'none')",
+		"SELECT id FROM codes WHERE code BETWEEN 'c100' AND 'C1005' AND n > 2",
+		"SELECT COUNT(*) FROM codes WHERE code >= 'c3990'",
+	} {
+		want := dumpQuery(t, direct, q)
+		dumpQuery(t, app, q) // learns the metadata
+		before := hitsOf(t, admin, "codes")
+		if got := dumpQuery(t, app, q); got != want {
+			t.Errorf("%s:\nproxy:  %s\ndirect: %s", q, got, want)
+		}
+		if hitsOf(t, admin, "codes") == before {
+			t.Errorf("%s was not answered from memory", q)
+		}
+	}
+}
+
+func dumpQuery(t *testing.T, db *sql.DB, q string) string {
+	t.Helper()
+	r, err := db.Query(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return dumpRows(t, r)
 }

@@ -294,6 +294,11 @@ type ResponseWriter interface {
 	// Status is the server status the session's last response carried,
 	// for the EOF and OK packets a plugin writes.
 	Status() uint16
+	// SetStatus sets the server status the session is in from this answer
+	// on: a plugin that answers BEGIN or COMMIT itself changes
+	// SERVER_STATUS_IN_TRANS. The packets written after it carry it, and
+	// later statements see it (Statement.InTx).
+	SetStatus(status uint16)
 	// Rows tells the proxy how many rows the answer had, for observers.
 	Rows(n uint64)
 	// ExtendedMetadata reports whether the client negotiated MariaDB's

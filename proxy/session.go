@@ -621,6 +621,8 @@ func (w *answerWriter) WritePacket(payload []byte) error {
 
 func (w *answerWriter) Status() uint16 { return w.s.status }
 
+func (w *answerWriter) SetStatus(status uint16) { w.s.setStatus(status) }
+
 func (w *answerWriter) Rows(n uint64) { w.rows = n }
 
 func (w *answerWriter) ExtendedMetadata() bool {

@@ -1,0 +1,68 @@
+package cache
+
+import (
+	"strings"
+
+	"tableproxy/plugins"
+)
+
+// Why a statement was or was not answered from memory: each session keeps
+// its last statement's outcome, shown by EXPLAIN LAST STATEMENT (and the
+// virtual table tableproxy.last_statement), which themselves leave it as
+// it was.
+
+// lastStatementColumns are the columns of EXPLAIN LAST STATEMENT.
+var lastStatementColumns = []string{"statement", "served_from", "reason"}
+
+// maxExplainedSQL bounds the statement text kept per session.
+const maxExplainedSQL = 4096
+
+// explanation is the outcome of a session's last statement.
+type explanation struct {
+	sql    []byte // the statement (truncated), in a buffer reused per session
+	served bool
+	why    string
+}
+
+// explain records the outcome of the session's current statement.
+func (si *sessionInfo) explain(sql string, served bool, why string) {
+	if len(sql) > maxExplainedSQL {
+		sql = sql[:maxExplainedSQL]
+	}
+	si.last.sql = append(si.last.sql[:0], sql...)
+	si.last.served, si.last.why = served, why
+}
+
+func (e *explanation) row() []any {
+	if e.sql == nil {
+		return []any{"", "", "no statement yet in this session"}
+	}
+	from := "backend"
+	if e.served {
+		from = "proxy"
+	}
+	why := e.why
+	if e.served && why == "" {
+		why = "answered from the cached table in memory"
+	}
+	return []any{string(e.sql), from, why}
+}
+
+// isExplainLast reports whether sql is EXPLAIN LAST STATEMENT.
+func isExplainLast(sql string) bool {
+	f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(sql), ";"))
+	return len(f) == 3 && strings.EqualFold(f[0], "EXPLAIN") && strings.EqualFold(f[1], "LAST") && strings.EqualFold(f[2], "STATEMENT")
+}
+
+// explainLast answers EXPLAIN LAST STATEMENT.
+func (p *Plugin) explainLast(st *plugins.Statement) plugins.Action {
+	row := session(st).last.row()
+	defs := make([]column, len(lastStatementColumns))
+	for i, c := range lastStatementColumns {
+		defs[i] = column{name: c}
+	}
+	binaryProto := st.Command == plugins.ComStmtExecute
+	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+		return writeRows(w, virtualSchema, "last_statement", defs, [][]any{row}, binaryProto)
+	}))
+}

@@ -1,0 +1,169 @@
+package cache
+
+import (
+	"sort"
+
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+)
+
+// String indexes. Every string column whose collation the proxy compares
+// gets a sorted index of its rows (NULLs left out), ordered by the
+// collation, so that lookups by a string (a code, a name) narrow the rows
+// to examine as integer indexes do. An entry is only a row number: keys
+// are computed again while searching, which costs a few comparisons per
+// lookup and no memory beyond four bytes a row.
+
+// buildStringIndexes indexes the string columns (after learnCollations).
+func (s *Snapshot) buildStringIndexes() {
+	s.strIndex = make([][]int32, len(s.Fields))
+	r := &rowCtx{snap: s}
+	for c, coll := range s.colls {
+		if coll == nil {
+			continue
+		}
+		type entry struct {
+			key []byte
+			row int32
+		}
+		entries := make([]entry, 0, len(s.Rows))
+		ok := true
+		for i, row := range s.Rows {
+			if !r.setRow(row) {
+				return
+			}
+			v, null, _ := r.field(c)
+			if null {
+				continue
+			}
+			k, known := coll.key(nil, v)
+			if !known {
+				ok = false
+				break
+			}
+			entries = append(entries, entry{k, int32(i)})
+		}
+		if !ok {
+			continue
+		}
+		sort.SliceStable(entries, func(a, b int) bool { return coll.compareKeys(entries[a].key, entries[b].key) < 0 })
+		idx := make([]int32, len(entries))
+		for i, e := range entries {
+			idx[i] = e.row
+		}
+		s.strIndex[c] = idx
+		s.Bytes += int64(len(idx)) * 4
+	}
+}
+
+// strSpan returns the rows whose value of string column col lies between
+// lo and hi under the column's collation (nil bounds are open; loIncl and
+// hiIncl say whether the bounds are included), in primary-key order.
+func (s *Snapshot) strSpan(col int, lo, hi []byte, loIncl, hiIncl bool) ([]int, bool) {
+	if s.strIndex == nil || s.strIndex[col] == nil {
+		return nil, false
+	}
+	idx, coll := s.strIndex[col], s.colls[col]
+	r := &rowCtx{snap: s, offs: make([]int, 0, len(s.Fields)+1)}
+	var kl, kh, buf []byte
+	ok := true
+	if lo != nil {
+		kl, ok = coll.key(nil, lo)
+	}
+	if hi != nil && ok {
+		kh, ok = coll.key(nil, hi)
+	}
+	if !ok {
+		return nil, false
+	}
+	// cmpAt compares row idx[i]'s value with k.
+	cmpAt := func(i int, k []byte) int {
+		r.setRow(s.Rows[idx[i]])
+		v, _, _ := r.field(col)
+		buf, _ = coll.key(buf[:0], v)
+		return coll.compareKeys(buf, k)
+	}
+	a, b := 0, len(idx)
+	if lo != nil {
+		a = sort.Search(len(idx), func(i int) bool {
+			c := cmpAt(i, kl)
+			return c > 0 || c == 0 && loIncl
+		})
+	}
+	if hi != nil {
+		b = sort.Search(len(idx), func(i int) bool {
+			c := cmpAt(i, kh)
+			return c > 0 || c == 0 && !hiIncl
+		})
+	}
+	if b < a {
+		b = a
+	}
+	rows := make([]int, 0, b-a)
+	for _, i := range idx[a:b] {
+		rows = append(rows, int(i))
+	}
+	sort.Ints(rows)
+	return rows, true
+}
+
+// narrowString narrows a condition on a string column through its index.
+func (p *plan) narrowString(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
+	// value returns a string operand, whether it is NULL, and whether it
+	// can be compared in-proxy with column col.
+	value := func(col int, o operand) ([]byte, bool, bool) {
+		v, null := r.strOperand(o)
+		if null {
+			return nil, true, true
+		}
+		return v, false, r.env.usable(snap.colls[col], v)
+	}
+	switch x := e.(type) {
+	case strCmpExpr:
+		v, null, ok := value(x.col, x.val)
+		switch {
+		case !ok || x.op == opcode.NE:
+			return nil, false
+		case null:
+			return nil, snap.strIndex != nil && snap.strIndex[x.col] != nil // compared with NULL: no row
+		}
+		switch x.op {
+		case opcode.EQ:
+			return snap.strSpan(x.col, v, v, true, true)
+		case opcode.GT, opcode.GE:
+			return snap.strSpan(x.col, v, nil, x.op == opcode.GE, false)
+		case opcode.LT, opcode.LE:
+			return snap.strSpan(x.col, nil, v, false, x.op == opcode.LE)
+		}
+	case strInExpr:
+		if x.not {
+			return nil, false
+		}
+		var rows []int
+		for _, o := range x.list {
+			v, null, ok := value(x.col, o)
+			if !ok {
+				return nil, false
+			}
+			if null {
+				continue // NULL in the list matches no row
+			}
+			s, ok := snap.strSpan(x.col, v, v, true, true)
+			if !ok {
+				return nil, false
+			}
+			rows = append(rows, s...)
+		}
+		return rows, true
+	case strBetweenExpr:
+		if x.not {
+			return nil, false
+		}
+		lo, nl, okl := value(x.col, x.lo)
+		hi, nh, okh := value(x.col, x.hi)
+		if !okl || !okh || nl || nh {
+			return nil, false
+		}
+		return snap.strSpan(x.col, lo, hi, true, true)
+	}
+	return nil, false
+}
