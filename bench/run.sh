@@ -3,7 +3,9 @@
 # private MariaDB and through tableproxy (and, with --floor, through a plain
 # TCP relay as a reference), and prints the proxy/direct ratios. With --cache,
 # the proxy runs with the cache plugin and answers covered reads of the sbtest
-# tables from memory.
+# tables from memory; --latency puts a delaying relay in front of MariaDB and
+# compares p95 latencies; --rw-cache compares oltp_read_write through the
+# proxy with the tables cached and not cached.
 # See bench/README.md for the options and how to read the results.
 set -euo pipefail
 
@@ -20,9 +22,14 @@ fi
 
 DEFAULT_WORKLOADS="oltp_point_select oltp_read_only select_random_points select_random_ranges oltp_read_write"
 QUICK_WORKLOADS="oltp_point_select oltp_read_write"
-DEFAULT_PROXY_PORT=6034
-DEFAULT_METRICS_PORT=9105
-DEFAULT_RELAY_PORT=6044
+RW_WORKLOAD=oltp_read_write
+DEFAULT_POINT_SELECTS="10 40 160 640"
+# The first port tried for each listener (the next free one is used if it is
+# taken); the environment can move them away from other instances.
+DEFAULT_PROXY_PORT="${TABLEPROXY_BENCH_PROXY_PORT:-6034}"
+DEFAULT_METRICS_PORT="${TABLEPROXY_BENCH_METRICS_PORT:-9105}"
+DEFAULT_RELAY_PORT="${TABLEPROXY_BENCH_RELAY_PORT:-6044}"
+DEFAULT_DELAY_PORT="${TABLEPROXY_BENCH_DELAY_PORT:-6054}"
 PROFILE_SECONDS=15
 READY_TIMEOUT=30
 CACHE_TIMEOUT=60
@@ -54,10 +61,32 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
                         table (ALTER TABLE ... CACHE) before the runs; prints
                         tableproxy.cached_tables before and after the runs, and
                         the cache hits and pass-throughs of each proxied run
+  --latency             put bench/tcprelay -delay in front of MariaDB for both the
+                        direct and the proxied runs (the proxy's backend is the
+                        relay), cache the tables (implies --cache) and print the
+                        proxy/direct p95 ratio; workloads default to
+                        oltp_point_select, --repeat to 3
+  --delay DUR           delay per direction for --latency (default 250us, i.e. a
+                        0.5 ms round trip)
+  --rw-cache            oltp_read_write through the proxy only, with the sbtest
+                        tables cached and not cached (ALTER TABLE ... NOCACHE),
+                        alternating, for each --point-selects value; prints the
+                        cached/uncached tps and qps ratios; --repeat defaults to 3
+  --point-selects "a b" oltp_read_write --point_selects values for --rw-cache
+                        (default: 10 40 160 640)
+  --repeat N            run every measurement N times (the direct and proxied
+                        runs back to back each time) and print medians, with the
+                        min-max range of the ratio (default 1)
   --listen ADDR         proxy listen address (default 127.0.0.1:6034, or the next
                         free port)
   --metrics-listen ADDR proxy metrics/pprof address (default 127.0.0.1:9105, or the
                         next free port)
+
+Environment: TABLEPROXY_RUN_DIR and TABLEPROXY_MARIADB_PORT choose the private
+MariaDB instance (see scripts/mariadb.sh); TABLEPROXY_BENCH_PROXY_PORT,
+TABLEPROXY_BENCH_METRICS_PORT, TABLEPROXY_BENCH_RELAY_PORT and
+TABLEPROXY_BENCH_DELAY_PORT the first ports tried for the proxy, its metrics,
+the --floor relay and the --latency relay (defaults 6034, 9105, 6044, 6054).
   --proxy-bin PATH      benchmark this proxy binary instead of building bin/tableproxy
   --direct-only         only run against MariaDB (no proxy)
   -h, --help            show this help
@@ -71,14 +100,19 @@ need_value() { (($# >= 2)) || die "option $1 needs a value"; }
 need_number() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "option $1 needs a positive integer, got '$2'"; }
 need_addr() { [[ "$2" =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+$ ]] || die "option $1 needs a loopback host:port, got '$2'"; }
 
-QUICK=0 PROFILE=0 DIRECT_ONLY=0 CACHE=0 FLOOR=""
-TIME="" THREADS="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES=""
+QUICK=0 PROFILE=0 DIRECT_ONLY=0 CACHE=0 FLOOR="" LATENCY=0 RW_CACHE=0
+TIME="" THREADS="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES="" REPEAT="" DELAY="" POINT_SELECTS=""
 PROXY_ADDR="" METRICS_ADDR="" PROXY_BIN=""
 while (($# > 0)); do
 	case "$1" in
 	--quick) QUICK=1 ;;
 	--profile) PROFILE=1 ;;
 	--cache) CACHE=1 ;;
+	--latency) LATENCY=1 ;;
+	--rw-cache) RW_CACHE=1 ;;
+	--delay) need_value "$@"; [[ "$2" =~ ^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s)$ ]] || die "--delay needs a duration such as 250us, got '$2'"; DELAY="$2"; shift ;;
+	--repeat) need_value "$@"; need_number "$1" "$2"; REPEAT="$2"; shift ;;
+	--point-selects) need_value "$@"; POINT_SELECTS="$2"; shift ;;
 	--direct-only) DIRECT_ONLY=1 ;;
 	--floor) FLOOR=1 ;;
 	--no-floor) FLOOR=0 ;;
@@ -96,6 +130,32 @@ while (($# > 0)); do
 	esac
 	shift
 done
+
+for v in "$DEFAULT_PROXY_PORT" "$DEFAULT_METRICS_PORT" "$DEFAULT_RELAY_PORT" "$DEFAULT_DELAY_PORT"; do
+	[[ "$v" =~ ^[1-9][0-9]*$ ]] || die "TABLEPROXY_BENCH_*_PORT must be port numbers, got '$v'"
+done
+
+((LATENCY && RW_CACHE)) && die "--latency and --rw-cache are separate runs; give one of them"
+if ((LATENCY || RW_CACHE)); then
+	((DIRECT_ONLY)) && die "--latency and --rw-cache need the proxy; they cannot be combined with --direct-only"
+	((${FLOOR:-0})) && die "--floor cannot be combined with --latency or --rw-cache"
+	FLOOR=0
+	CACHE=1
+	: "${REPEAT:=3}"
+fi
+if ((LATENCY)); then
+	: "${WORKLOADS:=oltp_point_select}" "${DELAY:=250us}"
+elif [[ -n "$DELAY" ]]; then
+	die "--delay only applies to --latency"
+fi
+if ((RW_CACHE)); then
+	[[ -z "$WORKLOADS" ]] || die "--rw-cache always runs $RW_WORKLOAD; --workloads does not apply"
+	WORKLOADS=$RW_WORKLOAD
+	: "${POINT_SELECTS:=$DEFAULT_POINT_SELECTS}"
+elif [[ -n "$POINT_SELECTS" ]]; then
+	die "--point-selects only applies to --rw-cache"
+fi
+: "${REPEAT:=1}"
 
 # Explicit options win over --quick, whatever their order on the command line.
 if ((QUICK)); then
@@ -119,6 +179,13 @@ done
 for w in "${WORKLOAD_LIST[@]}"; do
 	[[ "$w" =~ ^[A-Za-z0-9_]+$ ]] || die "invalid workload name '$w'"
 done
+read -r -a POINT_SELECTS_LIST <<<"${POINT_SELECTS:-}"
+for n in "${POINT_SELECTS_LIST[@]}"; do
+	need_number --point-selects "$n"
+done
+if ((RW_CACHE)); then
+	((${#POINT_SELECTS_LIST[@]} > 0)) || die "--point-selects is empty"
+fi
 if ((DIRECT_ONLY && PROFILE)); then
 	die "--profile needs the proxy; it cannot be combined with --direct-only"
 fi
@@ -148,7 +215,7 @@ for w in "${WORKLOAD_LIST[@]}"; do
 		die "unknown sysbench workload '$w' (see /usr/share/sysbench)"
 done
 
-if ((FLOOR)) || { ((!DIRECT_ONLY)) && [[ -z "$PROXY_BIN" ]]; }; then
+if ((FLOOR || LATENCY)) || { ((!DIRECT_ONLY)) && [[ -z "$PROXY_BIN" ]]; }; then
 	command -v go >/dev/null 2>&1 || [[ -x /usr/local/go/bin/go ]] ||
 		die "Go is required to build the proxy and bench/tcprelay: install Go and put 'go' on PATH (or pass --proxy-bin --no-floor)"
 	command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
@@ -175,6 +242,7 @@ free_port() {
 STARTED_DB=0
 PROXY_PID=""
 RELAY_PID=""
+DELAY_PID=""
 PROFILE_PID=""
 
 # stop_process PID NAME: SIGTERM, then SIGKILL after STOP_TIMEOUT seconds.
@@ -204,6 +272,8 @@ stop_proxy() {
 stop_relay() {
 	stop_process "$RELAY_PID" tcprelay
 	RELAY_PID=""
+	stop_process "$DELAY_PID" "tcprelay -delay"
+	DELAY_PID=""
 }
 
 cleanup() {
@@ -267,6 +337,54 @@ if ! sysbench oltp_read_write "${SB_COMMON[@]}" --mysql-port="$DB_PORT" prepare 
 	die "sysbench prepare failed (log: $LOG_DIR/prepare.log)"
 fi
 
+# --- relays --------------------------------------------------------------
+
+RELAY_BIN="$BENCH_DIR/tcprelay"
+RELAY_BUILT=0
+
+# start_relay NAME PORT LOG [tcprelay flags]: starts bench/tcprelay on
+# 127.0.0.1:PORT in front of MariaDB, waits until a query passes through it,
+# and sets STARTED_PID.
+start_relay() {
+	local name=$1 port=$2 logfile=$3 deadline
+	shift 3
+	if ((!RELAY_BUILT)); then
+		log "building bench/tcprelay"
+		(cd "$ROOT" && go build -o "$RELAY_BIN" ./bench/tcprelay) || die "go build ./bench/tcprelay failed"
+		RELAY_BUILT=1
+	fi
+	log "starting $name on 127.0.0.1:$port (log $logfile)"
+	"$RELAY_BIN" -listen "127.0.0.1:$port" -target "127.0.0.1:$DB_PORT" "$@" \
+		</dev/null >"$logfile" 2>&1 &
+	STARTED_PID=$!
+	deadline=$((SECONDS + READY_TIMEOUT))
+	until mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sbtest -psbtest \
+		--connect-timeout=2 sbtest -e 'SELECT 1' >/dev/null 2>&1; do
+		if ! kill -0 "$STARTED_PID" 2>/dev/null; then
+			tail -n 30 "$logfile" >&2 || true
+			die "$name exited during startup (log: $logfile)"
+		fi
+		((SECONDS < deadline)) || {
+			tail -n 30 "$logfile" >&2 || true
+			die "$name did not accept connections within ${READY_TIMEOUT}s"
+		}
+		sleep 0.5
+	done
+}
+
+# With --latency, the direct runs and the proxy's backend connections both go
+# through a relay that delays every chunk by DELAY in each direction: a
+# stand-in for a network between the clients and MariaDB.
+DIRECT_PORT="$DB_PORT"
+DELAY_PORT=""
+if ((LATENCY)); then
+	DELAY_PORT="$(free_port "$DEFAULT_DELAY_PORT")"
+	DELAY_LOG="$BENCH_DIR/tcprelay-delay.log"
+	start_relay "tcprelay -delay $DELAY" "$DELAY_PORT" "$DELAY_LOG" -delay "$DELAY"
+	DELAY_PID=$STARTED_PID
+	DIRECT_PORT="$DELAY_PORT"
+fi
+
 # --- proxy ---------------------------------------------------------------
 
 PROXY_PORT=""
@@ -290,7 +408,7 @@ if ((!DIRECT_ONLY)); then
 	fi
 	PROXY_PORT="${PROXY_ADDR##*:}"
 	PROXY_LOG="$BENCH_DIR/proxy.log"
-	PROXY_ARGS=(--listen "$PROXY_ADDR" --backend "127.0.0.1:$DB_PORT" --metrics-listen "$METRICS_ADDR")
+	PROXY_ARGS=(--listen "$PROXY_ADDR" --backend "127.0.0.1:$DIRECT_PORT" --metrics-listen "$METRICS_ADDR")
 	if ((CACHE)); then
 		# A fresh data directory: the proxy keeps the list of cached tables
 		# there, and sbtest has just been recreated.
@@ -374,8 +492,10 @@ cache_counts() {
 		awk '{ h += $1; p += $2 } END { if (NR > 0) print h, p }' || true
 }
 
-CACHE_BEFORE="" CACHE_AFTER=""
-if ((CACHE)); then
+# cache_tables: ALTER TABLE sbtestN CACHE for every table through the proxy,
+# then waits until every table is ready in tableproxy.cached_tables.
+cache_tables() {
+	local i out states ready cache_start deadline
 	log "caching $TABLES table(s) through the proxy: ALTER TABLE sbtestN CACHE"
 	for ((i = 1; i <= TABLES; i++)); do
 		if ! out="$(mysql_proxy -e "ALTER TABLE sbtest$i CACHE" 2>&1)"; then
@@ -398,6 +518,27 @@ if ((CACHE)); then
 		fi
 		sleep 0.5
 	done
+}
+
+# uncache_tables: ALTER TABLE sbtestN NOCACHE for every table through the
+# proxy; afterwards tableproxy.cached_tables has no sbtest row.
+uncache_tables() {
+	local i out left
+	log "uncaching $TABLES table(s) through the proxy: ALTER TABLE sbtestN NOCACHE"
+	for ((i = 1; i <= TABLES; i++)); do
+		if ! out="$(mysql_proxy -e "ALTER TABLE sbtest$i NOCACHE" 2>&1)"; then
+			printf '    %s\n' "$out" >&2
+			die "ALTER TABLE sbtest$i NOCACHE through the proxy failed (proxy log: $PROXY_LOG)"
+		fi
+	done
+	left="$(mysql_proxy -N -e "SELECT table_name FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'")" ||
+		die "cannot read tableproxy.cached_tables after NOCACHE"
+	[[ -z "$left" ]] || die "tableproxy.cached_tables still lists ${left//$'\n'/ } after NOCACHE"
+}
+
+CACHE_BEFORE="" CACHE_AFTER=""
+if ((CACHE)); then
+	cache_tables
 	CACHE_BEFORE="$(mysql_proxy -e "$CACHED_TABLES_SQL")" || die "cannot read tableproxy.cached_tables"
 	echo
 	echo "tableproxy.cached_tables before the runs:"
@@ -411,31 +552,11 @@ fi
 # sysbench through it shows what any userspace relay costs on this machine.
 RELAY_PORT=""
 if ((FLOOR)); then
-	RELAY_BIN="$BENCH_DIR/tcprelay"
-	log "building bench/tcprelay"
-	(cd "$ROOT" && go build -o "$RELAY_BIN" ./bench/tcprelay) || die "go build ./bench/tcprelay failed"
-
 	# Chosen after the proxy is listening, so the two never pick the same port.
 	RELAY_PORT="$(free_port "$DEFAULT_RELAY_PORT")"
 	RELAY_LOG="$BENCH_DIR/tcprelay.log"
-	log "starting tcprelay on 127.0.0.1:$RELAY_PORT (log $RELAY_LOG)"
-	"$RELAY_BIN" -listen "127.0.0.1:$RELAY_PORT" -target "127.0.0.1:$DB_PORT" \
-		</dev/null >"$RELAY_LOG" 2>&1 &
-	RELAY_PID=$!
-
-	deadline=$((SECONDS + READY_TIMEOUT))
-	until mariadb --no-defaults -h 127.0.0.1 -P "$RELAY_PORT" -u sbtest -psbtest \
-		--connect-timeout=2 sbtest -e 'SELECT 1' >/dev/null 2>&1; do
-		if ! kill -0 "$RELAY_PID" 2>/dev/null; then
-			tail -n 30 "$RELAY_LOG" >&2 || true
-			die "tcprelay exited during startup (log: $RELAY_LOG)"
-		fi
-		((SECONDS < deadline)) || {
-			tail -n 30 "$RELAY_LOG" >&2 || true
-			die "tcprelay did not accept connections within ${READY_TIMEOUT}s"
-		}
-		sleep 0.5
-	done
+	start_relay tcprelay "$RELAY_PORT" "$RELAY_LOG"
+	RELAY_PID=$STARTED_PID
 fi
 
 # --- runs ----------------------------------------------------------------
@@ -460,17 +581,20 @@ NOTES=()
 ROWS=()
 CACHE_ROWS=()
 
-# run_sysbench WORKLOAD PS TARGET PORT: runs one measurement and sets
-# R_QPS, R_TPS, R_P95 and R_QUERIES (empty when the run failed).
+# run_sysbench WORKLOAD PS TARGET PORT [SUFFIX [SYSBENCH ARGS...]]: runs one
+# measurement and sets R_QPS, R_TPS, R_P95 and R_QUERIES (empty when the run
+# failed). SUFFIX ends the log file's name (e.g. the repetition).
 run_sysbench() {
-	local workload=$1 ps=$2 target=$3 port=$4
-	local out="$LOG_DIR/$workload-$ps-$target.log"
+	local workload=$1 ps=$2 target=$3 port=$4 suffix=${5:-}
+	shift 4
+	(($# > 0)) && shift
+	local out="$LOG_DIR/$workload-$ps-$target$suffix.log"
 	local rc=0 errors reconnects writes
 	R_QPS="" R_TPS="" R_P95="" R_QUERIES=""
-	printf 'bench: %-22s ps=%-8s %-6s ... ' "$workload" "$ps" "$target" >&2
+	printf 'bench: %-22s ps=%-8s %-6s %s... ' "$workload" "$ps" "$target" "${suffix:+($suffix) }" >&2
 	timeout --kill-after=10 $((TIME + 60)) sysbench "$workload" "${SB_COMMON[@]}" \
 		--mysql-port="$port" --threads="$THREADS" --time="$TIME" --report-interval=0 \
-		--percentile=95 --db-ps-mode="$ps" run >"$out" 2>&1 || rc=$?
+		--percentile=95 --db-ps-mode="$ps" "$@" run >"$out" 2>&1 || rc=$?
 	R_QPS="$(sb_field "$out" qps)"
 	R_TPS="$(sb_field "$out" tps)"
 	R_P95="$(sb_field "$out" p95)"
@@ -494,7 +618,7 @@ run_sysbench() {
 	if [[ -n "$problem" ]]; then
 		echo "FAILED ($problem)" >&2
 		tail -n 15 "$out" | sed 's/^/    /' >&2
-		FAILURES+=("$workload ps=$ps $target: $problem (log: $out)")
+		FAILURES+=("$workload ps=$ps $target$suffix: $problem (log: $out)")
 		R_QPS="" R_TPS="" R_P95="" R_QUERIES=""
 		return 0
 	fi
@@ -504,7 +628,7 @@ run_sysbench() {
 	# small table, directly and through the proxy alike, so they are reported
 	# rather than failing the run; read-only workloads must have none.
 	if [[ "${errors:-0}" != 0 ]]; then
-		NOTES+=("$workload ps=$ps $target: $errors deadlock/lock-wait retries")
+		NOTES+=("$workload ps=$ps $target$suffix: $errors deadlock/lock-wait retries")
 	fi
 	printf '%s qps, %s tps, p95 %s ms\n' "$R_QPS" "$R_TPS" "$R_P95" >&2
 }
@@ -517,66 +641,191 @@ ratio() {
 	fi
 }
 
-log "running ${#WORKLOAD_LIST[@]} workload(s) x ${#PS_LIST[@]} ps mode(s): $THREADS threads, ${TIME}s per run"
-for workload in "${WORKLOAD_LIST[@]}"; do
-	for ps in "${PS_LIST[@]}"; do
-		run_sysbench "$workload" "$ps" direct "$DB_PORT"
-		d_qps="$R_QPS" d_p95="$R_P95"
-		r_qps="" p_qps="" p_p95=""
-		if ((FLOOR)); then
-			if ! kill -0 "$RELAY_PID" 2>/dev/null; then
-				tail -n 30 "$RELAY_LOG" >&2 || true
-				die "tcprelay is no longer running (log: $RELAY_LOG)"
-			fi
-			run_sysbench "$workload" "$ps" relay "$RELAY_PORT"
-			r_qps="$R_QPS"
-		fi
-		if ((!DIRECT_ONLY)); then
-			if ! kill -0 "$PROXY_PID" 2>/dev/null; then
-				tail -n 30 "$PROXY_LOG" >&2 || true
-				die "the proxy is no longer running (log: $PROXY_LOG)"
-			fi
-			if ((PROFILE)); then
-				secs=$PROFILE_SECONDS
-				((TIME < secs)) && secs=$TIME
-				pprof_file="$BENCH_DIR/$workload-$ps.pprof"
-				curl -fsS -o "$pprof_file" \
-					"http://$METRICS_ADDR/debug/pprof/profile?seconds=$secs" 2>"$LOG_DIR/$workload-$ps-pprof.log" &
-				PROFILE_PID=$!
-			fi
-			if ((CACHE)); then
-				before="$(cache_counts)"
-			fi
-			run_sysbench "$workload" "$ps" proxy "$PROXY_PORT"
-			p_qps="$R_QPS" p_p95="$R_P95"
-			if ((CACHE)); then
-				# Only the proxied run goes through the proxy, so the change in
-				# the counters is this run's.
-				after="$(cache_counts)"
-				if [[ -n "$before" && -n "$after" ]]; then
-					CACHE_ROWS+=("$workload|$ps|${R_QUERIES:--}|$(awk -v b="$before" -v a="$after" -v q="$R_QUERIES" 'BEGIN {
-						split(b, x, " "); split(a, y, " "); h = y[1] - x[1]; p = y[2] - x[2]
-						printf "%d|%d|%s", h, p, (q > 0) ? sprintf("%.1f", 100 * h / q) : "-" }')")
-				else
-					CACHE_ROWS+=("$workload|$ps|${R_QUERIES:--}|-|-|-")
-				fi
-			fi
-			if [[ -n "$PROFILE_PID" ]]; then
-				if wait "$PROFILE_PID"; then
-					log "CPU profile written to $pprof_file"
-				else
-					FAILURES+=("$workload ps=$ps: CPU profile capture failed (log: $LOG_DIR/$workload-$ps-pprof.log)")
-				fi
-				PROFILE_PID=""
-			fi
-		fi
-		row="$workload|$ps|${d_qps:--}|${p_qps:--}|$(ratio "$d_qps" "$p_qps")|${d_p95:--}|${p_p95:--}"
-		if ((FLOOR)); then
-			row+="|${r_qps:--}|$(ratio "$d_qps" "$r_qps")|$(ratio "$r_qps" "$p_qps")"
-		fi
-		ROWS+=("$row")
+# median VALUES...: the median of the numeric values given ("-" and empty
+# values are left out), or "-" if there is none.
+median() {
+	printf '%s\n' "$@" | awk '$1 ~ /^[0-9.]+$/' | sort -g |
+		awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# spread VALUES...: "min-max" of the numeric values given, or "-".
+spread() {
+	printf '%s\n' "$@" | awk '$1 ~ /^[0-9.]+$/' | sort -g |
+		awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR == 0) print "-"; else print lo "-" hi }'
+}
+
+# delay_mark LABEL: with --latency, makes the delay relay log the hold times
+# since the last mark and keeps them for the results as LABEL.
+RELAY_HOLDS=()
+delay_mark() {
+	((LATENCY)) || return 0
+	kill -USR1 "$DELAY_PID" 2>/dev/null || return 0
+	sleep 0.3
+	local lines
+	lines="$(grep -E 'client->server: |server->client: ' "$DELAY_LOG" | tail -n 2 | sed -E 's/^.*(client->server|server->client): /\1: /' | paste -sd ';' -)"
+	if [[ -n "$1" ]]; then
+		RELAY_HOLDS+=("$1|${lines//;/; }")
+	fi
+}
+
+# cache_delta BEFORE AFTER QUERIES: "hits|pass_throughs" between two
+# cache_counts outputs.
+cache_delta() {
+	awk -v b="$1" -v a="$2" 'BEGIN { split(b, x, " "); split(a, y, " "); printf "%d|%d", y[1] - x[1], y[2] - x[2] }'
+}
+
+# hits_pct HITS QUERIES
+hits_pct() {
+	awk -v h="$1" -v q="$2" 'BEGIN { if (q > 0) printf "%.1f", 100 * h / q; else print "-" }'
+}
+
+if ((RW_CACHE)); then
+	# oltp_read_write through the proxy, the sbtest tables cached and not
+	# cached, alternating so that both states see the same machine and the
+	# same (growing) tables; the tables are cached when this starts.
+	log "running $RW_WORKLOAD x --point_selects ${POINT_SELECTS_LIST[*]} x ${#PS_LIST[@]} ps mode(s), cached and uncached, $REPEAT time(s): $THREADS threads, ${TIME}s per run"
+	CACHED_NOW=1
+	for n in "${POINT_SELECTS_LIST[@]}"; do
+		for ps in "${PS_LIST[@]}"; do
+			U_TPS=() C_TPS=() U_QPS=() C_QPS=() U_P95=() C_P95=() TPS_RATIOS=() QPS_RATIOS=()
+			c_queries=0 c_hits=0 c_pass=0
+			for ((rep = 1; rep <= REPEAT; rep++)); do
+				if ((CACHED_NOW)); then order=(cached uncached); else order=(uncached cached); fi
+				for state in "${order[@]}"; do
+					if [[ $state == cached ]] && ((!CACHED_NOW)); then
+						cache_tables
+						CACHED_NOW=1
+					elif [[ $state == uncached ]] && ((CACHED_NOW)); then
+						uncache_tables
+						CACHED_NOW=0
+					fi
+					if ! kill -0 "$PROXY_PID" 2>/dev/null; then
+						tail -n 30 "$PROXY_LOG" >&2 || true
+						die "the proxy is no longer running (log: $PROXY_LOG)"
+					fi
+					[[ $state == cached ]] && before="$(cache_counts)"
+					run_sysbench "$RW_WORKLOAD" "$ps" "$state" "$PROXY_PORT" "-ps$n-$rep" --point_selects="$n"
+					if [[ $state == cached ]]; then
+						after="$(cache_counts)"
+						C_TPS+=("$R_TPS") C_QPS+=("$R_QPS") C_P95+=("$R_P95")
+						c_tps="$R_TPS" c_qps="$R_QPS"
+						if [[ -n "$before" && -n "$after" && -n "$R_QUERIES" ]]; then
+							IFS='|' read -r h pt <<<"$(cache_delta "$before" "$after")"
+							c_queries=$((c_queries + R_QUERIES)) c_hits=$((c_hits + h)) c_pass=$((c_pass + pt))
+						fi
+					else
+						U_TPS+=("$R_TPS") U_QPS+=("$R_QPS") U_P95+=("$R_P95")
+						u_tps="$R_TPS" u_qps="$R_QPS"
+					fi
+				done
+				TPS_RATIOS+=("$(ratio "$u_tps" "$c_tps")")
+				QPS_RATIOS+=("$(ratio "$u_qps" "$c_qps")")
+			done
+			row="$n|$ps|$(median "${U_TPS[@]}")|$(median "${C_TPS[@]}")|$(median "${TPS_RATIOS[@]}")"
+			row+="|$(median "${U_QPS[@]}")|$(median "${C_QPS[@]}")|$(median "${QPS_RATIOS[@]}")"
+			row+="|$(median "${U_P95[@]}")|$(median "${C_P95[@]}")"
+			((REPEAT > 1)) && row+="|$(spread "${TPS_RATIOS[@]}")"
+			ROWS+=("$row")
+			CACHE_ROWS+=("$RW_WORKLOAD --point_selects=$n|$ps|$c_queries|$c_hits|$c_pass|$(hits_pct "$c_hits" "$c_queries")")
+		done
 	done
-done
+	((CACHED_NOW)) || cache_tables
+else
+	log "running ${#WORKLOAD_LIST[@]} workload(s) x ${#PS_LIST[@]} ps mode(s), $REPEAT time(s): $THREADS threads, ${TIME}s per run"
+	# The delay relay has carried the proxy's startup and cache loads; count
+	# from here.
+	delay_mark ""
+	for workload in "${WORKLOAD_LIST[@]}"; do
+		for ps in "${PS_LIST[@]}"; do
+			D_QPS=() D_P95=() RL_QPS=() P_QPS=() P_P95=() RATIOS=() RELAY_RATIOS=() PR_RATIOS=() P95_RATIOS=() ND_P95=()
+			c_queries=0 c_hits=0 c_pass=0 c_ok=1
+			for ((rep = 1; rep <= REPEAT; rep++)); do
+				sfx=""
+				((REPEAT > 1)) && sfx="-$rep"
+				if ((LATENCY)); then
+					# Reference: MariaDB without the delay relay.
+					run_sysbench "$workload" "$ps" nodelay "$DB_PORT" "$sfx"
+					ND_P95+=("$R_P95")
+				fi
+				run_sysbench "$workload" "$ps" direct "$DIRECT_PORT" "$sfx"
+				d_qps="$R_QPS" d_p95="$R_P95"
+				delay_mark "$workload ps=$ps direct$sfx"
+				r_qps="" p_qps="" p_p95=""
+				if ((FLOOR)); then
+					if ! kill -0 "$RELAY_PID" 2>/dev/null; then
+						tail -n 30 "$RELAY_LOG" >&2 || true
+						die "tcprelay is no longer running (log: $RELAY_LOG)"
+					fi
+					run_sysbench "$workload" "$ps" relay "$RELAY_PORT" "$sfx"
+					r_qps="$R_QPS"
+				fi
+				if ((!DIRECT_ONLY)); then
+					if ! kill -0 "$PROXY_PID" 2>/dev/null; then
+						tail -n 30 "$PROXY_LOG" >&2 || true
+						die "the proxy is no longer running (log: $PROXY_LOG)"
+					fi
+					if ((PROFILE && rep == 1)); then
+						secs=$PROFILE_SECONDS
+						((TIME < secs)) && secs=$TIME
+						pprof_file="$BENCH_DIR/$workload-$ps.pprof"
+						curl -fsS -o "$pprof_file" \
+							"http://$METRICS_ADDR/debug/pprof/profile?seconds=$secs" 2>"$LOG_DIR/$workload-$ps-pprof.log" &
+						PROFILE_PID=$!
+					fi
+					if ((CACHE)); then
+						before="$(cache_counts)"
+					fi
+					run_sysbench "$workload" "$ps" proxy "$PROXY_PORT" "$sfx"
+					p_qps="$R_QPS" p_p95="$R_P95"
+					delay_mark "$workload ps=$ps proxy$sfx"
+					if ((CACHE)); then
+						# Only the proxied run goes through the proxy, so the change in
+						# the counters is this run's.
+						after="$(cache_counts)"
+						if [[ -n "$before" && -n "$after" && -n "$R_QUERIES" ]]; then
+							IFS='|' read -r h pt <<<"$(cache_delta "$before" "$after")"
+							c_queries=$((c_queries + R_QUERIES)) c_hits=$((c_hits + h)) c_pass=$((c_pass + pt))
+						else
+							c_ok=0
+						fi
+					fi
+					if [[ -n "$PROFILE_PID" ]]; then
+						if wait "$PROFILE_PID"; then
+							log "CPU profile written to $pprof_file"
+						else
+							FAILURES+=("$workload ps=$ps: CPU profile capture failed (log: $LOG_DIR/$workload-$ps-pprof.log)")
+						fi
+						PROFILE_PID=""
+					fi
+				fi
+				D_QPS+=("$d_qps") D_P95+=("$d_p95") RL_QPS+=("$r_qps") P_QPS+=("$p_qps") P_P95+=("$p_p95")
+				RATIOS+=("$(ratio "$d_qps" "$p_qps")") P95_RATIOS+=("$(ratio "$d_p95" "$p_p95")")
+				RELAY_RATIOS+=("$(ratio "$d_qps" "$r_qps")") PR_RATIOS+=("$(ratio "$r_qps" "$p_qps")")
+			done
+			# With one run per row these are that run's figures; with
+			# --repeat, medians (of the runs, and of each run's ratio).
+			row="$workload|$ps|$(median "${D_QPS[@]}")|$(median "${P_QPS[@]}")|$(median "${RATIOS[@]}")"
+			row+="|$(median "${D_P95[@]}")|$(median "${P_P95[@]}")"
+			if ((FLOOR)); then
+				row+="|$(median "${RL_QPS[@]}")|$(median "${RELAY_RATIOS[@]}")|$(median "${PR_RATIOS[@]}")"
+			fi
+			((REPEAT > 1)) && row+="|$(spread "${RATIOS[@]}")"
+			if ((LATENCY)); then
+				row+="|$(median "${P95_RATIOS[@]}")"
+				((REPEAT > 1)) && row+="|$(spread "${P95_RATIOS[@]}")"
+				row+="|$(median "${ND_P95[@]}")"
+			fi
+			ROWS+=("$row")
+			if ((CACHE)); then
+				if ((c_ok)); then
+					CACHE_ROWS+=("$workload|$ps|$c_queries|$c_hits|$c_pass|$(hits_pct "$c_hits" "$c_queries")")
+				else
+					CACHE_ROWS+=("$workload|$ps|${c_queries}|-|-|-")
+				fi
+			fi
+		done
+	done
+fi
 
 # --- report --------------------------------------------------------------
 
@@ -590,6 +839,12 @@ fi
 MEMORY="$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 SYSBENCH_VERSION="$(sysbench --version | awk '{ print $2 }')"
 COMMIT="$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)"
+# A binary given with --proxy-bin is named as given; the revision is then the
+# harness's.
+PROXY_BUILD="tableproxy $COMMIT"
+if [[ -n "$PROXY_BIN" && "$PROXY_BIN" != "$ROOT/bin/tableproxy" ]]; then
+	PROXY_BUILD="tableproxy binary $PROXY_BIN (bench/run.sh at $COMMIT)"
+fi
 DATE="$(date -u)"
 RESULTS="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 
@@ -597,11 +852,26 @@ RESULTS="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 # proxy columns say so.
 P=proxy
 ((CACHE)) && P=proxy+cache
-HEADERS=(workload ps "direct qps" "$P qps" ratio "direct p95 ms" "$P p95 ms")
-WIDTHS=(-22 -8 12 12 6 14 13)
-if ((FLOOR)); then
-	HEADERS+=("relay qps" relay/direct "$P/relay")
-	WIDTHS+=(12 12 11)
+if ((RW_CACHE)); then
+	HEADERS=(point_selects ps "uncached tps" "cached tps" "tps ratio" "uncached qps" "cached qps" "qps ratio"
+		"uncached p95 ms" "cached p95 ms")
+	WIDTHS=(-13 -8 12 12 9 12 12 9 15 13)
+	((REPEAT > 1)) && HEADERS+=("tps ratio range") && WIDTHS+=(15)
+else
+	HEADERS=(workload ps "direct qps" "$P qps" ratio "direct p95 ms" "$P p95 ms")
+	WIDTHS=(-22 -8 12 12 6 14 13)
+	if ((FLOOR)); then
+		HEADERS+=("relay qps" relay/direct "$P/relay")
+		WIDTHS+=(12 12 11)
+	fi
+	((REPEAT > 1)) && HEADERS+=("ratio range") && WIDTHS+=(11)
+	if ((LATENCY)); then
+		HEADERS+=("p95 $P/direct")
+		WIDTHS+=(10)
+		((REPEAT > 1)) && HEADERS+=("p95 ratio range") && WIDTHS+=(15)
+		HEADERS+=("no-delay direct p95 ms")
+		WIDTHS+=(10)
+	fi
 fi
 FORMAT=""
 MD_ALIGN="|---|---|"
@@ -615,15 +885,29 @@ for i in "${!HEADERS[@]}"; do
 done
 FORMAT+="\n"
 CACHE_LABEL="proxy: cache plugin, sbtest tables cached (ALTER TABLE ... CACHE); the direct and relay runs are uncached"
+if ((LATENCY)); then
+	CACHE_LABEL+="; MariaDB behind bench/tcprelay -delay $DELAY (per direction) for the direct runs and the proxy's backend connections alike; no-delay direct: the same run against MariaDB without the relay, for reference"
+elif ((RW_CACHE)); then
+	CACHE_LABEL="proxy only, cache plugin: each row compares $RW_WORKLOAD through the proxy with the sbtest tables cached (ALTER TABLE ... CACHE) and not cached (ALTER TABLE ... NOCACHE); ratios are cached/uncached"
+fi
+((REPEAT > 1)) && CACHE_LABEL+=". Each figure is the median of $REPEAT runs (ratios: median of the per-run ratios; range: min-max of them)"
 
 if ((FLOOR)); then
 	SETTINGS="$THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows, with the bench/tcprelay floor"
 else
 	SETTINGS="$THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows"
 fi
+((REPEAT > 1)) && SETTINGS+=", $REPEAT runs each"
+CACHE_ACTIVITY_TITLE="Cache activity of each proxied run (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables):"
+if ((RW_CACHE)); then
+	CACHE_ACTIVITY_TITLE="Cache activity of the cached runs (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables and the $REPEAT run(s)):"
+elif ((REPEAT > 1)); then
+	CACHE_ACTIVITY_TITLE="Cache activity of the proxied runs (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables and the $REPEAT runs):"
+fi
+DELAY_TITLE="How long bench/tcprelay -delay $DELAY held each chunk (read to write, per direction; the proxied runs only send it what the cache passes through):"
 
 {
-	echo "Date: $DATE; CPUs: $(nproc); memory: $MEMORY; MariaDB $MARIADB_VERSION; sysbench $SYSBENCH_VERSION; tableproxy $COMMIT"
+	echo "Date: $DATE; CPUs: $(nproc); memory: $MEMORY; MariaDB $MARIADB_VERSION; sysbench $SYSBENCH_VERSION; $PROXY_BUILD"
 	echo
 	echo "Command: \`$COMMAND_LINE\` ($SETTINGS)"
 	echo
@@ -648,7 +932,7 @@ fi
 	fi
 	if ((CACHE)); then
 		echo
-		echo "Cache activity of each proxied run (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables):"
+		echo "$CACHE_ACTIVITY_TITLE"
 		echo
 		echo "| workload | ps | queries | hits | pass_throughs | hits % of queries |"
 		echo "|---|---|---:|---:|---:|---:|"
@@ -667,6 +951,14 @@ fi
 		else
 			echo "(not available)"
 		fi
+	fi
+	if ((LATENCY)); then
+		echo
+		echo "$DELAY_TITLE"
+		echo
+		for h in "${RELAY_HOLDS[@]}"; do
+			echo "- ${h%%|*}: ${h#*|}"
+		done
 	fi
 } >"$RESULTS"
 
@@ -690,7 +982,7 @@ if ((${#NOTES[@]} > 0)); then
 fi
 if ((CACHE)); then
 	echo
-	echo "Cache activity of each proxied run (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables):"
+	echo "$CACHE_ACTIVITY_TITLE"
 	{
 		printf 'workload\tps\tqueries\thits\tpass_throughs\thits %% of queries\n'
 		for row in "${CACHE_ROWS[@]}"; do
@@ -706,6 +998,13 @@ if ((CACHE)); then
 	fi
 fi
 echo
+if ((LATENCY)); then
+	echo "$DELAY_TITLE"
+	for h in "${RELAY_HOLDS[@]}"; do
+		echo "  ${h%%|*}: ${h#*|}"
+	done
+	echo
+fi
 echo "Results written to ${RESULTS#"$ROOT"/}"
 
 if ((${#FAILURES[@]} > 0)); then

@@ -1,4 +1,5 @@
-// Command tcprelay is a minimal TCP relay used by bench/run.sh --floor.
+// Command tcprelay is a minimal TCP relay used by bench/run.sh --floor, and,
+// with -delay, the network-latency stand-in of bench/run.sh --latency.
 //
 // It is not part of tableproxy. It forwards bytes between each client and the
 // target with one pair of goroutines per connection (io.Copy in each
@@ -8,9 +9,22 @@
 // cannot go below, so the proxy/relay ratio in the benchmark results isolates
 // the cost of the proxy's own work from the cost of relaying at all.
 //
+// With -delay D, every byte is held for D in each direction before it is
+// passed on (0.25ms per direction makes a 0.5ms round trip), which stands in
+// for a network between client and server on machines without netem. Per
+// connection and direction, a reader goroutine stamps each chunk it reads
+// with its arrival time and queues it; a writer goroutine waits until
+// stamp+D and writes the chunk, in arrival order. The reader never waits for
+// the writer (up to a bounded queue), so the delay adds latency without
+// limiting throughput: pipelined requests all arrive D after they were sent,
+// not one D after another. The wait uses a timerfd in Go's network poller,
+// because Go's own timers round sub-millisecond sleeps up to about 1ms on
+// Linux.
+//
 // Usage:
 //
 //	tcprelay -listen 127.0.0.1:6040 -target 127.0.0.1:3307
+//	tcprelay -listen 127.0.0.1:6050 -target 127.0.0.1:3307 -delay 250us
 package main
 
 import (
@@ -24,14 +38,16 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 )
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:6040", "address to accept clients on")
 	target := flag.String("target", "", "address to relay each connection to (required)")
+	delay := flag.Duration("delay", 0, "hold each chunk this long in each direction (e.g. 250us); 0 relays at once")
 	flag.Parse()
-	if *target == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: tcprelay -listen HOST:PORT -target HOST:PORT")
+	if *target == "" || flag.NArg() != 0 || *delay < 0 {
+		fmt.Fprintln(os.Stderr, "usage: tcprelay -listen HOST:PORT -target HOST:PORT [-delay DURATION]")
 		os.Exit(2)
 	}
 	log.SetPrefix("tcprelay: ")
@@ -41,7 +57,12 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("relaying %s -> %s", ln.Addr(), *target)
+	if *delay > 0 {
+		log.Printf("relaying %s -> %s with %v of delay in each direction", ln.Addr(), *target, *delay)
+	} else {
+		log.Printf("relaying %s -> %s", ln.Addr(), *target)
+	}
+	var stats [2]delayStats // client->server, server->client
 
 	var (
 		mu      sync.Mutex
@@ -63,6 +84,17 @@ func main() {
 		delete(conns, c)
 		mu.Unlock()
 	}
+
+	// SIGUSR1 logs the hold times since the last SIGUSR1 (or the start) and
+	// starts counting afresh, so that a benchmark can report them per run.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		for range usr1 {
+			log.Printf("client->server: %s", stats[0].reset().String())
+			log.Printf("server->client: %s", stats[1].reset().String())
+		}
+	}()
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -90,15 +122,20 @@ func main() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			relay(client, *target, track, untrack)
+			relay(client, *target, *delay, &stats, track, untrack)
 		}()
 	}
 	wg.Wait()
+	if *delay > 0 {
+		log.Printf("client->server: %s", stats[0].reset().String())
+		log.Printf("server->client: %s", stats[1].reset().String())
+	}
 }
 
 // relay copies bytes between client and a new connection to target until
 // either side ends, then closes both.
-func relay(client net.Conn, target string, track func(net.Conn) bool, untrack func(net.Conn)) {
+func relay(client net.Conn, target string, delay time.Duration, stats *[2]delayStats,
+	track func(net.Conn) bool, untrack func(net.Conn)) {
 	defer client.Close()
 	if !track(client) {
 		return
@@ -117,14 +154,25 @@ func relay(client net.Conn, target string, track func(net.Conn) bool, untrack fu
 	defer untrack(server)
 
 	done := make(chan struct{}, 2)
-	go func() {
-		io.Copy(server, client)
-		done <- struct{}{}
-	}()
-	go func() {
-		io.Copy(client, server)
-		done <- struct{}{}
-	}()
+	if delay > 0 {
+		go func() {
+			delayedCopy(server, client, delay, &stats[0])
+			done <- struct{}{}
+		}()
+		go func() {
+			delayedCopy(client, server, delay, &stats[1])
+			done <- struct{}{}
+		}()
+	} else {
+		go func() {
+			io.Copy(server, client)
+			done <- struct{}{}
+		}()
+		go func() {
+			io.Copy(client, server)
+			done <- struct{}{}
+		}()
+	}
 	// When either direction ends, close both connections so that the other
 	// io.Copy returns too.
 	<-done
