@@ -3,6 +3,7 @@ module tableproxy
 go 1.26
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/go-mysql-org/go-mysql v1.13.0
 	github.com/go-sql-driver/mysql v1.9.3
 	github.com/hashicorp/go-hclog v1.6.2
