@@ -271,11 +271,29 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 }
 
 // Renew commits a renewal of this proxy's lease (with its applied index,
-// for cluster_members).
-func (n *Node) Renew(ctx context.Context) error {
-	_, err := n.propose(ctx, command{Op: opRenew, Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise,
+// for cluster_members) and returns its index. The leader refuses renewals
+// from nodes outside the configuration: a removed node no longer receives
+// the log, so it must not get a lease.
+func (n *Node) Renew(ctx context.Context) (uint64, error) {
+	return n.propose(ctx, command{Op: opRenew, Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise,
 		Applied: n.raft.AppliedIndex()})
-	return err
+}
+
+// ErrNotMember is the leader's answer to a renewal from a node that is not
+// in the configuration.
+var ErrNotMember = errors.New("cluster: not a member")
+
+func (n *Node) isMember(id string) bool {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == raft.ServerID(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // OpenIntent commits intent id on tables and returns once every proxy
@@ -364,6 +382,9 @@ func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (uint6
 	timeout := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
+	}
+	if c.Op == opRenew && !n.isMember(c.Node) {
+		return 0, fmt.Errorf("%w: %q", ErrNotMember, c.Node)
 	}
 	f := n.raft.Apply(data, timeout)
 	if err := f.Error(); err != nil {

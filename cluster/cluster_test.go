@@ -174,3 +174,17 @@ func TestRestartKeepsVersions(t *testing.T) {
 	a2 := startMember(t, "a", dir, "")
 	waitUntil(t, 5*time.Second, "recovered", func() bool { return a2.m.Table(tA).Version() == 4 })
 }
+
+// A removed node no longer receives the log: it must lose its lease even
+// if it keeps running and renewing.
+func TestRemovedNodeLosesItsLease(t *testing.T) {
+	ms := threeNodes(t)
+	if err := ms[0].n.RemoveNode(context.Background(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 2*time.Second, "c's lease to run out", func() bool { return !ms[2].m.LeaseValid() })
+	time.Sleep(testLease.Lease)
+	if ms[2].m.LeaseValid() {
+		t.Fatal("a removed node renewed its lease")
+	}
+}

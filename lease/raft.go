@@ -16,8 +16,8 @@ type Log interface {
 	// from its earlier runs.
 	ID() string
 	Incarnation() uint64
-	// Renew commits a renewal of this proxy's lease.
-	Renew(ctx context.Context) error
+	// Renew commits a renewal of this proxy's lease and returns its index.
+	Renew(ctx context.Context) (uint64, error)
 	// OpenIntent commits intent id on tables and returns only once every
 	// proxy that may be serving them from memory has stopped (it
 	// acknowledged, or its lease ran out). Retrying an id is safe.
@@ -175,11 +175,24 @@ func (m *Raft) renewLoop() {
 func (m *Raft) renewOnce() {
 	start := m.now()
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Lease/2)
-	err := m.log.Renew(ctx)
-	cancel()
+	defer cancel()
+	index, err := m.log.Renew(ctx)
 	if err != nil {
 		m.lg.Debug("lease: renewal failed", "err", err)
 		return
+	}
+	// A lease is only good once this proxy has applied everything before
+	// the renewal: a proxy that lagged while its lease was out was not
+	// asked to stop serving the tables written meanwhile, and must see
+	// those intents and versions first.
+	for m.applied.Load() < index {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.stop:
+			return
+		case <-time.After(time.Millisecond):
+		}
 	}
 	wasValid := m.LeaseValid()
 	end := int64(start + m.cfg.Lease - m.cfg.Margin)

@@ -15,6 +15,7 @@ type fakeLog struct {
 	mu     sync.Mutex
 	index  uint64
 	down   atomic.Bool
+	lag    atomic.Bool // commit without applying here
 	renews atomic.Int64
 	opened map[string][]TableID
 	vers   map[TableID]Version
@@ -32,6 +33,12 @@ func (f *fakeLog) Incarnation() uint64 { return 1 }
 func (f *fakeLog) IsLeader() bool      { return true }
 
 func (f *fakeLog) commit(fn func()) error {
+	if f.lag.Load() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.index++ // committed, not applied here yet
+		return nil
+	}
 	if f.down.Load() {
 		return errDown
 	}
@@ -50,9 +57,10 @@ func (f *fakeLog) state(id TableID) {
 	f.m.TableState(id, f.vers[id], f.ints[id])
 }
 
-func (f *fakeLog) Renew(context.Context) error {
+func (f *fakeLog) Renew(context.Context) (uint64, error) {
 	f.renews.Add(1)
-	return f.commit(func() {})
+	err := f.commit(func() {})
+	return f.index, err
 }
 
 func (f *fakeLog) OpenIntent(_ context.Context, id string, ts []TableID) error {
@@ -235,5 +243,18 @@ func TestRaftLongLoadIsKept(t *testing.T) {
 	}
 	if asked.Load() == 0 {
 		t.Fatal("regaining the lease did not ask the cache to load what it skipped")
+	}
+}
+
+// A proxy whose renewal commits before it has applied the entries ahead of
+// it (it lagged while its lease was out, so no revocation reached it) gets
+// no lease until it has caught up.
+func TestRaftRenewalWaitsForTheLogToCatchUp(t *testing.T) {
+	m, f, _ := newTestRaft(t)
+	m.cfg.Lease = 40 * time.Millisecond
+	f.lag.Store(true)
+	m.renewOnce()
+	if m.LeaseValid() {
+		t.Fatal("a lease from a renewal this proxy has not applied")
 	}
 }
