@@ -43,6 +43,7 @@ func startCluster(cfg configs.Config, log *slog.Logger) (func(), error) {
 	}
 	cat.n = n
 	leases.Start(n)
+	go importCatalog(n, cat, cfg.DataDir, log)
 	node.node = n
 	node.cache = cache.Cluster{Leases: leases, Catalog: cat,
 		Virtual: map[string]cache.VirtualTable{"cluster_members": cluster.NewMembersTable(n)}}
@@ -133,4 +134,27 @@ func (c *catalog) close() {
 		close(c.stop)
 		c.stop = nil
 	}
+}
+
+// importCatalog moves the tables a single-node proxy of an earlier version
+// cached (a file in the data directory) into the replicated catalog, once,
+// if the cluster has none yet.
+func importCatalog(n *cluster.Node, cat *catalog, dataDir string, log *slog.Logger) {
+	old, err := cache.OpenCatalog(dataDir)
+	if err != nil || len(old.List()) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if n.WaitLeader(ctx) != nil || len(n.Catalog()) > 0 {
+		return
+	}
+	for _, e := range old.List() {
+		if err := cat.Put(e); err != nil {
+			log.Warn("cluster: could not import a cached table from the old catalog file", "table", e.ID().String(), "err", err)
+			return
+		}
+		_, _ = old.Delete(e.ID())
+	}
+	log.Info("cluster: imported the catalog of cached tables from the data directory")
 }
