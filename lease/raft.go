@@ -92,6 +92,8 @@ type Raft struct {
 
 	stop     chan struct{}
 	stopOnce sync.Once
+	ctx      context.Context // canceled by Close: ends the log calls in flight
+	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 }
 
@@ -127,6 +129,7 @@ func NewRaft(cfg RaftConfig) *Raft {
 	m := &Raft{cfg: cfg, lg: cfg.Logger, base: time.Now(), tables: map[TableID]*raftTable{},
 		pending: map[TableID]bool{}, stop: make(chan struct{})}
 	m.now = func() time.Duration { return time.Since(m.base) }
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
 
@@ -142,7 +145,10 @@ func (m *Raft) Start(l Log) {
 
 // Close stops renewing; the lease runs out on its own.
 func (m *Raft) Close() {
-	m.stopOnce.Do(func() { close(m.stop) })
+	m.stopOnce.Do(func() {
+		close(m.stop)
+		m.cancel()
+	})
 	m.wg.Wait()
 }
 
@@ -174,7 +180,7 @@ func (m *Raft) renewLoop() {
 // only ever extended.
 func (m *Raft) renewOnce() {
 	start := m.now()
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Lease/2)
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.Lease/2)
 	defer cancel()
 	index, err := m.log.Renew(ctx)
 	if err != nil {
@@ -300,7 +306,7 @@ func (m *Raft) closeLater(name string) {
 		defer m.wg.Done()
 		backoff := 20 * time.Millisecond
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
 			err := m.log.CloseIntent(ctx, name)
 			cancel()
 			if err == nil {
@@ -325,7 +331,7 @@ func (m *Raft) closeLater(name string) {
 func (m *Raft) Invalidate(id TableID) Version {
 	t := m.table(id)
 	want := t.version.Load() + 1
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Lease)
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.Lease)
 	err := m.log.Bump(ctx, []TableID{id})
 	cancel()
 	if err != nil {
@@ -348,7 +354,7 @@ func (m *Raft) retryPending() {
 	if len(ids) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Lease/2)
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.Lease/2)
 	defer cancel()
 	if err := m.log.Bump(ctx, ids); err != nil {
 		return

@@ -102,10 +102,11 @@ func (c *catalog) OnChange(fn func()) {
 	c.fns = append(c.fns, fn)
 	c.once.Do(func() {
 		c.stop = make(chan struct{})
+		stop := c.stop
 		go func() {
 			for {
 				select {
-				case <-c.stop:
+				case <-stop:
 					return
 				case <-c.changed:
 				}
