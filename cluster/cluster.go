@@ -120,11 +120,13 @@ func Open(cfg Config) (*Node, error) {
 	if cfg.LeaseHold <= 0 {
 		cfg.LeaseHold = 3 * time.Second
 	}
+	// hashicorp/raft's defaults (1 s): shorter ones made leadership flap
+	// on a loaded two-core machine, and a failover costs a lease anyway.
 	if cfg.HeartbeatTimeout <= 0 {
-		cfg.HeartbeatTimeout = 500 * time.Millisecond
+		cfg.HeartbeatTimeout = time.Second
 	}
 	if cfg.ElectionTimeout <= 0 {
-		cfg.ElectionTimeout = 500 * time.Millisecond
+		cfg.ElectionTimeout = time.Second
 	}
 	if cfg.RaftListen == "" {
 		cfg.RaftListen = "127.0.0.1:0"

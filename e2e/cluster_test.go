@@ -452,7 +452,7 @@ func TestClusterFailoverResumesMemoryReads(t *testing.T) {
 		}
 		return e.hits(t, db) > before
 	}
-	waitFor(t, 10*time.Second, "reads from memory on a follower", func() (bool, error) { return servedFromMemory(), nil })
+	waitFor(t, 30*time.Second, "reads from memory on a follower", func() (bool, error) { return servedFromMemory(), nil })
 	killed := time.Now()
 	e.kill9(t, l)
 	if !servedFromMemory() {
