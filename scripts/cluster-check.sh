@@ -24,4 +24,4 @@ export TABLEPROXY_TEST_BACKEND TABLEPROXY_TEST_ROOT TABLEPROXY_MARIADB_SOCKET TA
 go build -race -o bin/tableproxy-race ./cmd/tableproxy
 TABLEPROXY_BIN="$ROOT/bin/tableproxy-race" TABLEPROXY_CLUSTER_ROUNDS="$ROUNDS" \
 	go test -count=1 -v -timeout "$((ROUNDS * 2 + 5))m" -run 'TestClusterLinearizableUnderFaults' ./e2e/ |
-	grep -E 'cluster_test.go|^(--- |ok|FAIL|panic)'
+	grep -E '_test.go:|DATA RACE|^(--- |ok|FAIL|panic)' | grep -v 'stderr:'
