@@ -60,7 +60,20 @@ func (w *watcher) fail(err error) {
 func (w *watcher) run(stop <-chan struct{}) {
 	backoff := 200 * time.Millisecond
 	for {
+		if !w.p.followsBinlogHere() {
+			// In a cluster only the leader follows the log.
+			w.following.Store(false)
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
 		err := w.follow(stop)
+		if errors.Is(err, errNotFollower) {
+			continue
+		}
 		select {
 		case <-stop:
 			return
@@ -83,11 +96,29 @@ func (w *watcher) run(stop <-chan struct{}) {
 func (w *watcher) follow(stop <-chan struct{}) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var demoted atomic.Bool
 	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				cancel()
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !w.p.followsBinlogHere() {
+					demoted.Store(true)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	defer func() {
+		if demoted.Load() {
+			w.following.Store(false)
 		}
 	}()
 	pos, err := w.currentPosition(ctx)
@@ -123,6 +154,9 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 	for {
 		ev, err := streamer.GetEvent(ctx)
 		if err != nil {
+			if demoted.Load() {
+				return errNotFollower
+			}
 			return err
 		}
 		switch e := ev.Event.(type) {
@@ -181,6 +215,9 @@ func (w *watcher) currentPosition(ctx context.Context) (mysql.Position, error) {
 	pos, _ := r.GetUint(0, 1)
 	return mysql.Position{Name: file, Pos: uint32(pos)}, nil
 }
+
+// errNotFollower ends following when this proxy stops leading its cluster.
+var errNotFollower = errors.New("no longer the proxy that follows the binary log")
 
 // randomServerID picks a replica server id unlikely to clash with a real
 // replica's or another proxy's.

@@ -71,7 +71,7 @@ type Plugin struct {
 	log      *slog.Logger
 	backend  plugins.Backend
 	leases   lease.Manager
-	catalog  *Catalog
+	catalog  CatalogSource
 	maxBytes int64
 	opts     Options
 
@@ -103,6 +103,7 @@ type Plugin struct {
 
 	results *resultCache // nil when turned off
 	gens    atomic.Uint64
+	virtual map[string]VirtualTable // more tables of the virtual schema (a cluster's)
 }
 
 // tableState is one cached table's live state.
@@ -155,7 +156,7 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 }
 
 // New builds the plugin and starts loading the catalog's tables.
-func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat *Catalog, maxBytes int64, opts Options) *Plugin {
+func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat CatalogSource, maxBytes int64, opts Options) *Plugin {
 	p := &Plugin{log: log, backend: backend, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
 		tables: map[lease.TableID]*tableState{}, held: map[uint32][]*lease.Intent{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
@@ -167,6 +168,7 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat *C
 	for _, e := range cat.List() {
 		p.addTable(e)
 	}
+	p.followCatalog()
 	p.loaderWG.Add(1)
 	go p.loader()
 	if list := cat.List(); len(list) > 0 {
@@ -196,6 +198,9 @@ func (p *Plugin) startWatcher(user string) {
 func (p *Plugin) bypassWritesVisible() bool {
 	if p.opts.AcceptStaleRisk {
 		return true
+	}
+	if !p.followsBinlogHere() {
+		return true // the cluster's leader follows it and bumps versions through the log
 	}
 	w := p.watch.Load()
 	return w != nil && w.following.Load()

@@ -131,7 +131,7 @@ type virtualTable struct {
 }
 
 func (p *Plugin) virtualTables() map[string]virtualTable {
-	return map[string]virtualTable{
+	m := map[string]virtualTable{
 		"cached_tables": {columns: cachedTablesColumns, numeric: cachedTablesNumeric, rows: p.cachedTablesRows},
 		// The session's last statement before this one, and whether and
 		// why it was answered in memory (EXPLAIN LAST STATEMENT).
@@ -139,6 +139,10 @@ func (p *Plugin) virtualTables() map[string]virtualTable {
 			return [][]any{session(st).last.row()}
 		}},
 	}
+	for name, vt := range p.virtual {
+		m[name] = virtualTable{columns: vt.Columns(), numeric: vt.Numeric(), rows: func(*plugins.Statement) [][]any { return vt.Rows() }}
+	}
+	return m
 }
 
 func (p *Plugin) cachedTablesRows(*plugins.Statement) [][]any {

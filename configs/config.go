@@ -32,6 +32,20 @@ type Config struct {
 	MetricsListen   string        `yaml:"metrics_listen"`
 	Log             Log           `yaml:"log"`
 	Plugins         []Plugin      `yaml:"plugins"`
+	Cluster         Cluster       `yaml:"cluster"`
+}
+
+// Cluster configures this proxy's membership in a cluster of proxies.
+// Empty, the proxy bootstraps a cluster of one by itself.
+type Cluster struct {
+	NodeID     string `yaml:"node_id"`     // default: generated, kept in the data directory
+	RaftListen string `yaml:"raft_listen"` // Raft and the cluster API; default 127.0.0.1 on any free port
+	Join       string `yaml:"join"`        // any member's raft_listen address
+	NonVoter   bool   `yaml:"nonvoter"`    // join without a vote (sidecars)
+	// Lease is how long a proxy may serve from memory after a renewal;
+	// LeaseMargin is taken off it for clock drift.
+	Lease       time.Duration `yaml:"lease"`
+	LeaseMargin time.Duration `yaml:"lease_margin"`
 }
 
 // Backend is the MySQL or MariaDB server behind the proxy.
@@ -144,6 +158,14 @@ func (c *Config) Validate() error {
 		checkAddr("backend.addr", a, true)
 	}
 	checkAddr("metrics_listen", c.MetricsListen, false)
+	checkAddr("cluster.raft_listen", c.Cluster.RaftListen, false)
+	checkAddr("cluster.join", c.Cluster.Join, false)
+	if c.Cluster.Join != "" && c.Cluster.RaftListen == "" {
+		bad("cluster.raft_listen", "required with cluster.join (the address the other members reach this one at)")
+	}
+	if c.Cluster.Lease < 0 || c.Cluster.LeaseMargin < 0 || (c.Cluster.Lease > 0 && c.Cluster.LeaseMargin >= c.Cluster.Lease) {
+		bad("cluster.lease_margin", "must be below cluster.lease, and neither negative")
+	}
 	if c.Backend.ConnectTimeout <= 0 {
 		bad("backend.connect_timeout", "must be positive")
 	}

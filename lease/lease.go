@@ -12,9 +12,9 @@
 // writes and every write that completed before them (linearizable on one
 // proxy).
 //
-// Manager is the decision behind an interface so that a cluster of proxies
-// can replace the single-node implementation here (with revocable leases
-// replicated through Raft) without the cache changing.
+// Manager is the decision behind an interface: Local is a single proxy's,
+// Raft (raft.go) a cluster's, with revocable leases over a replicated log
+// that package cluster provides through the Log interface declared here.
 //
 // What can go wrong: a version that went backwards, or an intent closed
 // twice, would let a stale copy be served; the implementation makes both

@@ -7,13 +7,19 @@ import (
 	"os"
 
 	"tableproxy/cache"
+	"tableproxy/cluster"
 	"tableproxy/plugins"
 )
 
 // Plugins that live outside the plugins package register here; the
 // built-in ones register themselves.
 func init() {
-	plugins.Register(cache.Name, cache.Factory)
+	plugins.Register(cache.Name, func(o plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+		return cache.NewFactory(node.cache)(o, env)
+	})
+	plugins.Register(cluster.AdminName, func(plugins.Options, plugins.Env) (plugins.Plugin, error) {
+		return cluster.NewAdmin(node.node), nil
+	})
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

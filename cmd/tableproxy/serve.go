@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"tableproxy/cluster"
 	"tableproxy/configs"
 	"tableproxy/plugins"
 	"tableproxy/proxy"
@@ -50,6 +51,10 @@ func serve(args []string) error {
 	dataDir := fs.String("data-dir", "", "directory for the proxy's durable state (default ./data)")
 	metricsListen := fs.String("metrics-listen", "", "address for /metrics and /debug/pprof (off when empty)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error")
+	nodeID := fs.String("node-id", "", "this proxy's id in its cluster (default: generated, kept in the data dir)")
+	raftListen := fs.String("raft-listen", "", "address for Raft and the cluster API, reachable by the other proxies")
+	join := fs.String("join", "", "host:port (raft-listen) of any member of the cluster to join")
+	nonVoter := fs.Bool("raft-nonvoter", false, "join as a non-voting member")
 	var flagUsers []configs.User
 	fs.Var(userList{users: &flagUsers}, "user", "name:password of a user to accept (repeatable)")
 	fs.Var(userList{admin: true, users: &flagUsers}, "admin-user", "name:password of an admin user (repeatable)")
@@ -79,6 +84,14 @@ func serve(args []string) error {
 			cfg.MetricsListen = *metricsListen
 		case "log-level":
 			cfg.Log.Level = *logLevel
+		case "node-id":
+			cfg.Cluster.NodeID = *nodeID
+		case "raft-listen":
+			cfg.Cluster.RaftListen = *raftListen
+		case "join":
+			cfg.Cluster.Join = *join
+		case "raft-nonvoter":
+			cfg.Cluster.NonVoter = *nonVoter
 		}
 	})
 	cfg.Users = mergeUsers(cfg.Users, flagUsers)
@@ -101,9 +114,15 @@ func serve(args []string) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	specs := make([]plugins.Spec, len(cfg.Plugins))
-	for i, p := range cfg.Plugins {
-		specs[i] = plugins.Spec{Name: p.Name, Options: p.Options}
+	stopCluster, err := startCluster(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopCluster()
+	// The cluster's admin SQL comes first in the chain.
+	specs := []plugins.Spec{{Name: cluster.AdminName}}
+	for _, p := range cfg.Plugins {
+		specs = append(specs, plugins.Spec{Name: p.Name, Options: p.Options})
 	}
 	pcfg, err := proxyConfig(cfg, log)
 	if err != nil {

@@ -1,0 +1,100 @@
+package cache
+
+import (
+	"fmt"
+	"time"
+
+	"tableproxy/configs"
+	"tableproxy/lease"
+	"tableproxy/plugins"
+)
+
+// CatalogSource is where the list of cached tables lives: a file in the
+// data directory on one proxy (*Catalog), the replicated log in a cluster.
+type CatalogSource interface {
+	List() []Entry
+	Put(Entry) error
+	Delete(lease.TableID) (bool, error)
+}
+
+// catalogWatcher is a CatalogSource that other proxies change too: the
+// cache follows its changes.
+type catalogWatcher interface {
+	OnChange(fn func())
+}
+
+// binlogRole is a lease.Manager in a cluster, where one proxy (the leader)
+// follows the binary log and proposes the version bumps for everyone.
+type binlogRole interface {
+	FollowBinlog() bool
+}
+
+// VirtualTable is a table of the virtual schema provided from outside the
+// cache (e.g. tableproxy.cluster_members).
+type VirtualTable interface {
+	Columns() []string
+	Numeric() map[string]bool // BIGINT columns; the others are VARCHAR
+	Rows() [][]any
+}
+
+// Cluster is what a cluster of proxies gives the cache instead of its
+// single-node defaults.
+type Cluster struct {
+	Leases  lease.Manager
+	Catalog CatalogSource
+	Virtual map[string]VirtualTable // added to the virtual schema, by name
+}
+
+// NewFactory returns the cache plugin's factory for a cluster.
+func NewFactory(c Cluster) plugins.Factory {
+	return func(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+		opts := Options{MaxTableSize: "64MB", LoadTimeout: plugins.Duration(60 * time.Second)}
+		if err := plugins.DecodeOptions(raw, &opts); err != nil {
+			return nil, err
+		}
+		limit, err := configs.ParseByteSize(opts.MaxTableSize)
+		if err != nil || limit <= 0 {
+			return nil, fmt.Errorf("max_table_size: %q: want a size like 64MB", opts.MaxTableSize)
+		}
+		if env.Backend == nil {
+			return nil, fmt.Errorf("needs a backend connector")
+		}
+		p := New(env.Logger, env.Backend, c.Leases, c.Catalog, limit, opts)
+		p.virtual = c.Virtual
+		if env.Metrics != nil {
+			p.registerMetrics(env.Metrics)
+		}
+		return p, nil
+	}
+}
+
+// followCatalog keeps the cached tables equal to a shared catalog's.
+func (p *Plugin) followCatalog() {
+	w, ok := p.catalog.(catalogWatcher)
+	if !ok {
+		return
+	}
+	w.OnChange(func() {
+		list := p.catalog.List()
+		want := map[lease.TableID]bool{}
+		for _, e := range list {
+			want[e.ID()] = true
+			if p.table(e.ID()) == nil {
+				p.addTable(e)
+				p.startWatcher(e.CachedBy)
+			}
+		}
+		for _, id := range p.cachedIDs() {
+			if !want[id] {
+				p.removeTable(id)
+			}
+		}
+	})
+}
+
+// followsBinlogHere reports whether this proxy should follow the binary
+// log: always on one proxy, only on the leader of a cluster.
+func (p *Plugin) followsBinlogHere() bool {
+	r, ok := p.leases.(binlogRole)
+	return !ok || r.FollowBinlog()
+}

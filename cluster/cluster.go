@@ -1,0 +1,715 @@
+// Package cluster keeps tableproxy's replicated state in a Raft log
+// (hashicorp/raft), and is the only package that imports Raft: the
+// catalog of cached tables, each table's version, open write intents, and
+// the proxies' lease renewals. Never table data: every proxy loads rows
+// from the backend itself.
+//
+// A node stores its log in raft-wal (segment files, one fsync per append
+// batch, no B-tree to rewrite: appends are what this log does all day, and
+// raft-wal appended an entry in well under a millisecond on the machines we
+// measured) and its snapshots as files, both under <data-dir>/raft. One
+// TCP address carries Raft's RPCs and a small HTTP API (see mux.go): join,
+// propose (followers send their entries to the leader), revoke (the leader
+// tells a proxy to stop serving tables) and remove.
+//
+// A proxy started without cluster flags bootstraps a cluster of one. With
+// --join it asks any member to add it (idempotently) and never bootstraps.
+//
+// Revocation (Chubby's, instead of waiting out every lease as TiDB does):
+// the leader commits a write intent, then asks every proxy whose lease may
+// still be valid to stop serving the intent's tables until it has applied
+// the intent; a proxy that does not answer is waited out until its lease
+// has expired by the leader's clock. Only then does the writer run its
+// statement on the backend.
+//
+// What can go wrong: a leader that lost its quorum cannot commit intents
+// (writes wait, then pass through and their tables are bumped when the
+// cluster recovers); hashicorp/raft's leader lease is not a read lease, so
+// nothing here answers a question from a leader's memory without going
+// through the log first.
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+
+	"tableproxy/lease"
+)
+
+// Config is one node's settings.
+type Config struct {
+	// ID names the node in the cluster; by default one is generated and
+	// kept in the data directory, so a restarted node is the same member.
+	ID string
+	// RaftListen is the address for Raft and the cluster API, also
+	// advertised to the other members (so not 0.0.0.0). Port 0 picks one:
+	// fine for a cluster of one.
+	RaftListen string
+	// DataDir holds the log and snapshots (in DataDir/raft).
+	DataDir string
+	// Join is any member's RaftListen address; empty bootstraps a new
+	// cluster of one when there is no state yet.
+	Join string
+	// NonVoter joins as a non-voting member (sidecars).
+	NonVoter bool
+	// LeaseHold is how long the leader treats a proxy's lease as possibly
+	// valid after applying its renewal: the lease plus the drift margin.
+	LeaseHold time.Duration
+	// Timing of elections; defaults suit a LAN.
+	HeartbeatTimeout, ElectionTimeout time.Duration
+	Logger                            *slog.Logger
+	// Events receives every change the log makes, in log order.
+	Events Events
+	// Revoke is called when the leader asks this proxy to stop serving
+	// tables until it has applied the log up to index.
+	Revoke func(tables []lease.TableID, index uint64)
+}
+
+// Node is one member of the cluster.
+type Node struct {
+	cfg       Config
+	log       *slog.Logger
+	inc       uint64
+	raft      *raft.Raft
+	fsm       *fsm
+	wal       *wal.WAL
+	meta      *metadb.BoltMetaDB
+	trans     *raft.NetworkTransport
+	mux       *muxListener
+	http      *http.Server
+	client    *http.Client
+	advertise string
+
+	stop    chan struct{}
+	stopped sync.Once
+	wg      sync.WaitGroup
+}
+
+// ErrNoLeader means the cluster has no reachable leader now (an election,
+// or this node lost its quorum).
+var ErrNoLeader = errors.New("cluster: no leader")
+
+// Open starts a node: recovers its log, listens, and bootstraps or joins.
+func Open(cfg Config) (*Node, error) {
+	if cfg.Events == nil {
+		return nil, errors.New("cluster: no Events")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.LeaseHold <= 0 {
+		cfg.LeaseHold = 3 * time.Second
+	}
+	// hashicorp/raft's defaults (1 s): shorter ones made leadership flap
+	// on a loaded two-core machine, and a failover costs a lease anyway.
+	if cfg.HeartbeatTimeout <= 0 {
+		cfg.HeartbeatTimeout = time.Second
+	}
+	if cfg.ElectionTimeout <= 0 {
+		cfg.ElectionTimeout = time.Second
+	}
+	if cfg.RaftListen == "" {
+		cfg.RaftListen = "127.0.0.1:0"
+	}
+	dir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if cfg.ID == "" {
+		id, err := stableID(dir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ID = id
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), inc: randomUint64(), stop: make(chan struct{}),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}}}
+	n.fsm = newFSM(cfg.Events)
+	if err := n.start(dir); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) start(dir string) error {
+	cfg := n.cfg
+	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o750); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	// raft-wal's Close leaves its metadata database open (and locked):
+	// keep a handle to close it, so a node can be reopened in-process.
+	n.meta = &metadb.BoltMetaDB{}
+	w, err := wal.Open(filepath.Join(dir, "wal"), wal.WithMetaStore(n.meta))
+	if err != nil {
+		return fmt.Errorf("cluster: log store: %w", err)
+	}
+	n.wal = w
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	if err != nil {
+		return fmt.Errorf("cluster: snapshots: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.RaftListen)
+	if err != nil {
+		return fmt.Errorf("cluster: raft_listen: %w", err)
+	}
+	n.advertise = ln.Addr().String()
+	n.mux = newMux(ln)
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  streamLayer{subListener: subListener{m: n.mux, c: n.mux.raftC}, advertise: ln.Addr()},
+		MaxPool: 4, Timeout: 2 * time.Second, Logger: hlog,
+	})
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hlog
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	// Followers learn that an entry committed from the next append; do not
+	// let an intent wait long for it.
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.SnapshotThreshold = 4096
+	rc.TrailingLogs = 2048
+	n.raft, err = raft.NewRaft(rc, n.fsm, w, w, snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	n.http = &http.Server{Handler: n.routes(), ReadHeaderTimeout: 5 * time.Second}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = n.http.Serve(subListener{m: n.mux, c: n.mux.httpC})
+	}()
+	existing, err := raft.HasExistingState(w, w, snaps)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	switch {
+	case cfg.Join != "":
+		n.wg.Add(1)
+		go n.joinLoop()
+	case !existing:
+		f := n.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(n.advertise)}}})
+		if err := f.Error(); err != nil {
+			return fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+	}
+	n.log.Info("cluster: node started", "raft_listen", n.advertise, "join", cfg.Join, "nonvoter", cfg.NonVoter, "recovered", existing)
+	return nil
+}
+
+// Close leaves the cluster's traffic (not its membership) and stops.
+func (n *Node) Close() error {
+	n.stopped.Do(func() { close(n.stop) })
+	if n.raft != nil {
+		_ = n.raft.Shutdown().Error()
+	}
+	if n.http != nil {
+		_ = n.http.Close()
+	}
+	if n.trans != nil {
+		_ = n.trans.Close()
+	}
+	if n.mux != nil {
+		n.mux.close()
+	}
+	n.wg.Wait()
+	if n.wal != nil {
+		_ = n.wal.Close()
+	}
+	if n.meta != nil {
+		_ = n.meta.Close()
+	}
+	return nil
+}
+
+// ID is this node's member id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Addr is the address Raft and the cluster API listen on.
+func (n *Node) Addr() string { return n.advertise }
+
+// Incarnation distinguishes this process from earlier runs of the node.
+func (n *Node) Incarnation() uint64 { return n.inc }
+
+// IsLeader reports whether this node is the leader now, by its own
+// (possibly stale) view; use it for duties (the binary-log watcher), never
+// to answer a read.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// WaitLeader waits until the cluster has a leader.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	for {
+		if addr, _ := n.raft.LeaderWithID(); addr != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// Renew commits a renewal of this proxy's lease (with its applied index,
+// for cluster_members) and returns its index. The leader refuses renewals
+// from nodes outside the configuration: a removed node no longer receives
+// the log, so it must not get a lease.
+func (n *Node) Renew(ctx context.Context) (uint64, error) {
+	return n.propose(ctx, command{Op: opRenew, Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise,
+		Applied: n.raft.AppliedIndex()})
+}
+
+// ErrNotMember is the leader's answer to a renewal from a node that is not
+// in the configuration.
+var ErrNotMember = errors.New("cluster: not a member")
+
+func (n *Node) isMember(id string) bool {
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == raft.ServerID(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// OpenIntent commits intent id on tables and returns once every proxy
+// whose lease may be valid has stopped serving them (or its lease ran
+// out). Retrying with the same id is safe.
+func (n *Node) OpenIntent(ctx context.Context, id string, tables []lease.TableID) error {
+	_, err := n.propose(ctx, command{Op: opOpen, Node: n.cfg.ID, Inc: n.inc, Intent: id, Tables: tables})
+	return err
+}
+
+// CloseIntent commits the end of intent id: its tables' versions go up.
+func (n *Node) CloseIntent(ctx context.Context, id string) error {
+	_, err := n.propose(ctx, command{Op: opClose, Intent: id})
+	return err
+}
+
+// Bump commits a version bump of tables.
+func (n *Node) Bump(ctx context.Context, tables []lease.TableID) error {
+	_, err := n.propose(ctx, command{Op: opBump, Tables: tables})
+	return err
+}
+
+// Catalog lists the cached tables, as this node has applied them.
+func (n *Node) Catalog() []CatalogEntry { return n.fsm.catalog() }
+
+// CacheTable commits a table into the catalog.
+func (n *Node) CacheTable(ctx context.Context, e CatalogEntry) error {
+	_, err := n.propose(ctx, command{Op: opCache, Entry: &e})
+	return err
+}
+
+// NoCacheTable commits a table's removal from the catalog.
+func (n *Node) NoCacheTable(ctx context.Context, id lease.TableID) error {
+	_, err := n.propose(ctx, command{Op: opNoCache, Tables: []lease.TableID{id}})
+	return err
+}
+
+// propose commits c through the leader, retrying while there is none,
+// until ctx ends.
+func (n *Node) propose(ctx context.Context, c command) (uint64, error) {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return 0, err
+	}
+	for {
+		idx, err := n.proposeOnce(ctx, c, data)
+		if err == nil || !retryable(err) {
+			return idx, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w (%v)", ctx.Err(), err)
+		case <-n.stop:
+			return 0, errClosed
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func retryable(err error) bool {
+	return errors.Is(err, ErrNoLeader) || errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, errForward)
+}
+
+var errForward = errors.New("cluster: forwarding to the leader failed")
+
+func (n *Node) proposeOnce(ctx context.Context, c command, data []byte) (uint64, error) {
+	if n.raft.State() == raft.Leader {
+		return n.applyAsLeader(ctx, c, data)
+	}
+	addr, _ := n.raft.LeaderWithID()
+	if addr == "" {
+		return 0, ErrNoLeader
+	}
+	var out struct {
+		Index uint64 `json:"index"`
+	}
+	if err := n.post(ctx, string(addr), "/cluster/v1/propose", data, &out); err != nil {
+		return 0, err
+	}
+	return out.Index, nil
+}
+
+// applyAsLeader appends c and, for an intent, revokes it.
+func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (uint64, error) {
+	timeout := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	if c.Op == opRenew && !n.isMember(c.Node) {
+		return 0, fmt.Errorf("%w: %q", ErrNotMember, c.Node)
+	}
+	f := n.raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrEnqueueTimeout) {
+			return 0, ctx.Err()
+		}
+		return 0, err
+	}
+	idx := f.Index()
+	if c.Op == opOpen {
+		if err := n.revoke(ctx, c.Tables, idx); err != nil {
+			return 0, err
+		}
+	}
+	return idx, nil
+}
+
+// revoke makes every proxy whose lease may still be valid stop serving
+// tables: each is asked to, and one that does not answer is waited out
+// until its lease has expired by this node's clock. This node applied the
+// intent before Apply returned, so its own copies are already stopped.
+func (n *Node) revoke(ctx context.Context, tables []lease.TableID, index uint64) error {
+	body, _ := json.Marshal(revokeRequest{Tables: tables, Index: index})
+	var wg sync.WaitGroup
+	for _, h := range n.fsm.holders(time.Now(), n.cfg.LeaseHold) {
+		if h.node == n.cfg.ID {
+			continue
+		}
+		wg.Add(1)
+		go func(h holder) {
+			defer wg.Done()
+			rctx, cancel := context.WithDeadline(ctx, h.expires)
+			defer cancel()
+			err := n.post(rctx, h.addr, "/cluster/v1/revoke", body, nil)
+			if err == nil {
+				return
+			}
+			// No answer: wait until its lease has run out.
+			t := time.NewTimer(time.Until(h.expires))
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			case <-n.stop:
+			}
+		}(h)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+type revokeRequest struct {
+	Tables []lease.TableID `json:"tables"`
+	Index  uint64          `json:"index"`
+}
+
+type joinRequest struct {
+	ID    string `json:"id"`
+	Addr  string `json:"addr"`
+	Voter bool   `json:"voter"`
+}
+
+// post sends a JSON body to a member's API and decodes the answer into out.
+func (n *Node) post(ctx context.Context, addr, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errForward, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusMisdirectedRequest, http.StatusServiceUnavailable:
+		return fmt.Errorf("%w: %s: %s", errForward, addr, strings.TrimSpace(string(data)))
+	default:
+		return fmt.Errorf("cluster: %s%s: %s", addr, path, strings.TrimSpace(string(data)))
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+func (n *Node) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /cluster/v1/propose", func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		var c command
+		if err == nil {
+			err = json.Unmarshal(data, &c)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if n.raft.State() != raft.Leader {
+			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
+			return
+		}
+		idx, err := n.applyAsLeader(r.Context(), c, data)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, map[string]uint64{"index": idx})
+	})
+	mux.HandleFunc("POST /cluster/v1/revoke", func(w http.ResponseWriter, r *http.Request) {
+		var rr revokeRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&rr); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if n.cfg.Revoke != nil {
+			n.cfg.Revoke(rr.Tables, rr.Index)
+		}
+		writeJSON(w, map[string]bool{"ok": true})
+	})
+	mux.HandleFunc("POST /cluster/v1/join", func(w http.ResponseWriter, r *http.Request) {
+		var jr joinRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&jr); err != nil || jr.ID == "" || jr.Addr == "" {
+			http.Error(w, "want {id, addr, voter}", http.StatusBadRequest)
+			return
+		}
+		if err := n.addMember(r.Context(), jr); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, map[string]bool{"ok": true})
+	})
+	mux.HandleFunc("POST /cluster/v1/remove", func(w http.ResponseWriter, r *http.Request) {
+		var jr joinRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&jr); err != nil || jr.ID == "" {
+			http.Error(w, "want {id}", http.StatusBadRequest)
+			return
+		}
+		if err := n.RemoveNode(r.Context(), jr.ID); err != nil {
+			status := http.StatusServiceUnavailable
+			if errors.Is(err, ErrUnknownNode) {
+				status = http.StatusNotFound
+			}
+			http.Error(w, err.Error(), status)
+			return
+		}
+		writeJSON(w, map[string]bool{"ok": true})
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// joinLoop asks the member at cfg.Join to add this node until it has.
+func (n *Node) joinLoop() {
+	defer n.wg.Done()
+	body, _ := json.Marshal(joinRequest{ID: n.cfg.ID, Addr: n.advertise, Voter: !n.cfg.NonVoter})
+	backoff := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := n.post(ctx, n.cfg.Join, "/cluster/v1/join", body, nil)
+		cancel()
+		if err == nil {
+			n.log.Info("cluster: joined", "via", n.cfg.Join)
+			return
+		}
+		n.log.Warn("cluster: join failed; retrying", "via", n.cfg.Join, "err", err, "retry_in", backoff)
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < 2*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// addMember adds (or, with a new address or role, re-adds) a member; on a
+// follower it forwards the request to the leader. Adding a member that is
+// already there as asked changes nothing.
+func (n *Node) addMember(ctx context.Context, jr joinRequest) error {
+	if n.raft.State() != raft.Leader {
+		addr, _ := n.raft.LeaderWithID()
+		if addr == "" {
+			return ErrNoLeader
+		}
+		body, _ := json.Marshal(jr)
+		return n.post(ctx, string(addr), "/cluster/v1/join", body, nil)
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return err
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID != raft.ServerID(jr.ID) {
+			continue
+		}
+		if string(s.Address) == jr.Addr && (s.Suffrage == raft.Voter) == jr.Voter {
+			return nil
+		}
+		if s.ID == raft.ServerID(n.cfg.ID) {
+			return errors.New("cluster: a node cannot change its own address or role while it leads")
+		}
+		if err := n.raft.RemoveServer(s.ID, 0, 5*time.Second).Error(); err != nil {
+			return err
+		}
+	}
+	var f raft.IndexFuture
+	if jr.Voter {
+		f = n.raft.AddVoter(raft.ServerID(jr.ID), raft.ServerAddress(jr.Addr), 0, 5*time.Second)
+	} else {
+		f = n.raft.AddNonvoter(raft.ServerID(jr.ID), raft.ServerAddress(jr.Addr), 0, 5*time.Second)
+	}
+	if err := f.Error(); err != nil {
+		return err
+	}
+	n.log.Info("cluster: member added", "id", jr.ID, "addr", jr.Addr, "voter", jr.Voter)
+	return nil
+}
+
+// ErrUnknownNode is RemoveNode's error for an id that is not a member.
+var ErrUnknownNode = errors.New("cluster: no such node")
+
+// RemoveNode removes a (dead) member and closes the write intents it left
+// open. On a follower it forwards to the leader.
+func (n *Node) RemoveNode(ctx context.Context, id string) error {
+	if n.raft.State() != raft.Leader {
+		addr, _ := n.raft.LeaderWithID()
+		if addr == "" {
+			return ErrNoLeader
+		}
+		body, _ := json.Marshal(joinRequest{ID: id})
+		err := n.post(ctx, string(addr), "/cluster/v1/remove", body, nil)
+		if err != nil && strings.Contains(err.Error(), ErrUnknownNode.Error()) {
+			return ErrUnknownNode
+		}
+		return err
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return err
+	}
+	found := false
+	for _, s := range cf.Configuration().Servers {
+		found = found || s.ID == raft.ServerID(id)
+	}
+	if !found {
+		return fmt.Errorf("%w: %q", ErrUnknownNode, id)
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 5*time.Second).Error(); err != nil {
+		return err
+	}
+	_, err := n.propose(ctx, command{Op: opForget, Node: id})
+	n.log.Info("cluster: member removed", "id", id, "err", err)
+	return err
+}
+
+// Member is one row of tableproxy.cluster_members.
+type Member struct {
+	ID, Address  string
+	Voter        bool
+	Leader       bool
+	LastContact  time.Duration // since this node applied the member's last lease renewal; -1 if never
+	AppliedIndex uint64        // as the member reported it in that renewal (live for this node)
+	Self         bool
+}
+
+// Members lists the configuration, as this node knows it.
+func (n *Node) Members() ([]Member, error) {
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, err
+	}
+	_, leader := n.raft.LeaderWithID()
+	now := time.Now()
+	n.fsm.mu.RLock()
+	defer n.fsm.mu.RUnlock()
+	var out []Member
+	for _, s := range cf.Configuration().Servers {
+		m := Member{ID: string(s.ID), Address: string(s.Address), Voter: s.Suffrage == raft.Voter,
+			Leader: s.ID == leader, LastContact: -1, Self: s.ID == raft.ServerID(n.cfg.ID)}
+		if rec := n.fsm.st.Members[m.ID]; rec != nil {
+			if !rec.renewed.IsZero() {
+				m.LastContact = now.Sub(rec.renewed)
+			}
+			m.AppliedIndex = rec.Applied
+		}
+		if m.Self {
+			m.AppliedIndex = n.raft.AppliedIndex()
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// stableID reads the node id kept in dir, or makes and keeps one.
+func stableID(dir string) (string, error) {
+	path := filepath.Join(dir, "node-id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	id := "node-" + hex.EncodeToString(b[:])
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("cluster: node id: %w", err)
+	}
+	return id, nil
+}
+
+func randomUint64() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}

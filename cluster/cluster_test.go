@@ -1,0 +1,190 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"tableproxy/lease"
+)
+
+// member is a node and the lease manager on top of it, as a proxy has.
+type member struct {
+	n *Node
+	m *lease.Raft
+}
+
+type events struct{ *lease.Raft }
+
+func (events) CatalogChanged() {}
+
+var testLease = lease.RaftConfig{Lease: 600 * time.Millisecond, Margin: 100 * time.Millisecond,
+	RenewEvery: 100 * time.Millisecond, OpenTimeout: 3 * time.Second}
+
+func startMember(t *testing.T, id, dir, join string) *member {
+	t.Helper()
+	m := lease.NewRaft(testLease)
+	n, err := Open(Config{ID: id, RaftListen: "127.0.0.1:0", DataDir: dir, Join: join,
+		LeaseHold: testLease.Hold(), HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+		Events: events{m}, Revoke: m.Revoke})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start(n)
+	mb := &member{n: n, m: m}
+	t.Cleanup(mb.close)
+	return mb
+}
+
+func (mb *member) close() {
+	mb.m.Close()
+	mb.n.Close()
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func threeNodes(t *testing.T) []*member {
+	a := startMember(t, "a", t.TempDir(), "")
+	waitUntil(t, 5*time.Second, "a leads", a.n.IsLeader)
+	b := startMember(t, "b", t.TempDir(), a.n.Addr())
+	c := startMember(t, "c", t.TempDir(), b.n.Addr()) // joining through a follower works too
+	ms := []*member{a, b, c}
+	waitUntil(t, 10*time.Second, "three members with leases", func() bool {
+		list, _ := a.n.Members()
+		if len(list) != 3 {
+			return false
+		}
+		for _, mb := range ms {
+			if !mb.m.LeaseValid() {
+				return false
+			}
+		}
+		return true
+	})
+	return ms
+}
+
+func servable(mb *member, id lease.TableID) bool {
+	_, ok := mb.m.Table(id).Servable()
+	return ok
+}
+
+func TestWriteRevokesEveryProxy(t *testing.T) {
+	ms := threeNodes(t)
+	for _, mb := range ms {
+		waitUntil(t, 2*time.Second, "servable", func() bool { return servable(mb, tA) })
+	}
+	writer := ms[2] // a follower
+	start := time.Now()
+	in, err := writer.m.BeginWrite(context.Background(), tA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	for i, mb := range ms {
+		if servable(mb, tA) {
+			t.Fatalf("member %d still serves %v while a write intent is open", i, tA)
+		}
+	}
+	if took > 200*time.Millisecond {
+		t.Errorf("opening an intent with every proxy healthy took %s; revocation should not wait out leases", took)
+	}
+	in.End()
+	for i, mb := range ms {
+		waitUntil(t, 2*time.Second, "new version servable", func() bool {
+			v, ok := mb.m.Table(tA).Servable()
+			return ok && v == 2
+		})
+		_ = i
+	}
+}
+
+func TestDeadProxyIsWaitedOut(t *testing.T) {
+	ms := threeNodes(t)
+	ms[1].close() // its lease is not revoked: it must run out
+	start := time.Now()
+	in, err := ms[0].m.BeginWrite(context.Background(), tB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.End()
+	if took := time.Since(start); took > testLease.Hold()+300*time.Millisecond {
+		t.Errorf("write took %s with one proxy dead, want at most about lease + margin (%s)", took, testLease.Hold())
+	}
+}
+
+func TestJoinIsIdempotentAndRemoveNode(t *testing.T) {
+	ms := threeNodes(t)
+	leader := ms[0]
+	jr := joinRequest{ID: "b", Addr: ms[1].n.Addr(), Voter: true}
+	if err := leader.n.addMember(context.Background(), jr); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := leader.n.Members(); len(list) != 3 {
+		t.Fatalf("a repeated join changed the membership: %+v", list)
+	}
+	ms[2].close()
+	if err := ms[1].n.RemoveNode(context.Background(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := leader.n.Members(); len(list) != 2 {
+		t.Fatalf("after removing c: %+v", list)
+	}
+	if err := leader.n.RemoveNode(context.Background(), "zz"); !errors.Is(err, ErrUnknownNode) {
+		t.Fatalf("removing an unknown node: %v", err)
+	}
+}
+
+func TestLeaderFailoverKeepsWritesSafe(t *testing.T) {
+	ms := threeNodes(t)
+	ms[0].close() // the leader
+	start := time.Now()
+	in, err := ms[1].m.BeginWrite(context.Background(), tA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if servable(ms[2], tA) {
+		t.Fatal("a follower serves a table with an open intent after failover")
+	}
+	in.End()
+	t.Logf("write across a leader failover took %s", time.Since(start))
+	waitUntil(t, 3*time.Second, "served again after failover", func() bool { return servable(ms[2], tA) })
+}
+
+func TestRestartKeepsVersions(t *testing.T) {
+	dir := t.TempDir()
+	a := startMember(t, "a", dir, "")
+	waitUntil(t, 5*time.Second, "leader", a.n.IsLeader)
+	for i := 0; i < 3; i++ {
+		if err := a.n.Bump(context.Background(), []lease.TableID{tA}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.close()
+	a2 := startMember(t, "a", dir, "")
+	waitUntil(t, 5*time.Second, "recovered", func() bool { return a2.m.Table(tA).Version() == 4 })
+}
+
+// A removed node no longer receives the log: it must lose its lease even
+// if it keeps running and renewing.
+func TestRemovedNodeLosesItsLease(t *testing.T) {
+	ms := threeNodes(t)
+	if err := ms[0].n.RemoveNode(context.Background(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 2*time.Second, "c's lease to run out", func() bool { return !ms[2].m.LeaseValid() })
+	time.Sleep(testLease.Lease)
+	if ms[2].m.LeaseValid() {
+		t.Fatal("a removed node renewed its lease")
+	}
+}

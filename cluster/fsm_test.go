@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"tableproxy/lease"
+)
+
+// recorder is Events that remembers the last state of every table.
+type recorder struct {
+	mu      sync.Mutex
+	tables  map[lease.TableID][2]int64
+	applied uint64
+	catalog int
+}
+
+func newRecorder() *recorder { return &recorder{tables: map[lease.TableID][2]int64{}} }
+
+func (r *recorder) TableState(id lease.TableID, v lease.Version, intents int) {
+	r.mu.Lock()
+	r.tables[id] = [2]int64{int64(v), int64(intents)}
+	r.mu.Unlock()
+}
+func (r *recorder) Applied(i uint64) { r.mu.Lock(); r.applied = i; r.mu.Unlock() }
+func (r *recorder) CatalogChanged()  { r.mu.Lock(); r.catalog++; r.mu.Unlock() }
+
+func (r *recorder) get(id lease.TableID) [2]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tables[id]
+}
+
+var tA, tB = lease.TableID{Schema: "s", Table: "a"}, lease.TableID{Schema: "s", Table: "b"}
+
+func applyAll(t *testing.T, f *fsm, cmds ...command) {
+	t.Helper()
+	for i, c := range cmds {
+		data, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})
+	}
+}
+
+func TestFSMIntentsAndVersions(t *testing.T) {
+	r := newRecorder()
+	f := newFSM(r)
+	applyAll(t, f,
+		command{Op: opOpen, Node: "n1", Inc: 7, Intent: "i1", Tables: []lease.TableID{tA, tB}},
+		command{Op: opOpen, Node: "n1", Inc: 7, Intent: "i1", Tables: []lease.TableID{tA, tB}}, // retried: no effect
+	)
+	if got := r.get(tA); got != [2]int64{1, 1} {
+		t.Fatalf("after open: %v, want version 1 with one intent", got)
+	}
+	applyAll(t, f, command{Op: opClose, Intent: "i1"}, command{Op: opClose, Intent: "i1"})
+	if got := r.get(tA); got != [2]int64{2, 0} {
+		t.Fatalf("after close (twice): %v, want version 2, no intent", got)
+	}
+	applyAll(t, f, command{Op: opBump, Tables: []lease.TableID{tB}})
+	if got := r.get(tB); got != [2]int64{3, 0} {
+		t.Fatalf("after bump: %v", got)
+	}
+}
+
+func TestFSMNewIncarnationClosesOldIntents(t *testing.T) {
+	r := newRecorder()
+	f := newFSM(r)
+	applyAll(t, f,
+		command{Op: opRenew, Node: "n1", Inc: 1, Addr: "x"},
+		command{Op: opOpen, Node: "n1", Inc: 1, Intent: "old", Tables: []lease.TableID{tA}},
+		command{Op: opOpen, Node: "n2", Inc: 5, Intent: "other", Tables: []lease.TableID{tA}},
+	)
+	if got := r.get(tA); got[1] != 2 {
+		t.Fatalf("intents %v", got)
+	}
+	// n1 restarted: its old process's intent is gone with it; n2's stays.
+	applyAll(t, f, command{Op: opRenew, Node: "n1", Inc: 2, Addr: "x"})
+	if got := r.get(tA); got != [2]int64{2, 1} {
+		t.Fatalf("after restart of n1: %v, want version 2 and n2's intent", got)
+	}
+	applyAll(t, f, command{Op: opForget, Node: "n2"})
+	if got := r.get(tA); got != [2]int64{3, 0} {
+		t.Fatalf("after n2 removed: %v", got)
+	}
+}
+
+func TestFSMSnapshotRestore(t *testing.T) {
+	r := newRecorder()
+	f := newFSM(r)
+	applyAll(t, f,
+		command{Op: opCache, Entry: &CatalogEntry{Schema: "s", Table: "a", CachedBy: "root"}},
+		command{Op: opBump, Tables: []lease.TableID{tA}},
+		command{Op: opOpen, Node: "n1", Inc: 1, Intent: "i", Tables: []lease.TableID{tA}},
+		command{Op: opRenew, Node: "n1", Inc: 1, Addr: "127.0.0.1:1"},
+	)
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := snap.Persist(&sink{Buffer: &buf}); err != nil {
+		t.Fatal(err)
+	}
+	r2 := newRecorder()
+	f2 := newFSM(r2)
+	if err := f2.Restore(io.NopCloser(&buf)); err != nil {
+		t.Fatal(err)
+	}
+	if got := r2.get(tA); got != [2]int64{2, 1} {
+		t.Fatalf("restored table %v", got)
+	}
+	if cat := f2.catalog(); len(cat) != 1 || cat[0].CachedBy != "root" {
+		t.Fatalf("restored catalog %+v", cat)
+	}
+	applyAll(t, f2, command{Op: opClose, Intent: "i"})
+	if got := r2.get(tA); got != [2]int64{3, 0} {
+		t.Fatalf("intent did not survive the snapshot: %v", got)
+	}
+	if hs := f2.holders(f2.now(), 1e9); len(hs) != 1 || hs[0].addr != "127.0.0.1:1" {
+		t.Fatalf("restored members %+v", hs)
+	}
+}
+
+func TestFSMPanicsOnCorruptEntry(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a corrupt entry was skipped")
+		}
+	}()
+	newFSM(newRecorder()).Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: []byte("{nope")})
+}
+
+type sink struct{ *bytes.Buffer }
+
+func (s *sink) ID() string    { return "test" }
+func (s *sink) Cancel() error { return nil }
+func (s *sink) Close() error  { return nil }

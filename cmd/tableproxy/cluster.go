@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"tableproxy/cache"
+	"tableproxy/cluster"
+	"tableproxy/configs"
+	"tableproxy/lease"
+)
+
+// node is this process's cluster member and what the plugins get from it;
+// set by startCluster before the plugin chain is built.
+var node struct {
+	node  *cluster.Node
+	cache cache.Cluster
+}
+
+// startCluster opens the Raft node, starts the lease manager on it and
+// prepares the cache's view of the cluster. The returned func stops both.
+func startCluster(cfg configs.Config, log *slog.Logger) (func(), error) {
+	lc := lease.DefaultRaftConfig()
+	if cfg.Cluster.Lease > 0 {
+		lc.Lease = cfg.Cluster.Lease
+		lc.RenewEvery = lc.Lease / 4
+	}
+	if cfg.Cluster.LeaseMargin > 0 {
+		lc.Margin = cfg.Cluster.LeaseMargin
+	}
+	lc.Logger = log
+	leases := lease.NewRaft(lc)
+	cat := &catalog{changed: make(chan struct{}, 1)}
+	n, err := cluster.Open(cluster.Config{
+		ID: cfg.Cluster.NodeID, RaftListen: cfg.Cluster.RaftListen, DataDir: cfg.DataDir,
+		Join: cfg.Cluster.Join, NonVoter: cfg.Cluster.NonVoter, LeaseHold: lc.Hold(), Logger: log,
+		Events: events{Raft: leases, cat: cat}, Revoke: leases.Revoke,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cat.n = n
+	leases.Start(n)
+	go importCatalog(n, cat, cfg.DataDir, log)
+	node.node = n
+	node.cache = cache.Cluster{Leases: leases, Catalog: cat,
+		Virtual: map[string]cache.VirtualTable{"cluster_members": cluster.NewMembersTable(n)}}
+	return func() {
+		leases.Close()
+		cat.close()
+		n.Close()
+	}, nil
+}
+
+// events passes the log's changes to the lease manager, and catalog
+// changes to the cache.
+type events struct {
+	*lease.Raft
+	cat *catalog
+}
+
+func (e events) CatalogChanged() { e.cat.poke() }
+
+// catalog is the cache's catalog kept in the cluster's log.
+type catalog struct {
+	n       *cluster.Node
+	changed chan struct{}
+
+	mu   sync.Mutex
+	fns  []func()
+	once sync.Once
+	stop chan struct{}
+}
+
+func (c *catalog) List() []cache.Entry {
+	var out []cache.Entry
+	for _, e := range c.n.Catalog() {
+		out = append(out, cache.Entry{Schema: e.Schema, Table: e.Table, CachedBy: e.CachedBy, Since: e.Since})
+	}
+	return out
+}
+
+func (c *catalog) Put(e cache.Entry) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return c.n.CacheTable(ctx, cluster.CatalogEntry{Schema: e.Schema, Table: e.Table, CachedBy: e.CachedBy, Since: e.Since})
+}
+
+func (c *catalog) Delete(id lease.TableID) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return true, c.n.NoCacheTable(ctx, id)
+}
+
+// OnChange calls fn, from one goroutine, after the catalog changed
+// (coalescing bursts), never from the log's applier.
+func (c *catalog) OnChange(fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fns = append(c.fns, fn)
+	c.once.Do(func() {
+		c.stop = make(chan struct{})
+		stop := c.stop
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-c.changed:
+				}
+				c.mu.Lock()
+				fns := c.fns
+				c.mu.Unlock()
+				for _, f := range fns {
+					f()
+				}
+			}
+		}()
+	})
+}
+
+func (c *catalog) poke() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (c *catalog) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop != nil {
+		close(c.stop)
+		c.stop = nil
+	}
+}
+
+// importCatalog moves the tables a single-node proxy of an earlier version
+// cached (a file in the data directory) into the replicated catalog, once,
+// if the cluster has none yet.
+func importCatalog(n *cluster.Node, cat *catalog, dataDir string, log *slog.Logger) {
+	old, err := cache.OpenCatalog(dataDir)
+	if err != nil || len(old.List()) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if n.WaitLeader(ctx) != nil || len(n.Catalog()) > 0 {
+		return
+	}
+	for _, e := range old.List() {
+		if err := cat.Put(e); err != nil {
+			log.Warn("cluster: could not import a cached table from the old catalog file", "table", e.ID().String(), "err", err)
+			return
+		}
+		_, _ = old.Delete(e.ID())
+	}
+	log.Info("cluster: imported the catalog of cached tables from the data directory")
+}
