@@ -1,0 +1,363 @@
+// Package ddloffload owns online ADD INDEX: it intercepts ALTER TABLE ...
+// ADD INDEX and CREATE INDEX on the plugin chain and runs each as a job of
+// explicit stages (preflight, shadow, binlog, backfill, catch-up, build,
+// verify, cut-over, cleanup) against the backend, while the application
+// keeps reading and writing the table. The client that sent the statement
+// waits for the job, as it would for native DDL, and gets OK or the error
+// MySQL would give; other sessions watch jobs with ADMIN SHOW DDL JOBS.
+//
+// What can go wrong, and what stops it: a row changed while it is copied
+// (every change after the job's starting binary-log position marks its key
+// dirty, and dirty keys are copied again from the table, so the shadow
+// converges whatever order copies and changes happened in); a write that
+// bypasses the proxy during the swap (the table is write-locked while the
+// last changes are applied and the RENAME is queued behind that lock); a
+// duplicate for a UNIQUE index (the backend's own index build on the shadow
+// reports it, before anything is swapped); DDL on the table during the job,
+// or a break in the binary log (the job fails and drops its shadow; the
+// original table is never touched until the atomic RENAME).
+package ddloffload
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"tableproxy/plugins"
+)
+
+// Name is the plugin's name in the config.
+const Name = "ddloffload"
+
+// Options are the plugin's settings.
+type Options struct {
+	// Workers copy key ranges in parallel (default 4).
+	Workers int `json:"workers"`
+	// ChunkRows is how many rows one copy statement moves (default 5000).
+	ChunkRows int `json:"chunk_rows"`
+	// BinlogUser is the proxy user that reads the binary log (it needs the
+	// REPLICATION SLAVE and REPLICATION CLIENT privileges on the backend);
+	// by default the user who sent the ALTER.
+	BinlogUser string `json:"binlog_user"`
+	// OldTableRetention is how long the original table is kept, renamed to
+	// _<table>_old, after the swap (default 24h; 0 drops it at once).
+	OldTableRetention *plugins.Duration `json:"old_table_retention"`
+	// CutOverHold bounds how long statements on the table are held at the
+	// proxy during the swap (default 5s); past it the attempt is abandoned
+	// and retried.
+	CutOverHold plugins.Duration `json:"cutover_hold"`
+	// CutOverAttempts is how many times the swap is tried (default 5).
+	CutOverAttempts int `json:"cutover_attempts"`
+	// LockWaitTimeout is the lock_wait_timeout of the job's table locks, so
+	// a long transaction on the table makes the job wait and retry instead
+	// of forming a metadata-lock queue (default 2s).
+	LockWaitTimeout plugins.Duration `json:"lock_wait_timeout"`
+	// KeepJobs is how many past jobs ADMIN SHOW DDL JOBS lists (default 100).
+	KeepJobs int `json:"keep_jobs"`
+}
+
+func (o *Options) setDefaults() {
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.ChunkRows <= 0 {
+		o.ChunkRows = 5000
+	}
+	if o.OldTableRetention == nil {
+		d := plugins.Duration(24 * time.Hour)
+		o.OldTableRetention = &d
+	}
+	if o.CutOverHold <= 0 {
+		o.CutOverHold = plugins.Duration(5 * time.Second)
+	}
+	if o.CutOverAttempts <= 0 {
+		o.CutOverAttempts = 5
+	}
+	if o.LockWaitTimeout <= 0 {
+		o.LockWaitTimeout = plugins.Duration(2 * time.Second)
+	}
+	if o.KeepJobs <= 0 {
+		o.KeepJobs = 100
+	}
+}
+
+// CachedFunc reports whether a table is cached by the cache plugin; the
+// job refuses cached tables, as TiDB does. The command wires it when both
+// plugins are enabled (the cache plugin also refuses DDL on cached tables
+// when it runs first on the chain).
+type CachedFunc func(schema, table string) bool
+
+// Plugin runs ADD INDEX jobs.
+type Plugin struct {
+	log     *slog.Logger
+	backend plugins.Backend
+	opts    Options
+	jobs    *registry
+	fence   fence
+	cached  CachedFunc
+
+	parsers sync.Pool
+
+	ctx    context.Context // cancelled by Close: running jobs fail and clean up
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Factory builds the plugin; register it with plugins.Register(Name, Factory).
+func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+	var opts Options
+	if err := plugins.DecodeOptions(raw, &opts); err != nil {
+		return nil, err
+	}
+	if env.Backend == nil {
+		return nil, fmt.Errorf("needs a backend connector")
+	}
+	if env.DataDir == "" {
+		return nil, fmt.Errorf("needs a data directory")
+	}
+	log := env.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return New(log, env.Backend, env.DataDir, opts)
+}
+
+// New builds the plugin with its job registry in dataDir. Jobs that were
+// running when the proxy stopped are marked failed and their shadow tables
+// dropped.
+func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options) (*Plugin, error) {
+	opts.setDefaults()
+	reg, err := openRegistry(dataDir, opts.KeepJobs)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg}
+	p.parsers.New = func() any { return parser.New() }
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.recover()
+	p.wg.Add(1)
+	go p.janitor()
+	return p, nil
+}
+
+// SetCachedFunc installs the test for cached tables.
+func (p *Plugin) SetCachedFunc(f CachedFunc) { p.cached = f }
+
+// Name implements plugins.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+// Close cancels running jobs (they fail and drop their shadows) and waits
+// for them.
+func (p *Plugin) Close() error {
+	p.cancel()
+	p.wg.Wait()
+	return nil
+}
+
+// OnStatement implements plugins.StatementFilter.
+func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
+	if p.fence.active() {
+		p.fence.wait(st, &p.parsers, 2*time.Duration(p.opts.CutOverHold))
+	}
+	switch st.Kind {
+	case plugins.KindDDL:
+		if st.Command != plugins.ComQuery {
+			return plugins.Continue
+		}
+		if !mayAddIndex(st.SQL) {
+			return plugins.Continue
+		}
+		pr := p.parsers.Get().(*parser.Parser)
+		req, ok := parseRequest(pr, st.SQL, st.DB)
+		p.parsers.Put(pr)
+		if !ok {
+			return plugins.Continue
+		}
+		if req.Schema == "" {
+			return plugins.RefuseWith(mysql.NewError(mysql.ER_NO_DB_ERROR, "No database selected"))
+		}
+		user, query := st.User, strings.Clone(st.SQL)
+		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+			if err := p.runJob(user, query, req); err != nil {
+				return w.WriteError(err)
+			}
+			return w.WriteResult(nil)
+		}))
+	case plugins.KindAdmin:
+		if st.Command != plugins.ComQuery {
+			return plugins.Continue
+		}
+		return p.admin(st)
+	}
+	return plugins.Continue
+}
+
+// mayAddIndex is a cheap test that spares the parser most DDL.
+func mayAddIndex(sql string) bool {
+	return containsFold(sql, "INDEX") || containsFold(sql, "KEY") || containsFold(sql, "UNIQUE")
+}
+
+func containsFold(s, sub string) bool {
+	n := len(sub)
+	for i := 0; i+n <= len(s); i++ {
+		if strings.EqualFold(s[i:i+n], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// admin answers ADMIN SHOW DDL JOBS.
+func (p *Plugin) admin(st *plugins.Statement) plugins.Action {
+	pr := p.parsers.Get().(*parser.Parser)
+	stmts, _, err := pr.ParseSQL(st.SQL)
+	p.parsers.Put(pr)
+	if err != nil || len(stmts) != 1 {
+		return plugins.Continue
+	}
+	a, ok := stmts[0].(*ast.AdminStmt)
+	if !ok || a.Tp != ast.AdminShowDDLJobs {
+		return plugins.Continue
+	}
+	if !st.Admin {
+		return plugins.RefuseWith(mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
+			"Access denied; you need (at least one of) the tableproxy admin privilege(s) for this operation"))
+	}
+	limit := a.JobNumber
+	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+		rs, err := jobsResultset(p.jobs.list(), limit)
+		if err != nil {
+			return w.WriteError(errJob("%v", err))
+		}
+		w.Rows(uint64(len(rs.Values)))
+		return w.WriteResult(&mysql.Result{Resultset: rs})
+	}))
+}
+
+// jobsColumns are ADMIN SHOW DDL JOBS's columns: TiDB's names where TiDB has
+// the column.
+var jobsColumns = []string{"JOB_ID", "DB_NAME", "TABLE_NAME", "JOB_TYPE", "STATE", "STAGE",
+	"ROW_COUNT", "ROWS_ESTIMATED", "START_TIME", "END_TIME", "QUERY", "ERROR"}
+
+func jobsResultset(jobs []Job, limit int64) (*mysql.Resultset, error) {
+	if limit > 0 && int64(len(jobs)) > limit {
+		jobs = jobs[:limit]
+	}
+	rows := make([][]any, 0, len(jobs))
+	ts := func(t time.Time) any {
+		if t.IsZero() {
+			return nil
+		}
+		return t.Local().Format("2006-01-02 15:04:05")
+	}
+	for _, j := range jobs {
+		rows = append(rows, []any{j.ID, j.Schema, j.Table, j.Type, j.State, j.Stage,
+			j.RowsDone, j.RowsEstimate, ts(j.Start), ts(j.End), j.Query, j.Error})
+	}
+	if len(rows) == 0 {
+		// go-mysql needs a row to type the columns; send the header only.
+		rs, err := mysql.BuildSimpleTextResultset(jobsColumns, [][]any{{int64(0), "", "", "", "", "", int64(0), int64(0), "", "", "", ""}})
+		if err != nil {
+			return nil, err
+		}
+		rs.Values, rs.RowDatas = nil, nil
+		return rs, nil
+	}
+	return mysql.BuildSimpleTextResultset(jobsColumns, rows)
+}
+
+// recover marks jobs that were running when the proxy stopped as failed,
+// and drops what they left: a shadow that was never swapped in. (A job that
+// was stopped after its RENAME finished the swap; its kept old table is
+// dropped by the janitor like any other.)
+func (p *Plugin) recover() {
+	for _, rec := range p.jobs.records() {
+		j := rec.snapshot()
+		if j.State != StateRunning {
+			continue
+		}
+		p.log.Warn("ddl: job was interrupted by a proxy stop; marking it failed", "job", j.ID, "table", j.Schema+"."+j.Table, "stage", j.Stage)
+		err := p.jobs.update(rec, func(j *Job) {
+			j.State, j.End = StateFailed, time.Now()
+			j.Error = "interrupted by a proxy restart during stage " + j.Stage
+		})
+		if err != nil {
+			p.log.Error("ddl: cannot record the interrupted job", "job", j.ID, "err", err)
+		}
+		if j.Shadow != "" {
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.dropLeftover(j)
+			}()
+		}
+	}
+}
+
+// dropLeftover drops an interrupted job's shadow table, if it is still
+// there (if the swap happened, the shadow's name no longer exists).
+func (p *Plugin) dropLeftover(j Job) {
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	c, err := p.backend.Connect(ctx, j.User, "")
+	if err != nil {
+		p.log.Warn("ddl: cannot drop an interrupted job's shadow table", "job", j.ID, "err", err)
+		return
+	}
+	defer c.Close()
+	if _, err := c.Execute("DROP TABLE IF EXISTS " + tableName(j.Schema, j.Shadow)); err != nil {
+		p.log.Warn("ddl: cannot drop an interrupted job's shadow table", "job", j.ID, "err", err)
+	}
+}
+
+// janitor drops kept old tables when their retention ends.
+func (p *Plugin) janitor() {
+	defer p.wg.Done()
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	for {
+		p.dropDueOldTables()
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *Plugin) dropDueOldTables() {
+	now := time.Now()
+	for _, rec := range p.jobs.records() {
+		j := rec.snapshot()
+		if j.DropOldAt.IsZero() || j.DropOldAt.After(now) {
+			continue
+		}
+		if err := p.dropOld(j); err != nil {
+			p.log.Warn("ddl: cannot drop a kept old table; retrying later", "job", j.ID, "table", j.Old, "err", err)
+			continue
+		}
+		_ = p.jobs.update(rec, func(j *Job) { j.DropOldAt = time.Time{} })
+	}
+}
+
+func (p *Plugin) dropOld(j Job) error {
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	c, err := p.backend.Connect(ctx, j.User, "")
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.Execute("DROP TABLE IF EXISTS " + tableName(j.Schema, j.Old))
+	if err == nil {
+		p.log.Info("ddl: dropped the old table", "job", j.ID, "table", j.Schema+"."+j.Old)
+	}
+	return err
+}
