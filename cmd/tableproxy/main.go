@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"tableproxy/cache"
+	"tableproxy/ddloffload"
 	"tableproxy/plugins"
 )
 
@@ -14,6 +15,32 @@ import (
 // built-in ones register themselves.
 func init() {
 	plugins.Register(cache.Name, cache.Factory)
+	plugins.Register(ddloffload.Name, ddloffload.Factory)
+}
+
+// wirePlugins connects plugins that know of each other: the DDL jobs
+// refuse cached tables.
+func wirePlugins(chain *plugins.Chain) {
+	var cp *cache.Plugin
+	var dp *ddloffload.Plugin
+	for _, p := range chain.Plugins() {
+		switch p := p.(type) {
+		case *cache.Plugin:
+			cp = p
+		case *ddloffload.Plugin:
+			dp = p
+		}
+	}
+	if cp != nil && dp != nil {
+		dp.SetCachedFunc(func(schema, table string) bool {
+			for _, st := range cp.Tables() {
+				if st.Schema == schema && st.Table == table {
+					return true
+				}
+			}
+			return false
+		})
+	}
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -115,6 +115,7 @@ func serve(args []string) error {
 		return err
 	}
 	defer chain.Close()
+	wirePlugins(chain)
 
 	srv, err := proxy.New(pcfg, chain)
 	if err != nil {
