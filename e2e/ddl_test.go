@@ -1,0 +1,342 @@
+package e2e
+
+import (
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tableproxy/internal/testdb"
+)
+
+// ddlEnv is a database with an application user and an admin who reads
+// the binary log, and a proxy with the ddloffload plugin in front of it.
+type ddlEnv struct {
+	backend testdb.Backend
+	db      string
+	app     account
+	admin   account
+	dataDir string
+	proxy   *proxyProc
+}
+
+func newDDLEnv(t *testing.T) *ddlEnv {
+	b := testdb.Get(t)
+	e := &ddlEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir()}
+	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
+	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
+	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
+		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", e.admin.name, host))
+	}
+	e.start(t)
+	return e
+}
+
+func (e *ddlEnv) start(t *testing.T) {
+	yaml := fmt.Sprintf("plugins:\n  - name: ddloffload\n    options: {workers: 4, chunk_rows: 2000, old_table_retention: 0, binlog_user: %s}\n", e.admin.name)
+	e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: yaml, admins: []account{e.admin}, dataDir: e.dataDir})
+}
+
+func (e *ddlEnv) open(t *testing.T, a account) *sql.DB {
+	return testdb.Open(t, testdb.DSN(e.proxy.addr, a.name, a.password, e.db, nil))
+}
+
+func (e *ddlEnv) direct(t *testing.T) *sql.DB {
+	return testdb.Open(t, testdb.DSN(e.backend.Addr, e.backend.RootUser, e.backend.RootPassword, e.db, nil))
+}
+
+func showCreate(t *testing.T, db *sql.DB, table string) string {
+	t.Helper()
+	var name, ddl string
+	if err := db.QueryRow("SHOW CREATE TABLE `"+table+"`").Scan(&name, &ddl); err != nil {
+		t.Fatalf("SHOW CREATE TABLE %s: %v", table, err)
+	}
+	return strings.Replace(ddl, "CREATE TABLE `"+table+"`", "CREATE TABLE `?`", 1)
+}
+
+// tableSum is a checksum of a table's rows, independent of its indexes.
+func tableSum(t *testing.T, db *sql.DB, table string) string {
+	t.Helper()
+	var n int64
+	var x, s string
+	err := db.QueryRow("SELECT COUNT(*), IFNULL(BIT_XOR(CRC32(CONCAT_WS('#', id, k, HEX(c), HEX(pad), IFNULL(u, 'null')))), 0), "+
+		"IFNULL(SUM(CRC32(CONCAT_WS('#', id, k, HEX(c), HEX(pad), IFNULL(u, 'null')))), 0) FROM `"+table+"`").Scan(&n, &x, &s)
+	if err != nil {
+		t.Fatalf("checksum %s: %v", table, err)
+	}
+	return fmt.Sprintf("%d rows, xor %s, sum %s", n, x, s)
+}
+
+func leftovers(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND (TABLE_NAME LIKE '\\_%\\_new' OR TABLE_NAME LIKE '\\_%\\_old')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		out = append(out, n)
+	}
+	return out
+}
+
+const ddlTestTable = `(id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, c VARCHAR(64) NOT NULL,
+	pad CHAR(32) NOT NULL, u INT NULL, KEY k_idx (k)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// TestDDLAddIndexUnderWrites adds indexes through the proxy to a table of
+// 40,000 rows while writers change it through the proxy and directly.
+// Every write is made again, identically, to a reference table that never
+// sees the job; afterwards both hold the same rows, and the table has the
+// definition a native ALTER gives the reference.
+func TestDDLAddIndexUnderWrites(t *testing.T) {
+	e := newDDLEnv(t)
+	const rows = 40000
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
+		"CREATE TABLE `"+e.db+"`.ref "+ddlTestTable,
+		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 1000, CONCAT('row-', seq), MD5(seq), IF(seq % 7 = 0, NULL, seq) FROM mysql.seq_1_to_"+fmt.Sprint(rows),
+		"INSERT INTO `"+e.db+"`.ref SELECT * FROM `"+e.db+"`.t")
+	app, admin, direct := e.open(t, e.app), e.open(t, e.admin), e.direct(t)
+
+	// Writer w changes only ids congruent to w mod 2, so the order between
+	// writers never matters, and applies each change to t and then to ref.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var ops, jobOps atomic.Int64
+	var jobRunning atomic.Bool
+	errs := make(chan error, 2)
+	for w, through := range []*sql.DB{app, direct} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next := rows + 1 + w
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := (i*7919)%rows + 1
+				id += (w - id%2 + 2) % 2 // same parity as w
+				var stmt string
+				switch i % 4 {
+				case 0:
+					stmt = fmt.Sprintf("INSERT INTO %%s (id, k, c, pad, u) VALUES (%d, %d, 'new-%d', MD5(%d), %d)", next, next%1000, next, next, next)
+					next += 2
+				case 1:
+					stmt = fmt.Sprintf("UPDATE %%s SET k = k + 1, c = CONCAT(LEFT(c, 50), '+'), u = IF(u IS NULL, id + 1000000, NULL) WHERE id = %d", id)
+				case 2:
+					stmt = fmt.Sprintf("DELETE FROM %%s WHERE id = %d", id)
+				case 3:
+					// A change of primary key: the row moves.
+					stmt = fmt.Sprintf("UPDATE %%s SET id = %d WHERE id = %d", next, id)
+					next += 2
+				}
+				if _, err := through.Exec(fmt.Sprintf(stmt, "t")); err != nil {
+					errs <- fmt.Errorf("writer %d on t: %s: %w", w, stmt, err)
+					return
+				}
+				if _, err := direct.Exec(fmt.Sprintf(stmt, "ref")); err != nil {
+					errs <- fmt.Errorf("writer %d on ref: %w", w, err)
+					return
+				}
+				ops.Add(1)
+				if jobRunning.Load() {
+					jobOps.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+
+	jobRunning.Store(true)
+	start := time.Now()
+	_, err := app.Exec("ALTER TABLE t ADD INDEX idx_c (c), ADD UNIQUE INDEX uq_u (u), ADD KEY (k, pad)")
+	took := time.Since(start)
+	jobRunning.Store(false)
+	time.Sleep(200 * time.Millisecond) // writes after the swap reach the new table
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if err != nil {
+		t.Fatalf("ALTER through the proxy: %v", err)
+	}
+	t.Logf("job took %s over %d rows; %d writes during the job, %d in all", took, rows, jobOps.Load(), ops.Load())
+	if jobOps.Load() < 50 {
+		t.Errorf("only %d writes ran during the job; the test proves little", jobOps.Load())
+	}
+
+	if _, err := direct.Exec("ALTER TABLE ref ADD INDEX idx_c (c), ADD UNIQUE INDEX uq_u (u), ADD KEY (k, pad)"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := showCreate(t, direct, "t"), showCreate(t, direct, "ref"); got != want {
+		t.Errorf("definition after the job:\n%s\nwant (native ALTER):\n%s", got, want)
+	}
+	if got, want := tableSum(t, direct, "t"), tableSum(t, direct, "ref"); got != want {
+		t.Errorf("rows after the job: %s, want %s; differences:\n%s", got, want, rowDiff(t, direct, "t", "ref"))
+	}
+	if l := leftovers(t, direct); len(l) > 0 {
+		t.Errorf("tables left behind: %v", l)
+	}
+
+	// The job is listed, done, with its rows.
+	var id int64
+	var schema, table, typ, state, stage, start0 string
+	var rowsDone, estimate int64
+	var end0, query, jobErr sql.NullString
+	err = admin.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &start0, &end0, &query, &jobErr)
+	if err != nil {
+		t.Fatalf("ADMIN SHOW DDL JOBS: %v", err)
+	}
+	if schema != e.db || table != "t" || typ != "add unique index" || state != "done" || stage != "done" || rowsDone < rows/2 || !end0.Valid {
+		t.Errorf("job row: %d %s %s %s %s %s rows %d/%d end %v err %v", id, schema, table, typ, state, stage, rowsDone, estimate, end0, jobErr)
+	}
+	_, err = app.Query("ADMIN SHOW DDL JOBS")
+	wantError(t, err, 1227, "Access denied")
+}
+
+// TestDDLErrors checks that bad statements get, through the proxy, the
+// error MySQL gives for them natively, and change nothing.
+func TestDDLErrors(t *testing.T) {
+	e := newDDLEnv(t)
+	other := e.backend.NewDatabase(t)
+	for _, db := range []string{e.db, other} {
+		e.backend.Exec(t,
+			"CREATE TABLE `"+db+"`.t "+ddlTestTable,
+			"INSERT INTO `"+db+"`.t (id, k, c, pad, u) SELECT seq, seq % 10, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_3000",
+			"UPDATE `"+db+"`.t SET u = 42 WHERE id = 2500",
+			"CREATE TABLE `"+db+"`.nokey (a INT, b INT)",
+			"INSERT INTO `"+db+"`.nokey VALUES (1, 2)")
+	}
+	app := e.open(t, e.app)
+	native := testdb.Open(t, testdb.DSN(e.backend.Addr, e.backend.RootUser, e.backend.RootPassword, other, nil))
+	direct := e.direct(t)
+	before := showCreate(t, direct, "t")
+	sumBefore := tableSum(t, direct, "t")
+	for _, tc := range []struct {
+		sql  string
+		code uint16
+	}{
+		{"ALTER TABLE t ADD INDEX k_idx (c)", 1061},
+		{"CREATE INDEX k_idx ON t (c)", 1061},
+		{"ALTER TABLE t ADD INDEX a (c), ADD INDEX a (pad)", 1061},
+		{"ALTER TABLE t ADD INDEX idx_x (nope)", 1072},
+		{"CREATE INDEX idx_x ON t (c, nope)", 1072},
+		{"ALTER TABLE t ADD UNIQUE INDEX uq_k (k)", 1062},
+		{"CREATE UNIQUE INDEX uq_u ON t (u)", 1062},
+		{"ALTER TABLE t ADD INDEX idx_pad (pad(40))", 1089},
+		{"ALTER TABLE missing ADD INDEX i (a)", 1146},
+	} {
+		_, got := app.Exec(tc.sql)
+		_, want := native.Exec(tc.sql)
+		if mysqlErrNumber(got) != tc.code || fmt.Sprint(got) != strings.ReplaceAll(fmt.Sprint(want), other, e.db) {
+			t.Errorf("%s:\n got  %v\n want %v (native)", tc.sql, got, want)
+		}
+	}
+	_, err := app.Exec("ALTER TABLE nokey ADD INDEX ia (a)")
+	wantError(t, err, 1173, "primary key")
+
+	if got := showCreate(t, direct, "t"); got != before {
+		t.Errorf("definition changed by failed jobs:\n%s\nwas\n%s", got, before)
+	}
+	if got := tableSum(t, direct, "t"); got != sumBefore {
+		t.Errorf("rows changed by failed jobs: %s, were %s", got, sumBefore)
+	}
+	if l := leftovers(t, direct); len(l) > 0 {
+		t.Errorf("tables left behind: %v", l)
+	}
+
+	// Duplicates named as MySQL names them.
+	_, err = app.Exec("CREATE UNIQUE INDEX uq_u ON t (u)")
+	wantError(t, err, 1062, "Duplicate entry '42' for key 'uq_u'")
+
+	// The same statements succeed once the data allows them; CREATE INDEX
+	// without a name for ALTER takes the column's name, as MySQL does.
+	if _, err := app.Exec("UPDATE t SET u = NULL WHERE id = 2500"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := native.Exec("UPDATE t SET u = NULL WHERE id = 2500"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"CREATE UNIQUE INDEX uq_u ON t (u)", "ALTER TABLE t ADD INDEX (c), ADD INDEX (c)"} {
+		if _, err := app.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if _, err := native.Exec(s); err != nil {
+			t.Fatalf("native %s: %v", s, err)
+		}
+	}
+	if got, want := showCreate(t, direct, "t"), showCreate(t, native, "t"); got != want {
+		t.Errorf("definition:\n%s\nwant (native):\n%s", got, want)
+	}
+	if l := leftovers(t, direct); len(l) > 0 {
+		t.Errorf("tables left behind: %v", l)
+	}
+}
+
+// TestDDLJobsSurviveRestart checks that past jobs are still listed after
+// the proxy restarts, and that other DDL passes through untouched.
+func TestDDLJobsSurviveRestart(t *testing.T) {
+	e := newDDLEnv(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
+		"INSERT INTO `"+e.db+"`.t (k, c, pad) VALUES (1, 'a', 'b'), (2, 'c', 'd')")
+	app := e.open(t, e.app)
+	if _, err := app.Exec("CREATE INDEX ic ON t (c)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec("ALTER TABLE t ADD INDEX ip (pad), ADD COLUMN z INT"); err != nil {
+		t.Fatal(err) // not only ADD INDEX: the backend runs it
+	}
+	e.proxy.stop(t)
+	e.start(t)
+	admin := e.open(t, e.admin)
+	rows, err := admin.Query("ADMIN SHOW DDL JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var jobs []string
+	for rows.Next() {
+		var id, rowsDone, estimate int64
+		var schema, table, typ, state, stage string
+		var start, end, query, jobErr sql.NullString
+		if err := rows.Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &start, &end, &query, &jobErr); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, fmt.Sprintf("%s %s %s rows=%d %s", table, typ, state, rowsDone, query.String))
+	}
+	if len(jobs) != 1 || !regexp.MustCompile(`^t add index done rows=2 CREATE INDEX ic ON t \(c\)$`).MatchString(jobs[0]) {
+		t.Errorf("jobs after a restart: %q", jobs)
+	}
+}
+
+// rowDiff lists up to 20 rows that one table has and the other lacks.
+func rowDiff(t *testing.T, db *sql.DB, a, b string) string {
+	t.Helper()
+	var out strings.Builder
+	for _, pair := range [][2]string{{a, b}, {b, a}} {
+		rows, err := db.Query(fmt.Sprintf("SELECT x.id, x.k, x.c, IFNULL(x.u, -1) FROM `%s` x LEFT JOIN `%s` y ON x.id = y.id AND x.k = y.k AND x.c = y.c AND x.pad = y.pad AND x.u <=> y.u WHERE y.id IS NULL LIMIT 20", pair[0], pair[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id, k, u int64
+			var c string
+			rows.Scan(&id, &k, &c, &u)
+			fmt.Fprintf(&out, "only in %s: id=%d k=%d c=%s u=%d\n", pair[0], id, k, c, u)
+		}
+		rows.Close()
+	}
+	return out.String()
+}
