@@ -105,31 +105,34 @@ func TestDDLAddIndexUnderWrites(t *testing.T) {
 		"INSERT INTO `"+e.db+"`.ref SELECT * FROM `"+e.db+"`.t")
 	app, admin, direct := e.open(t, e.app), e.open(t, e.admin), e.direct(t)
 
-	// Writer w changes only ids congruent to w mod 2, so the order between
-	// writers never matters, and applies each change to t and then to ref.
+	// Writer w changes only ids congruent to w mod len(writers), so the
+	// order between writers never matters, and applies each change to t and
+	// then to ref. Half write through the proxy, half directly.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var ops, jobOps atomic.Int64
 	var jobRunning atomic.Bool
-	errs := make(chan error, 2)
-	for w, through := range []*sql.DB{app, direct} {
+	writers := []*sql.DB{app, direct, app, direct}
+	errs := make(chan error, len(writers))
+	for w, through := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			next := rows + 1 + w
+			next := rows + len(writers) + w - (rows+len(writers))%len(writers) // > rows, congruent to w
 			for i := 0; ; i++ {
 				select {
 				case <-stop:
 					return
 				default:
 				}
+				n := len(writers)
 				id := (i*7919)%rows + 1
-				id += (w - id%2 + 2) % 2 // same parity as w
+				id += (w - id%n + n) % n // congruent to w
 				var stmt string
 				switch i % 4 {
 				case 0:
 					stmt = fmt.Sprintf("INSERT INTO %%s (id, k, c, pad, u) VALUES (%d, %d, 'new-%d', MD5(%d), %d)", next, next%1000, next, next, next)
-					next += 2
+					next += len(writers)
 				case 1:
 					stmt = fmt.Sprintf("UPDATE %%s SET k = k + 1, c = CONCAT(LEFT(c, 50), '+'), u = IF(u IS NULL, id + 1000000, NULL) WHERE id = %d", id)
 				case 2:
@@ -137,7 +140,7 @@ func TestDDLAddIndexUnderWrites(t *testing.T) {
 				case 3:
 					// A change of primary key: the row moves.
 					stmt = fmt.Sprintf("UPDATE %%s SET id = %d WHERE id = %d", next, id)
-					next += 2
+					next += len(writers)
 				}
 				if _, err := through.Exec(fmt.Sprintf(stmt, "t")); err != nil {
 					errs <- fmt.Errorf("writer %d on t: %s: %w", w, stmt, err)
