@@ -3,6 +3,7 @@ package e2e
 import (
 	"database/sql"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -342,4 +343,202 @@ func rowDiff(t *testing.T, db *sql.DB, a, b string) string {
 		rows.Close()
 	}
 	return out.String()
+}
+
+// TestDDLDuplicateDuringJob: a writer that bypasses the proxy creates a
+// duplicate for the new UNIQUE index while the job copies. The job fails
+// with 1062 naming the value, the table keeps its definition and every
+// row, and nothing is left behind.
+func TestDDLDuplicateDuringJob(t *testing.T) {
+	e := newDDLEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
+		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_60000")
+	app, direct := e.open(t, e.app), e.direct(t)
+	before := showCreate(t, direct, "t")
+	done := make(chan error, 1)
+	go func() {
+		_, err := app.Exec("ALTER TABLE t ADD UNIQUE INDEX uq_u (u)")
+		done <- err
+	}()
+	waitFor(t, 10*time.Second, "the job to copy rows", func() (bool, error) {
+		var n int
+		err := direct.QueryRow("SELECT COUNT(*) FROM `_t_new`").Scan(&n)
+		return err == nil && n > 0, err
+	})
+	if _, err := direct.Exec("UPDATE t SET u = 777 WHERE id = 59999"); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	wantError(t, err, 1062, "Duplicate entry '777' for key 'uq_u'")
+	if got := showCreate(t, direct, "t"); got != before {
+		t.Errorf("definition changed by the failed job:\n%s", got)
+	}
+	var n, u int
+	if err := direct.QueryRow("SELECT COUNT(*), SUM(u = 777) FROM t").Scan(&n, &u); err != nil || n != 60000 || u != 2 {
+		t.Errorf("rows after the failed job: %d (%d with u = 777), %v", n, u, err)
+	}
+	if l := leftovers(t, direct); len(l) > 0 {
+		t.Errorf("tables left behind: %v", l)
+	}
+}
+
+// TestDDLCompositeStringKey walks a table whose primary key is a latin1
+// string with a case-insensitive collation and an unsigned integer, while
+// rows change through the proxy and directly, keys included.
+func TestDDLCompositeStringKey(t *testing.T) {
+	e := newDDLEnv(t)
+	const schema = `(region VARCHAR(16) CHARACTER SET latin1 COLLATE latin1_swedish_ci NOT NULL,
+		n INT UNSIGNED NOT NULL, v VARCHAR(32) CHARACTER SET utf8mb4 NOT NULL, b VARBINARY(8) NULL,
+		PRIMARY KEY (region, n)) ENGINE=InnoDB`
+	regions := []string{"Zürich", "Åre", "ÖREBRO", "oslo", "Bergen", "malmö", "Ærø", "Kraków"}
+	var values []string
+	for i, r := range regions {
+		values = append(values, fmt.Sprintf("SELECT '%s' AS region, seq + %d AS n FROM mysql.seq_1_to_2500", r, 4294960000-i*7))
+	}
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.t "+schema,
+		"CREATE TABLE `"+e.db+"`.ref "+schema,
+		"INSERT INTO `"+e.db+"`.t SELECT region, n, CONCAT('v·', n), UNHEX(HEX(n)) FROM ("+strings.Join(values, " UNION ALL ")+") x",
+		"INSERT INTO `"+e.db+"`.ref SELECT * FROM `"+e.db+"`.t")
+	app, direct := e.open(t, e.app), e.direct(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var ops atomic.Int64
+	errs := make(chan error, 2)
+	for w, through := range []*sql.DB{app, direct} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ops.Add(1)
+				r := regions[(2*i+w)%len(regions)] // writer w owns every other region
+				n := 4294960000 - ((2*i+w)%len(regions))*7 + 1 + (i*37)%2500
+				var stmt string
+				switch i % 3 {
+				case 0:
+					stmt = fmt.Sprintf("UPDATE %%s SET v = CONCAT(v, '+'), b = NULL WHERE region = '%s' AND n = %d", r, n)
+				case 1:
+					stmt = fmt.Sprintf("DELETE FROM %%s WHERE region = '%s' AND n = %d", r, n)
+				case 2:
+					stmt = fmt.Sprintf("INSERT INTO %%s VALUES ('%s', %d, 'again', NULL) ON DUPLICATE KEY UPDATE v = 'dup'", strings.ToUpper(r), n)
+				}
+				if _, err := through.Exec(fmt.Sprintf(stmt, "t")); err != nil {
+					errs <- fmt.Errorf("t: %s: %w", stmt, err)
+					return
+				}
+				if _, err := direct.Exec(fmt.Sprintf(stmt, "ref")); err != nil {
+					errs <- fmt.Errorf("ref: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	opsBefore := ops.Load()
+	_, err := app.Exec("CREATE INDEX iv ON t (v(8), b)")
+	if n := ops.Load() - opsBefore; n < 50 {
+		t.Errorf("only %d writes during the job", n)
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if err != nil {
+		t.Fatalf("CREATE INDEX through the proxy: %v", err)
+	}
+	if _, err := direct.Exec("CREATE INDEX iv ON ref (v(8), b)"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := showCreate(t, direct, "t"), showCreate(t, direct, "ref"); got != want {
+		t.Errorf("definition:\n%s\nwant:\n%s", got, want)
+	}
+	sum := func(table string) string {
+		var n int64
+		var x string
+		if err := direct.QueryRow("SELECT COUNT(*), IFNULL(BIT_XOR(CRC32(CONCAT_WS('#', HEX(region), n, HEX(v), IFNULL(HEX(b), 'null')))), 0) FROM "+table).Scan(&n, &x); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d rows, xor %s", n, x)
+	}
+	if got, want := sum("t"), sum("ref"); got != want {
+		t.Errorf("rows: %s, want %s", got, want)
+	}
+	if l := leftovers(t, direct); len(l) > 0 {
+		t.Errorf("tables left behind: %v", l)
+	}
+}
+
+// TestDDLProxyKilledDuringJob: kill -9 the proxy while a job copies. The
+// original table is untouched and serving; after a restart the job is
+// listed as failed and its shadow is gone.
+func TestDDLProxyKilledDuringJob(t *testing.T) {
+	e := newDDLEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
+		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_150000")
+	direct := e.direct(t)
+	before, sumBefore := showCreate(t, direct, "t"), tableSum(t, direct, "t")
+
+	// A proxy this test kills: started without the harness's stop check.
+	e.proxy.stop(t)
+	dir := t.TempDir()
+	cfg := dir + "/tableproxy.yaml"
+	yaml := fmt.Sprintf("plugins:\n  - name: ddloffload\n    options: {workers: 2, chunk_rows: 1000, binlog_user: %s}\n", e.admin.name)
+	if err := writeFile(cfg, yaml); err != nil {
+		t.Fatal(err)
+	}
+	doomed := launchProxy(t, cfg, e.dataDir, e.backend.Addr, freePort(t), []account{e.app}, []account{e.admin})
+	if err := doomed.waitReady(15 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	app := testdb.Open(t, testdb.DSN(doomed.addr, e.app.name, e.app.password, e.db, nil))
+	go app.Exec("ALTER TABLE t ADD INDEX idx_c (c)")
+	waitFor(t, 10*time.Second, "the job to copy rows", func() (bool, error) {
+		var n int
+		err := direct.QueryRow("SELECT COUNT(*) FROM `_t_new`").Scan(&n)
+		return err == nil && n > 0, err
+	})
+	_ = doomed.cmd.Process.Kill()
+	<-doomed.done
+
+	e.start(t)
+	admin := e.open(t, e.admin)
+	waitFor(t, 10*time.Second, "the shadow to be dropped", func() (bool, error) {
+		l := leftovers(t, direct)
+		return len(l) == 0, fmt.Errorf("left: %v", l)
+	})
+	var state, stage string
+	var jobErr sql.NullString
+	var id, rowsDone, estimate int64
+	var schema, table, typ string
+	var start, end, query sql.NullString
+	if err := admin.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &start, &end, &query, &jobErr); err != nil {
+		t.Fatal(err)
+	}
+	if state != "failed" || !strings.Contains(jobErr.String, "interrupted") {
+		t.Errorf("job after the restart: %s at %s: %v", state, stage, jobErr)
+	}
+	if got := showCreate(t, direct, "t"); got != before {
+		t.Errorf("definition changed:\n%s", got)
+	}
+	if got := tableSum(t, direct, "t"); got != sumBefore {
+		t.Errorf("rows changed: %s, were %s", got, sumBefore)
+	}
+	// And the statement runs to the end once sent again.
+	if _, err := e.open(t, e.app).Exec("ALTER TABLE t ADD INDEX idx_c (c)"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(path, content string) error {
+	return os.WriteFile(path, []byte(fmt.Sprintf("shutdown_timeout: %s\n%s", shutdownTimeout, content)), 0o600)
 }
