@@ -507,6 +507,16 @@ func TestDDLProxyKilledDuringJob(t *testing.T) {
 		err := direct.QueryRow("SELECT COUNT(*) FROM `_t_new`").Scan(&n)
 		return err == nil && n > 0, err
 	})
+	// Other sessions watch it run.
+	watcher := testdb.Open(t, testdb.DSN(doomed.addr, e.admin.name, e.admin.password, e.db, nil))
+	waitFor(t, 10*time.Second, "ADMIN SHOW DDL JOBS to show progress", func() (bool, error) {
+		var id, rowsDone, estimate int64
+		var schema, table, typ, state, stage string
+		var start, end, query, jobErr sql.NullString
+		err := watcher.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &start, &end, &query, &jobErr)
+		return err == nil && state == "running" && stage == "backfill" && rowsDone > 0 && estimate > 100000 && !end.Valid,
+			fmt.Errorf("%s %s %d/%d %v", state, stage, rowsDone, estimate, err)
+	})
 	_ = doomed.cmd.Process.Kill()
 	<-doomed.done
 
@@ -541,4 +551,60 @@ func TestDDLProxyKilledDuringJob(t *testing.T) {
 
 func writeFile(path, content string) error {
 	return os.WriteFile(path, []byte(fmt.Sprintf("shutdown_timeout: %s\n%s", shutdownTimeout, content)), 0o600)
+}
+
+// TestDDLTableChangedDuringJob: DDL on the table that bypasses the proxy
+// while the job copies fails the job cleanly.
+func TestDDLTableChangedDuringJob(t *testing.T) {
+	e := newDDLEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
+		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_100000")
+	app, direct := e.open(t, e.app), e.direct(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := app.Exec("ALTER TABLE t ADD INDEX idx_c (c)")
+		done <- err
+	}()
+	waitFor(t, 10*time.Second, "the job to copy rows", func() (bool, error) {
+		var n int
+		err := direct.QueryRow("SELECT COUNT(*) FROM `_t_new`").Scan(&n)
+		return err == nil && n > 0, err
+	})
+	if _, err := direct.Exec("ALTER TABLE t ADD COLUMN z INT"); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, <-done, 1105, "was changed by a statement during the job")
+	if ddl := showCreate(t, direct, "t"); !strings.Contains(ddl, "`z` int") || strings.Contains(ddl, "idx_c") {
+		t.Errorf("definition after the failed job:\n%s", ddl)
+	}
+	if l := leftovers(t, direct); len(l) > 0 {
+		t.Errorf("tables left behind: %v", l)
+	}
+}
+
+// TestDDLRefusesCachedTable: a cached table is refused as TiDB refuses it,
+// whichever of the two plugins comes first on the chain.
+func TestDDLRefusesCachedTable(t *testing.T) {
+	for _, order := range [][2]string{{"cache", "ddloffload"}, {"ddloffload", "cache"}} {
+		t.Run(order[0]+"-first", func(t *testing.T) {
+			e := newDDLEnv(t)
+			e.proxy.stop(t)
+			e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable, "INSERT INTO `"+e.db+"`.t (k, c, pad) VALUES (1, 'a', 'b')")
+			yaml := fmt.Sprintf("plugins:\n  - name: %s\n  - name: %s\n", order[0], order[1])
+			e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: yaml, admins: []account{e.admin}, dataDir: e.dataDir})
+			admin := e.open(t, e.admin)
+			if _, err := admin.Exec("ALTER TABLE t CACHE"); err != nil {
+				t.Fatal(err)
+			}
+			_, err := admin.Exec("ALTER TABLE t ADD INDEX ic (c)")
+			wantError(t, err, 8242, "unsupported on cache tables")
+			if _, err := admin.Exec("ALTER TABLE t NOCACHE"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := admin.Exec("ALTER TABLE t ADD INDEX ic (c)"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }
