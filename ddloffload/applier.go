@@ -52,7 +52,7 @@ func (r *runner) copyKeys(c *client.Conn, keys [][]string, mode applyMode) error
 		stmts = append([]string{"BEGIN"}, stmts...)
 	}
 	var err error
-	for attempt := 0; attempt < 5; attempt++ {
+	for attempt := 0; attempt < 3; attempt++ {
 		if err = execAll(c, stmts); err == nil || !isLockTimeout(err) {
 			return err
 		}
@@ -110,6 +110,12 @@ func (r *runner) drain(c *client.Conn, mode applyMode) (int, error) {
 			}
 			if isDupEntry(err) {
 				failed, dupErr = append(failed, batch...), err
+				continue
+			}
+			if isLockTimeout(err) && mode == live {
+				// An application transaction holds some of these rows:
+				// copy them on a later pass.
+				r.stream.requeue(batch)
 				continue
 			}
 			if err != nil {

@@ -183,6 +183,9 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		if req.Schema == "" {
 			return plugins.RefuseWith(mysql.NewError(mysql.ER_NO_DB_ERROR, "No database selected"))
 		}
+		if !sessionSeesBaseTable(st, req) {
+			return plugins.Continue
+		}
 		user, query := st.User, strings.Clone(st.SQL)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 			if err := p.runJob(user, query, req); err != nil {
@@ -197,6 +200,28 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		return p.admin(st)
 	}
 	return plugins.Continue
+}
+
+// sessionSeesBaseTable asks the session's own connection what the name
+// means there, and commits its open transaction as DDL does in MySQL. A
+// temporary table (private to the session, and shadowing any table of the
+// same name), a view, or a table the session cannot see is left to the
+// backend, which gives its own answer or error.
+func sessionSeesBaseTable(st *plugins.Statement, req *Request) bool {
+	if st.Backend == nil {
+		return true
+	}
+	if st.InTx {
+		if _, err := st.Backend.Query("COMMIT"); err != nil {
+			return false
+		}
+	}
+	r, err := st.Backend.Query("SHOW CREATE TABLE " + tableName(req.Schema, req.Table))
+	if err != nil || r.Resultset == nil || r.RowNumber() == 0 || len(r.Fields) != 2 {
+		return false
+	}
+	ddl, _ := r.GetString(0, 1)
+	return strings.HasPrefix(ddl, "CREATE TABLE")
 }
 
 // mayAddIndex is a cheap test that spares the parser most DDL.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -606,5 +607,38 @@ func TestDDLRefusesCachedTable(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestDDLSessionCases: what the name means in the client's session decides:
+// a temporary table and a view go to the backend as they are, and an open
+// transaction is committed first, as MySQL does for DDL.
+func TestDDLSessionCases(t *testing.T) {
+	e := newDDLEnv(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable, "CREATE VIEW `"+e.db+"`.v AS SELECT * FROM `"+e.db+"`.t")
+	ctx := context.Background()
+	conn, err := e.open(t, e.app).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, s := range []string{"CREATE TEMPORARY TABLE tmp (id INT PRIMARY KEY, a INT)", "ALTER TABLE tmp ADD INDEX ia (a)"} {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	_, err = conn.ExecContext(ctx, "ALTER TABLE v ADD INDEX ic (c)")
+	wantError(t, err, 1347, "is not of type 'BASE TABLE'")
+	for _, s := range []string{"BEGIN", "INSERT INTO t (k, c, pad) VALUES (1, 'in-tx', 'x')", "ALTER TABLE t ADD INDEX ic (c)", "ROLLBACK"} {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	var n int
+	if err := e.direct(t).QueryRow("SELECT COUNT(*) FROM t WHERE c = 'in-tx'").Scan(&n); err != nil || n != 1 {
+		t.Errorf("the insert before the ALTER: %d rows, %v (want it committed)", n, err)
+	}
+	if ddl := showCreate(t, e.direct(t), "t"); !strings.Contains(ddl, "KEY `ic` (`c`)") {
+		t.Errorf("index missing:\n%s", ddl)
 	}
 }
