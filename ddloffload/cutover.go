@@ -105,11 +105,11 @@ func (r *runner) swap(ctx context.Context) error {
 			r.stream.setClosing(false)
 			return errRetry{fmt.Errorf("RENAME TABLE: %w", err)}
 		}
-		r.swapped = true
+		r.swapped.Store(true)
 		return nil
 	})
 	if err != nil {
-		if !r.swapped && ctx.Err() == nil && (isLockTimeout(err) || errors.Is(err, errBehind)) {
+		if !r.swapped.Load() && ctx.Err() == nil && (isLockTimeout(err) || errors.Is(err, errBehind)) {
 			return errRetry{err}
 		}
 		return err

@@ -1,6 +1,7 @@
 package ddloffload
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,9 +45,10 @@ func (s Stage) String() string {
 
 // The states a job ends in; "running" while it runs.
 const (
-	StateRunning = "running"
-	StateDone    = "done"
-	StateFailed  = "failed"
+	StateRunning   = "running"
+	StateDone      = "done"
+	StateFailed    = "failed"
+	StateCancelled = "cancelled"
 )
 
 // Job is one ADD INDEX job as it is kept on disk and shown by ADMIN SHOW DDL
@@ -75,10 +77,13 @@ type Job struct {
 // jobRec is a job in the registry: its record, and the live counters a
 // running job updates without the registry's lock.
 type jobRec struct {
-	mu       sync.Mutex // guards job
-	job      Job
-	rowsDone atomic.Int64
-	stage    atomic.Int32
+	mu        sync.Mutex // guards job and cancel
+	job       Job
+	cancel    context.CancelFunc // set while the job runs here
+	swapped   *atomic.Bool       // the running job's: its RENAME happened
+	rowsDone  atomic.Int64
+	stage     atomic.Int32
+	cancelled atomic.Bool
 }
 
 // snapshot returns a copy of the record with the live counters in it.
@@ -176,6 +181,13 @@ func (g *registry) list() []Job {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
 	return out
+}
+
+// get returns the job with id.
+func (g *registry) get(id int64) *jobRec {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.jobs[id]
 }
 
 // records returns every job's live record.

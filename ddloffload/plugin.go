@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -126,7 +127,14 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return New(log, env.Backend, env.DataDir, opts)
+	p, err := New(log, env.Backend, env.DataDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if env.Metrics != nil {
+		p.registerMetrics(env.Metrics)
+	}
+	return p, nil
 }
 
 // New builds the plugin with its job registry in dataDir. Jobs that were
@@ -248,12 +256,27 @@ func (p *Plugin) admin(st *plugins.Statement) plugins.Action {
 		return plugins.Continue
 	}
 	a, ok := stmts[0].(*ast.AdminStmt)
-	if !ok || a.Tp != ast.AdminShowDDLJobs {
+	if !ok || (a.Tp != ast.AdminShowDDLJobs && a.Tp != ast.AdminCancelDDLJobs) {
 		return plugins.Continue
 	}
 	if !st.Admin {
 		return plugins.RefuseWith(mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
 			"Access denied; you need (at least one of) the tableproxy admin privilege(s) for this operation"))
+	}
+	if a.Tp == ast.AdminCancelDDLJobs {
+		ids := slices.Clone(a.JobIDs)
+		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+			rows := make([][]any, len(ids))
+			for i, id := range ids {
+				rows[i] = []any{id, p.cancelJob(id)}
+			}
+			rs, err := mysql.BuildSimpleTextResultset([]string{"JOB_ID", "RESULT"}, rows)
+			if err != nil {
+				return w.WriteError(errJob("%v", err))
+			}
+			w.Rows(uint64(len(rows)))
+			return w.WriteResult(&mysql.Result{Resultset: rs})
+		}))
 	}
 	limit := a.JobNumber
 	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
@@ -264,6 +287,31 @@ func (p *Plugin) admin(st *plugins.Statement) plugins.Action {
 		w.Rows(uint64(len(rs.Values)))
 		return w.WriteResult(&mysql.Result{Resultset: rs})
 	}))
+}
+
+// cancelJob cancels a running job, as ADMIN CANCEL DDL JOBS reports it
+// (TiDB's wording). A job stops at its next check, drops its shadow, and
+// its client gets error 1317; a job that has already swapped its table in
+// cannot be cancelled.
+func (p *Plugin) cancelJob(id int64) string {
+	rec := p.jobs.get(id)
+	if rec == nil {
+		return fmt.Sprintf("error: [ddl:8223]DDL Job:%d not found", id)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	switch {
+	case rec.job.State != StateRunning || rec.cancel == nil:
+		return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be cancelled", id)
+	case rec.swapped != nil && rec.swapped.Load():
+		return fmt.Sprintf("error: [ddl:8225]This job:%d has swapped its table in, so can't be cancelled", id)
+	case rec.cancelled.Load():
+		return fmt.Sprintf("error: [ddl:8226]This job:%d is almost finished, can't be cancelled now", id)
+	}
+	rec.cancelled.Store(true)
+	rec.cancel()
+	p.log.Info("ddl: job cancelled", "job", id)
+	return "successful"
 }
 
 // jobsColumns are ADMIN SHOW DDL JOBS's columns: TiDB's names where TiDB has

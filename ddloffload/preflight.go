@@ -19,6 +19,7 @@ func (r *runner) preflight(ctx context.Context) error {
 	if r.conn, err = r.connect(ctx); err != nil {
 		return err
 	}
+	r.connID.Store(r.conn.GetConnectionID())
 	t, err := loadTable(r.conn, r.req.Schema, r.req.Table)
 	if err != nil {
 		return err

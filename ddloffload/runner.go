@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -27,8 +28,9 @@ type runner struct {
 	old      string // _<table>_old: what the original is renamed to
 	deferred []string
 	stream   *stream
-	created  bool // the shadow exists and is the job's
-	swapped  bool // the RENAME happened
+	created  bool        // the shadow exists and is the job's
+	swapped  atomic.Bool // the RENAME happened
+	connID   atomic.Uint32
 }
 
 // stageFunc is one stage.
@@ -61,17 +63,33 @@ func (p *Plugin) runJob(user, query string, req *Request) *mysql.MyError {
 	}
 	p.wg.Add(1)
 	defer p.wg.Done()
+	ctx, cancel := context.WithCancel(p.ctx)
+	defer cancel()
+	rec.mu.Lock()
+	rec.cancel = cancel
+	rec.mu.Unlock()
 	r := &runner{p: p, rec: rec, req: req, user: user,
 		log: p.log.With("job", rec.job.ID, "table", req.Schema+"."+req.Table)}
 	r.log.Info("ddl: job started", "query", query)
 	start := time.Now()
-	runErr := r.run(p.ctx)
+	stopKiller := context.AfterFunc(ctx, r.interrupt)
+	rec.mu.Lock()
+	rec.swapped = &r.swapped
+	rec.mu.Unlock()
+	runErr := r.run(ctx)
+	stopKiller()
+	if runErr != nil && rec.cancelled.Load() && !r.swapped.Load() {
+		runErr = mysql.NewError(mysql.ER_QUERY_INTERRUPTED, fmt.Sprintf("Query execution was interrupted (tableproxy DDL job %d cancelled)", rec.job.ID))
+	}
 	if err := p.jobs.update(rec, func(j *Job) {
 		j.End = time.Now()
 		j.RowsDone = rec.rowsDone.Load()
 		if runErr != nil {
 			me := clientError(runErr)
 			j.State, j.Error, j.ErrorCode = StateFailed, me.Message, me.Code
+			if me.Code == mysql.ER_QUERY_INTERRUPTED && rec.cancelled.Load() {
+				j.State = StateCancelled
+			}
 			return
 		}
 		j.State, j.Stage = StateDone, StageDone.String()
@@ -89,7 +107,7 @@ func (p *Plugin) runJob(user, query string, req *Request) *mysql.MyError {
 func (r *runner) run(ctx context.Context) (err error) {
 	defer func() { r.release(err) }()
 	for _, s := range r.stages() {
-		if err := ctx.Err(); err != nil && !r.swapped {
+		if err := ctx.Err(); err != nil && !r.swapped.Load() {
 			return errJob("the proxy is shutting down")
 		}
 		r.rec.stage.Store(int32(s.stage))
@@ -116,7 +134,7 @@ func (r *runner) release(err error) {
 	if r.stream != nil {
 		r.stream.close()
 	}
-	if err != nil && r.created && !r.swapped {
+	if err != nil && r.created && !r.swapped.Load() {
 		if r.conn == nil || r.conn.Ping() != nil {
 			r.conn, _ = r.connect(context.Background())
 		}
@@ -132,6 +150,24 @@ func (r *runner) release(err error) {
 	if r.logConn != nil {
 		r.logConn.Close()
 	}
+}
+
+// interrupt stops the statement the control connection runs (the index
+// build, a catch-up pass) when the job is cancelled or the proxy stops;
+// the copy workers stop at their next chunk.
+func (r *runner) interrupt() {
+	id := r.connID.Load()
+	if id == 0 || r.swapped.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := r.p.backend.Connect(ctx, r.user, "")
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	_, _ = c.Execute(fmt.Sprintf("KILL QUERY %d", id))
 }
 
 // connect opens a backend connection as the job's user, set up for the job.

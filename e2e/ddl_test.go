@@ -703,3 +703,49 @@ func TestDDLCutOverWaitsForLongTransaction(t *testing.T) {
 		t.Errorf("index missing:\n%s", ddl)
 	}
 }
+
+// TestDDLCancel: ADMIN CANCEL DDL JOBS stops a running job; its client gets
+// error 1317, the table is untouched, and the shadow is gone.
+func TestDDLCancel(t *testing.T) {
+	e := newDDLEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
+		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_200000")
+	app, admin, direct := e.open(t, e.app), e.open(t, e.admin), e.direct(t)
+	before := showCreate(t, direct, "t")
+	done := make(chan error, 1)
+	go func() {
+		_, err := app.Exec("ALTER TABLE t ADD INDEX idx_c (c)")
+		done <- err
+	}()
+	var id int64
+	waitFor(t, 10*time.Second, "the job to copy", func() (bool, error) {
+		var rowsDone, estimate int64
+		var schema, table, typ, state, stage string
+		var st, end, query, jobErr sql.NullString
+		err := admin.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &st, &end, &query, &jobErr)
+		return err == nil && stage == "backfill" && rowsDone > 0, err
+	})
+	var gotID int64
+	var result string
+	if err := admin.QueryRow(fmt.Sprintf("ADMIN CANCEL DDL JOBS %d", id)).Scan(&gotID, &result); err != nil || gotID != id || result != "successful" {
+		t.Fatalf("ADMIN CANCEL DDL JOBS %d: %d %q %v", id, gotID, result, err)
+	}
+	wantError(t, <-done, 1317, "interrupted")
+	if err := admin.QueryRow(fmt.Sprintf("ADMIN CANCEL DDL JOBS %d", id)).Scan(&gotID, &result); err != nil || !strings.Contains(result, "finished") {
+		t.Errorf("cancelling a finished job: %q %v", result, err)
+	}
+	var state string
+	var rowsDone, estimate int64
+	var schema, table, typ, stage string
+	var st, end, query, jobErr sql.NullString
+	if err := admin.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &st, &end, &query, &jobErr); err != nil || state != "cancelled" {
+		t.Errorf("job after cancelling: %s, %v", state, err)
+	}
+	if got := showCreate(t, direct, "t"); got != before {
+		t.Errorf("definition changed:\n%s", got)
+	}
+	if l := leftovers(t, direct); len(l) > 0 {
+		t.Errorf("tables left behind: %v", l)
+	}
+}
