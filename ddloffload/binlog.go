@@ -43,21 +43,30 @@ type stream struct {
 	done   chan struct{}
 }
 
-// masterPos is where the backend's binary log ends now. MySQL 8.4 renamed
-// SHOW MASTER STATUS; try the old name, then the new.
-func masterPos(c *client.Conn) (mysql.Position, error) {
+// binlogStatus runs SHOW MASTER STATUS, or its MySQL 8.4 name SHOW BINARY
+// LOG STATUS: file, position, Binlog_Do_DB, Binlog_Ignore_DB, ...
+func binlogStatus(c *client.Conn) (*mysql.Result, error) {
 	r, err := c.Execute("SHOW MASTER STATUS")
 	if err != nil {
 		var me *mysql.MyError
 		if !errors.As(err, &me) || me.Code != mysql.ER_PARSE_ERROR {
-			return mysql.Position{}, err
+			return nil, err
 		}
 		if r, err = c.Execute("SHOW BINARY LOG STATUS"); err != nil {
-			return mysql.Position{}, err
+			return nil, err
 		}
 	}
 	if r.RowNumber() == 0 {
-		return mysql.Position{}, errors.New("the backend's binary log is off")
+		return nil, errors.New("the backend's binary log is off")
+	}
+	return r, nil
+}
+
+// masterPos is where the backend's binary log ends now.
+func masterPos(c *client.Conn) (mysql.Position, error) {
+	r, err := binlogStatus(c)
+	if err != nil {
+		return mysql.Position{}, err
 	}
 	file, _ := r.GetString(0, 0)
 	pos, _ := r.GetUint(0, 1)
@@ -331,6 +340,9 @@ func (r *runner) startBinlog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := binlogFiltered(r.logConn, r.t.Schema); err != nil {
+		return err
+	}
 	r.stream, err = startStream(r.p.backend, user, r.t, from)
 	if err != nil {
 		return err
@@ -352,3 +364,30 @@ func (s *stream) requeue(keys [][]string) {
 // (SHOW MASTER STATUS needs REPLICATION CLIENT, which the job's user may
 // lack).
 func (r *runner) binlogEnd() (mysql.Position, error) { return masterPos(r.logConn) }
+
+// binlogFiltered refuses a schema the backend leaves out of its binary log
+// (binlog_do_db / binlog_ignore_db): the job would not see its changes.
+func binlogFiltered(c *client.Conn, schema string) error {
+	r, err := binlogStatus(c)
+	if err != nil {
+		return err
+	}
+	if r.ColumnNumber() < 4 {
+		return nil
+	}
+	doDB, _ := r.GetString(0, 2)
+	ignoreDB, _ := r.GetString(0, 3)
+	listed := func(list string) bool {
+		for _, db := range strings.Split(list, ",") {
+			if strings.TrimSpace(db) == schema {
+				return true
+			}
+		}
+		return false
+	}
+	if (doDB != "" && !listed(doDB)) || listed(ignoreDB) {
+		return mysql.NewError(mysql.ER_OPTION_PREVENTS_STATEMENT, fmt.Sprintf(
+			"tableproxy cannot add an index online: the backend's binary log leaves out schema %s (binlog_do_db=%q, binlog_ignore_db=%q)", schema, doDB, ignoreDB))
+	}
+	return nil
+}

@@ -138,13 +138,8 @@ func openRegistry(dir string, keep int) (*registry, error) {
 func (g *registry) add(j Job) (*jobRec, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, r := range g.jobs {
-		r.mu.Lock()
-		busy := r.job.State == StateRunning && r.job.Schema == j.Schema && r.job.Table == j.Table
-		r.mu.Unlock()
-		if busy {
-			return nil, errUnsupported(fmt.Sprintf("job %d is already adding an index to %s", r.job.ID, tableName(j.Schema, j.Table)))
-		}
+	if id, busy := g.runningOnLocked(j.Schema, j.Table); busy {
+		return nil, errUnsupported(fmt.Sprintf("job %d is already adding an index to %s", id, tableName(j.Schema, j.Table)))
 	}
 	j.ID = g.nextID
 	rec := &jobRec{job: j}
@@ -181,6 +176,25 @@ func (g *registry) list() []Job {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
 	return out
+}
+
+// runningOn returns the id of the job running on schema.table, if any.
+func (g *registry) runningOn(schema, table string) (int64, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.runningOnLocked(schema, table)
+}
+
+func (g *registry) runningOnLocked(schema, table string) (int64, bool) {
+	for id, r := range g.jobs {
+		r.mu.Lock()
+		busy := r.job.State == StateRunning && r.job.Schema == schema && r.job.Table == table
+		r.mu.Unlock()
+		if busy {
+			return id, true
+		}
+	}
+	return 0, false
 }
 
 // get returns the job with id.

@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -105,6 +106,7 @@ type Plugin struct {
 	cached  CachedFunc
 
 	parsers sync.Pool
+	running atomic.Int32 // jobs running; DDL is checked against them only then
 
 	ctx    context.Context // cancelled by Close: running jobs fail and clean up
 	cancel context.CancelFunc
@@ -176,6 +178,11 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 	}
 	switch st.Kind {
 	case plugins.KindDDL:
+		if p.running.Load() > 0 {
+			if a, busy := p.refuseBusy(st); busy {
+				return a
+			}
+		}
 		if st.Command != plugins.ComQuery {
 			return plugins.Continue
 		}
@@ -208,6 +215,29 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		return p.admin(st)
 	}
 	return plugins.Continue
+}
+
+// refuseBusy refuses DDL on a table while a job adds an index to it: the
+// job would fail on seeing it. The client gets the error a DDL waiting
+// for the table's metadata lock would get. A new ADD INDEX on the table
+// is left to the registry, which names the job.
+func (p *Plugin) refuseBusy(st *plugins.Statement) (plugins.Action, bool) {
+	pr := p.parsers.Get().(*parser.Parser)
+	defer p.parsers.Put(pr)
+	if _, isAdd := parseRequest(pr, st.SQL, st.DB); isAdd {
+		return plugins.Continue, false
+	}
+	tables, ok := tablesIn(pr, st.SQL, st.DB)
+	if !ok {
+		return plugins.Continue, false
+	}
+	for _, t := range tables {
+		if id, busy := p.jobs.runningOn(t.schema, t.table); busy {
+			return plugins.RefuseWith(mysql.NewError(mysql.ER_LOCK_WAIT_TIMEOUT, fmt.Sprintf(
+				"Lock wait timeout exceeded; tableproxy DDL job %d is adding an index to %s: try again when it ends (ADMIN SHOW DDL JOBS)", id, tableName(t.schema, t.table)))), true
+		}
+	}
+	return plugins.Continue, false
 }
 
 // sessionSeesBaseTable asks the session's own connection what the name

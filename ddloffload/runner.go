@@ -63,6 +63,8 @@ func (p *Plugin) runJob(user, query string, req *Request) *mysql.MyError {
 	}
 	p.wg.Add(1)
 	defer p.wg.Done()
+	p.running.Add(1)
+	defer p.running.Add(-1)
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
 	rec.mu.Lock()

@@ -572,6 +572,11 @@ func TestDDLTableChangedDuringJob(t *testing.T) {
 		err := direct.QueryRow("SELECT COUNT(*) FROM `_t_new`").Scan(&n)
 		return err == nil && n > 0, err
 	})
+	// Through the proxy, DDL on the table waits for the job's end instead.
+	_, err := app.Exec("ALTER TABLE t ADD COLUMN y INT")
+	wantError(t, err, 1205, "is adding an index to")
+	_, err = app.Exec("CREATE INDEX other ON t (pad)")
+	wantError(t, err, 1235, "is already adding an index to")
 	if _, err := direct.Exec("ALTER TABLE t ADD COLUMN z INT"); err != nil {
 		t.Fatal(err)
 	}
