@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// errConnect is a connection the job could not open; in the cut-over, the
+// attempt is retried.
+var errConnect = errors.New("cannot connect to the backend")
+
 // errRetry marks a cut-over attempt that gave up within its bound and
 // changed nothing; the next attempt may succeed.
 type errRetry struct{ err error }
@@ -73,7 +77,7 @@ func (r *runner) swap(ctx context.Context) error {
 
 	rn, err := r.connect(ctx)
 	if err != nil {
-		return err
+		return errRetry{err}
 	}
 	defer rn.Close()
 	var lockedAt time.Time
@@ -109,7 +113,7 @@ func (r *runner) swap(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		if !r.swapped.Load() && ctx.Err() == nil && (isLockTimeout(err) || errors.Is(err, errBehind)) {
+		if !r.swapped.Load() && ctx.Err() == nil && (isLockTimeout(err) || errors.Is(err, errBehind) || errors.Is(err, errConnect)) {
 			return errRetry{err}
 		}
 		return err

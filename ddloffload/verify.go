@@ -19,7 +19,7 @@ import (
 func (r *runner) syncFrozen(ctx context.Context, attempts int, wait, streamWait time.Duration, during func(unlock func()) error) error {
 	l, err := r.connect(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errConnect, err)
 	}
 	defer l.Close()
 	if err := r.lockTables(ctx, l, r.t.name()+" READ", attempts, wait); err != nil {
