@@ -127,7 +127,12 @@ func openRegistry(dir string, keep int) (*registry, error) {
 		return nil, fmt.Errorf("ddl jobs %s: %w", g.path, err)
 	}
 	for _, j := range list {
-		g.jobs[j.ID] = &jobRec{job: j}
+		rec := &jobRec{job: j}
+		rec.rowsDone.Store(j.RowsDone)
+		if i := slices.Index(stageNames[:], j.Stage); i >= 0 {
+			rec.stage.Store(int32(i))
+		}
+		g.jobs[j.ID] = rec
 		g.nextID = max(g.nextID, j.ID+1)
 	}
 	return g, nil

@@ -20,6 +20,7 @@ package ddloffload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -376,47 +377,78 @@ func jobsResultset(jobs []Job, limit int64) (*mysql.Resultset, error) {
 	return mysql.BuildSimpleTextResultset(jobsColumns, rows)
 }
 
-// recover marks jobs that were running when the proxy stopped as failed,
-// and drops what they left: a shadow that was never swapped in. (A job that
-// was stopped after its RENAME finished the swap; its kept old table is
-// dropped by the janitor like any other.)
+// recover settles jobs that were running when the proxy stopped. A job
+// stopped before its RENAME failed: its shadow is dropped, the original was
+// never touched. A job stopped after it (the shadow's name is gone and the
+// old table is there, which preflight ruled out before the job) succeeded:
+// it is marked done and its old table kept for the retention like any other.
 func (p *Plugin) recover() {
 	for _, rec := range p.jobs.records() {
 		j := rec.snapshot()
 		if j.State != StateRunning {
 			continue
 		}
-		p.log.Warn("ddl: job was interrupted by a proxy stop; marking it failed", "job", j.ID, "table", j.Schema+"."+j.Table, "stage", j.Stage)
-		err := p.jobs.update(rec, func(j *Job) {
-			j.State, j.End = StateFailed, time.Now()
-			j.Error = "interrupted by a proxy restart during stage " + j.Stage
-		})
-		if err != nil {
-			p.log.Error("ddl: cannot record the interrupted job", "job", j.ID, "err", err)
-		}
-		if j.Shadow != "" {
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				p.dropLeftover(j)
-			}()
-		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.settle(rec, j)
+		}()
 	}
 }
 
-// dropLeftover drops an interrupted job's shadow table, if it is still
-// there (if the swap happened, the shadow's name no longer exists).
-func (p *Plugin) dropLeftover(j Job) {
-	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-	defer cancel()
-	c, err := p.backend.Connect(ctx, j.User, "")
+func (p *Plugin) settle(rec *jobRec, j Job) {
+	log := p.log.With("job", j.ID, "table", j.Schema+"."+j.Table, "stage", j.Stage)
+	swapped := false
+	if j.Shadow != "" {
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		defer cancel()
+		c, err := p.backend.Connect(ctx, j.User, "")
+		if err != nil {
+			log.Error("ddl: cannot settle a job interrupted by a proxy stop; its shadow may remain", "err", err)
+			return // still running in the list: the next start tries again
+		}
+		defer c.Close()
+		exists := func(name string) (bool, error) {
+			r, err := c.Execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", j.Schema, name)
+			if err != nil {
+				return false, err
+			}
+			n, _ := r.GetInt(0, 0)
+			return n > 0, nil
+		}
+		hasShadow, err1 := exists(j.Shadow)
+		hasOld, err2 := exists(j.Old)
+		if err := errors.Join(err1, err2); err != nil {
+			log.Error("ddl: cannot settle a job interrupted by a proxy stop", "err", err)
+			return
+		}
+		switch {
+		case hasShadow:
+			if _, err := c.Execute("DROP TABLE IF EXISTS " + tableName(j.Schema, j.Shadow)); err != nil {
+				log.Error("ddl: cannot drop an interrupted job's shadow table", "err", err)
+				return
+			}
+		case hasOld && (j.Stage == StageCutOver.String() || j.Stage == StageCleanup.String()):
+			swapped = true
+		}
+	}
+	err := p.jobs.update(rec, func(j *Job) {
+		j.End = time.Now()
+		if swapped {
+			j.State, j.Stage = StateDone, StageDone.String()
+			j.DropOldAt = time.Now().Add(time.Duration(*p.opts.OldTableRetention))
+			return
+		}
+		j.State = StateFailed
+		j.Error = "interrupted by a proxy restart during stage " + j.Stage
+	})
 	if err != nil {
-		p.log.Warn("ddl: cannot drop an interrupted job's shadow table", "job", j.ID, "err", err)
+		log.Error("ddl: cannot record how an interrupted job ended", "err", err)
 		return
 	}
-	defer c.Close()
-	if _, err := c.Execute("DROP TABLE IF EXISTS " + tableName(j.Schema, j.Shadow)); err != nil {
-		p.log.Warn("ddl: cannot drop an interrupted job's shadow table", "job", j.ID, "err", err)
+	log.Warn("ddl: job interrupted by a proxy stop settled", "swapped", swapped)
+	if swapped && *p.opts.OldTableRetention == 0 {
+		p.dropDueOldTables()
 	}
 }
 

@@ -621,6 +621,14 @@ func TestDDLRefusesCachedTable(t *testing.T) {
 func TestDDLSessionCases(t *testing.T) {
 	e := newDDLEnv(t)
 	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable, "CREATE VIEW `"+e.db+"`.v AS SELECT * FROM `"+e.db+"`.t")
+	rows, err := e.open(t, e.admin).Query("ADMIN SHOW DDL JOBS")
+	if err != nil {
+		t.Fatalf("ADMIN SHOW DDL JOBS with no jobs: %v", err)
+	}
+	if cols, _ := rows.Columns(); len(cols) != 12 || rows.Next() {
+		t.Errorf("ADMIN SHOW DDL JOBS with no jobs: columns %v, or a row", cols)
+	}
+	rows.Close()
 	ctx := context.Background()
 	conn, err := e.open(t, e.app).Conn(ctx)
 	if err != nil {
@@ -752,5 +760,46 @@ func TestDDLCancel(t *testing.T) {
 	}
 	if l := leftovers(t, direct); len(l) > 0 {
 		t.Errorf("tables left behind: %v", l)
+	}
+}
+
+// TestDDLRecoversSwappedJob: a proxy stopped between its RENAME and the
+// record of it left a job "running" at cut-over, the new table in place and
+// the old one renamed. The next start sees the swap happened: the job is
+// done and the old table is dropped (retention 0).
+func TestDDLRecoversSwappedJob(t *testing.T) {
+	e := newDDLEnv(t)
+	e.proxy.stop(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable, "CREATE TABLE `"+e.db+"`._t_old "+ddlTestTable,
+		"CREATE TABLE `"+e.db+"`.u "+ddlTestTable, "CREATE TABLE `"+e.db+"`._u_new "+ddlTestTable)
+	jobs := fmt.Sprintf(`[{"id": 7, "schema": %q, "table": "t", "type": "add index", "user": %q, "state": "running", "stage": "cut-over", "start": "2026-01-01T00:00:00Z", "shadow": "_t_new", "old": "_t_old"},
+{"id": 8, "schema": %q, "table": "u", "type": "add index", "user": %q, "state": "running", "stage": "cut-over", "start": "2026-01-01T00:00:00Z", "shadow": "_u_new", "old": "_u_old"}]`,
+		e.db, e.app.name, e.db, e.app.name)
+	if err := os.WriteFile(e.dataDir+"/ddl_jobs.json", []byte(jobs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.start(t)
+	direct := e.direct(t)
+	waitFor(t, 10*time.Second, "the old table and the shadow to be dropped", func() (bool, error) {
+		l := leftovers(t, direct)
+		return len(l) == 0, fmt.Errorf("left: %v", l)
+	})
+	rows, err := e.open(t, e.admin).Query("ADMIN SHOW DDL JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id, rowsDone, estimate int64
+		var schema, table, typ, state, stage string
+		var st, end, query, jobErr sql.NullString
+		if err := rows.Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &st, &end, &query, &jobErr); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d %s %s", id, table, state))
+	}
+	if strings.Join(got, ", ") != "8 u failed, 7 t done" {
+		t.Errorf("jobs after the restart: %v", got)
 	}
 }
