@@ -10,8 +10,9 @@
 // (every change after the job's starting binary-log position marks its key
 // dirty, and dirty keys are copied again from the table, so the shadow
 // converges whatever order copies and changes happened in); a write that
-// bypasses the proxy during the swap (the table is write-locked while the
-// last changes are applied and the RENAME is queued behind that lock); a
+// bypasses the proxy during the swap (the table is read-locked, so writers
+// wait and readers go on, while the last changes are applied and the
+// RENAME is queued behind that lock); a
 // duplicate for a UNIQUE index (the backend's own index build on the shadow
 // reports it, before anything is swapped); DDL on the table during the job,
 // or a break in the binary log (the job fails and drops its shadow; the
