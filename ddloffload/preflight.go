@@ -20,6 +20,16 @@ func (r *runner) preflight(ctx context.Context) error {
 		return err
 	}
 	r.connID.Store(r.conn.GetConnectionID())
+	// The control connection applies dirty keys while writers run: it waits
+	// a second at most for a row an application holds, and retries the key
+	// on a later pass rather than wait on a long transaction. (Not the copy
+	// workers: with innodb_autoinc_lock_mode=1, the default, each INSERT
+	// ... SELECT into a table with an AUTO_INCREMENT column holds the
+	// table's AUTO-INC lock to its end, so the workers' inserts queue for
+	// one another.)
+	if _, err := r.conn.Execute("SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
+		return err
+	}
 	t, err := loadTable(r.conn, r.req.Schema, r.req.Table)
 	if err != nil {
 		return err

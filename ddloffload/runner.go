@@ -190,12 +190,10 @@ func (r *runner) connect(ctx context.Context) (*client.Conn, error) {
 // AUTO_INCREMENT value 0 copied as 0, TIMESTAMPs read and written in UTC,
 // backslash escapes in literals (quoteString relies on it), reads that
 // take no locks (READ COMMITTED: each copy reads the latest committed rows
-// without locking them, as InnoDB does under a ROW binary log), and row
-// lock waits of a second at most: the job retries later rather than wait
-// on an application's long transaction.
+// without locking them, as InnoDB does under a ROW binary log).
 func sessionSetup(c *client.Conn) error {
 	for _, q := range []string{
-		"SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00', innodb_lock_wait_timeout = 1",
+		"SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
 		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 	} {
 		if _, err := c.Execute(q); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -43,6 +44,12 @@ func (e *ddlEnv) start(t *testing.T) {
 	e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: yaml, admins: []account{e.admin}, dataDir: e.dataDir})
 }
 
+// seed creates table t with rows rows, u unique.
+func (e *ddlEnv) seed(t *testing.T, rows int) {
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
+		fmt.Sprintf("INSERT INTO `%s`.t (id, k, c, pad, u) SELECT seq, seq %% 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_%d", e.db, rows))
+}
+
 func (e *ddlEnv) open(t *testing.T, a account) *sql.DB {
 	return testdb.Open(t, testdb.DSN(e.proxy.addr, a.name, a.password, e.db, nil))
 }
@@ -73,6 +80,47 @@ func tableSum(t *testing.T, db *sql.DB, table string) string {
 	return fmt.Sprintf("%d rows, xor %s, sum %s", n, x, s)
 }
 
+// ddlJob is a row of ADMIN SHOW DDL JOBS.
+type ddlJob struct {
+	ID                                int64
+	Schema, Table, Type, State, Stage string
+	RowsDone, Estimate                int64
+	Start, End, Query, Err            sql.NullString
+}
+
+// showJobs runs ADMIN SHOW DDL JOBS, newest job first.
+func showJobs(db *sql.DB) ([]ddlJob, error) {
+	rows, err := db.Query("ADMIN SHOW DDL JOBS")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if cols, _ := rows.Columns(); len(cols) != 12 {
+		return nil, fmt.Errorf("ADMIN SHOW DDL JOBS has columns %v", cols)
+	}
+	var jobs []ddlJob
+	for rows.Next() {
+		var j ddlJob
+		if err := rows.Scan(&j.ID, &j.Schema, &j.Table, &j.Type, &j.State, &j.Stage, &j.RowsDone, &j.Estimate, &j.Start, &j.End, &j.Query, &j.Err); err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
+
+// lastJob is the newest job.
+func lastJob(db *sql.DB) (ddlJob, error) {
+	jobs, err := showJobs(db)
+	if err == nil && len(jobs) == 0 {
+		err = errors.New("no jobs")
+	}
+	if err != nil {
+		return ddlJob{}, err
+	}
+	return jobs[0], nil
+}
+
 func leftovers(t *testing.T, db *sql.DB) []string {
 	t.Helper()
 	rows, err := db.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND (TABLE_NAME LIKE '\\_%\\_new' OR TABLE_NAME LIKE '\\_%\\_old')")
@@ -92,6 +140,56 @@ func leftovers(t *testing.T, db *sql.DB) []string {
 const ddlTestTable = `(id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, c VARCHAR(64) NOT NULL,
 	pad CHAR(32) NOT NULL, u INT NULL, KEY k_idx (k)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
 
+// mirrored runs writers, one goroutine each: writer w makes statement
+// op(w, i) (%s for the table) on t through its connection, then the same
+// on ref directly, so that ref is what t must hold.
+type mirrored struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	errs chan error
+	ops  atomic.Int64
+}
+
+func startMirrored(writers []*sql.DB, direct *sql.DB, op func(w, i int) string) *mirrored {
+	m := &mirrored{done: make(chan struct{}), errs: make(chan error, len(writers))}
+	for w, through := range writers {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-m.done:
+					return
+				default:
+				}
+				stmt := op(w, i)
+				if _, err := through.Exec(fmt.Sprintf(stmt, "t")); err != nil {
+					m.errs <- fmt.Errorf("writer %d on t: %s: %w", w, stmt, err)
+					return
+				}
+				if _, err := direct.Exec(fmt.Sprintf(stmt, "ref")); err != nil {
+					m.errs <- fmt.Errorf("writer %d on ref: %w", w, err)
+					return
+				}
+				m.ops.Add(1)
+			}
+		}()
+	}
+	return m
+}
+
+// stop ends the writers and returns the first error one met.
+func (m *mirrored) stop() error {
+	close(m.done)
+	m.wg.Wait()
+	select {
+	case err := <-m.errs:
+		return err
+	default:
+		return nil
+	}
+}
+
 // TestDDLAddIndexUnderWrites adds indexes through the proxy to a table of
 // 40,000 rows while writers change it through the proxy and directly.
 // Every write is made again, identically, to a reference table that never
@@ -107,79 +205,45 @@ func TestDDLAddIndexUnderWrites(t *testing.T) {
 		"INSERT INTO `"+e.db+"`.ref SELECT * FROM `"+e.db+"`.t")
 	app, admin, direct := e.open(t, e.app), e.open(t, e.admin), e.direct(t)
 
-	// Writer w changes only ids congruent to w mod len(writers), so the
-	// order between writers never matters, and applies each change to t and
-	// then to ref. Half write through the proxy, half directly.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var ops, jobOps atomic.Int64
-	var jobRunning atomic.Bool
+	// Writer w changes only ids congruent to w mod n, so the order between
+	// writers never matters. Half write through the proxy, half directly.
 	writers := []*sql.DB{app, direct, app, direct}
-	errs := make(chan error, len(writers))
-	for w, through := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			next := rows + len(writers) + w - (rows+len(writers))%len(writers) // > rows, congruent to w
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				n := len(writers)
-				id := (i*7919)%rows + 1
-				id += (w - id%n + n) % n // congruent to w
-				var stmt string
-				switch i % 4 {
-				case 0:
-					stmt = fmt.Sprintf("INSERT INTO %%s (id, k, c, pad, u) VALUES (%d, %d, 'new-%d', MD5(%d), %d)", next, next%1000, next, next, next)
-					next += len(writers)
-				case 1:
-					stmt = fmt.Sprintf("UPDATE %%s SET k = k + 1, c = CONCAT(LEFT(c, 50), '+'), u = IF(u IS NULL, id + 1000000, NULL) WHERE id = %d", id)
-				case 2:
-					stmt = fmt.Sprintf("DELETE FROM %%s WHERE id = %d", id)
-				case 3:
-					// A change of primary key: the row moves.
-					stmt = fmt.Sprintf("UPDATE %%s SET id = %d WHERE id = %d", next, id)
-					next += len(writers)
-				}
-				if _, err := through.Exec(fmt.Sprintf(stmt, "t")); err != nil {
-					errs <- fmt.Errorf("writer %d on t: %s: %w", w, stmt, err)
-					return
-				}
-				if _, err := direct.Exec(fmt.Sprintf(stmt, "ref")); err != nil {
-					errs <- fmt.Errorf("writer %d on ref: %w", w, err)
-					return
-				}
-				ops.Add(1)
-				if jobRunning.Load() {
-					jobOps.Add(1)
-				}
-			}
-		}()
+	n := len(writers)
+	next := make([]int, n)
+	for w := range next {
+		next[w] = rows + n + w - (rows+n)%n // > rows, congruent to w
 	}
+	m := startMirrored(writers, direct, func(w, i int) string {
+		id := (i*7919)%rows + 1
+		id += (w - id%n + n) % n // congruent to w
+		switch i % 4 {
+		case 0:
+			next[w] += n
+			return fmt.Sprintf("INSERT INTO %%s (id, k, c, pad, u) VALUES (%d, %d, 'new-%d', MD5(%d), %d)", next[w], next[w]%1000, next[w], next[w], next[w])
+		case 1:
+			return fmt.Sprintf("UPDATE %%s SET k = k + 1, c = CONCAT(LEFT(c, 50), '+'), u = IF(u IS NULL, id + 1000000, NULL) WHERE id = %d", id)
+		case 2:
+			return fmt.Sprintf("DELETE FROM %%s WHERE id = %d", id)
+		}
+		// A change of primary key: the row moves.
+		next[w] += n
+		return fmt.Sprintf("UPDATE %%s SET id = %d WHERE id = %d", next[w], id)
+	})
 	time.Sleep(200 * time.Millisecond)
 
-	jobRunning.Store(true)
-	start := time.Now()
+	opsBefore, start := m.ops.Load(), time.Now()
 	_, err := app.Exec("ALTER TABLE t ADD INDEX idx_c (c), ADD UNIQUE INDEX uq_u (u), ADD KEY (k, pad)")
-	took := time.Since(start)
-	jobRunning.Store(false)
+	took, jobOps := time.Since(start), m.ops.Load()-opsBefore
 	time.Sleep(200 * time.Millisecond) // writes after the swap reach the new table
-	close(stop)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := m.stop(); err != nil {
 		t.Fatal(err)
-	default:
 	}
 	if err != nil {
 		t.Fatalf("ALTER through the proxy: %v", err)
 	}
-	t.Logf("job took %s over %d rows; %d writes during the job, %d in all", took, rows, jobOps.Load(), ops.Load())
-	if jobOps.Load() < 50 {
-		t.Errorf("only %d writes ran during the job; the test proves little", jobOps.Load())
+	t.Logf("job took %s over %d rows; %d writes during the job, %d in all", took, rows, jobOps, m.ops.Load())
+	if jobOps < 50 {
+		t.Errorf("only %d writes ran during the job; the test proves little", jobOps)
 	}
 
 	if _, err := direct.Exec("ALTER TABLE ref ADD INDEX idx_c (c), ADD UNIQUE INDEX uq_u (u), ADD KEY (k, pad)"); err != nil {
@@ -196,16 +260,12 @@ func TestDDLAddIndexUnderWrites(t *testing.T) {
 	}
 
 	// The job is listed, done, with its rows.
-	var id int64
-	var schema, table, typ, state, stage, start0 string
-	var rowsDone, estimate int64
-	var end0, query, jobErr sql.NullString
-	err = admin.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &start0, &end0, &query, &jobErr)
+	j, err := lastJob(admin)
 	if err != nil {
 		t.Fatalf("ADMIN SHOW DDL JOBS: %v", err)
 	}
-	if schema != e.db || table != "t" || typ != "add unique index" || state != "done" || stage != "done" || rowsDone < rows/2 || !end0.Valid {
-		t.Errorf("job row: %d %s %s %s %s %s rows %d/%d end %v err %v", id, schema, table, typ, state, stage, rowsDone, estimate, end0, jobErr)
+	if j.Schema != e.db || j.Table != "t" || j.Type != "add unique index" || j.State != "done" || j.Stage != "done" || j.RowsDone < rows/2 || !j.End.Valid {
+		t.Errorf("job row: %+v", j)
 	}
 	_, err = app.Query("ADMIN SHOW DDL JOBS")
 	wantError(t, err, 1227, "Access denied")
@@ -306,20 +366,13 @@ func TestDDLJobsSurviveRestart(t *testing.T) {
 	e.proxy.stop(t)
 	e.start(t)
 	admin := e.open(t, e.admin)
-	rows, err := admin.Query("ADMIN SHOW DDL JOBS")
+	list, err := showJobs(admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
 	var jobs []string
-	for rows.Next() {
-		var id, rowsDone, estimate int64
-		var schema, table, typ, state, stage string
-		var start, end, query, jobErr sql.NullString
-		if err := rows.Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &start, &end, &query, &jobErr); err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, fmt.Sprintf("%s %s %s rows=%d %s", table, typ, state, rowsDone, query.String))
+	for _, j := range list {
+		jobs = append(jobs, fmt.Sprintf("%s %s %s rows=%d %s", j.Table, j.Type, j.State, j.RowsDone, j.Query.String))
 	}
 	if len(jobs) != 1 || !regexp.MustCompile(`^t add index done rows=2 CREATE INDEX ic ON t \(c\)$`).MatchString(jobs[0]) {
 		t.Errorf("jobs after a restart: %q", jobs)
@@ -352,9 +405,7 @@ func rowDiff(t *testing.T, db *sql.DB, a, b string) string {
 // row, and nothing is left behind.
 func TestDDLDuplicateDuringJob(t *testing.T) {
 	e := newDDLEnv(t)
-	e.backend.Exec(t,
-		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
-		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_60000")
+	e.seed(t, 60000)
 	app, direct := e.open(t, e.app), e.direct(t)
 	before := showCreate(t, direct, "t")
 	done := make(chan error, 1)
@@ -403,55 +454,25 @@ func TestDDLCompositeStringKey(t *testing.T) {
 		"INSERT INTO `"+e.db+"`.t SELECT region, n, CONCAT('v·', n), UNHEX(HEX(n)) FROM ("+strings.Join(values, " UNION ALL ")+") x",
 		"INSERT INTO `"+e.db+"`.ref SELECT * FROM `"+e.db+"`.t")
 	app, direct := e.open(t, e.app), e.direct(t)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var ops atomic.Int64
-	errs := make(chan error, 2)
-	for w, through := range []*sql.DB{app, direct} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ops.Add(1)
-				r := regions[(2*i+w)%len(regions)] // writer w owns every other region
-				n := 4294960000 - ((2*i+w)%len(regions))*7 + 1 + (i*37)%2500
-				var stmt string
-				switch i % 3 {
-				case 0:
-					stmt = fmt.Sprintf("UPDATE %%s SET v = CONCAT(v, '+'), b = NULL WHERE region = '%s' AND n = %d", r, n)
-				case 1:
-					stmt = fmt.Sprintf("DELETE FROM %%s WHERE region = '%s' AND n = %d", r, n)
-				case 2:
-					stmt = fmt.Sprintf("INSERT INTO %%s VALUES ('%s', %d, 'again', NULL) ON DUPLICATE KEY UPDATE v = 'dup'", strings.ToUpper(r), n)
-				}
-				if _, err := through.Exec(fmt.Sprintf(stmt, "t")); err != nil {
-					errs <- fmt.Errorf("t: %s: %w", stmt, err)
-					return
-				}
-				if _, err := direct.Exec(fmt.Sprintf(stmt, "ref")); err != nil {
-					errs <- fmt.Errorf("ref: %w", err)
-					return
-				}
-			}
-		}()
-	}
+	m := startMirrored([]*sql.DB{app, direct}, direct, func(w, i int) string {
+		r := regions[(2*i+w)%len(regions)] // writer w owns every other region
+		n := 4294960000 - ((2*i+w)%len(regions))*7 + 1 + (i*37)%2500
+		switch i % 3 {
+		case 0:
+			return fmt.Sprintf("UPDATE %%s SET v = CONCAT(v, '+'), b = NULL WHERE region = '%s' AND n = %d", r, n)
+		case 1:
+			return fmt.Sprintf("DELETE FROM %%s WHERE region = '%s' AND n = %d", r, n)
+		}
+		return fmt.Sprintf("INSERT INTO %%s VALUES ('%s', %d, 'again', NULL) ON DUPLICATE KEY UPDATE v = 'dup'", strings.ToUpper(r), n)
+	})
 	time.Sleep(100 * time.Millisecond)
-	opsBefore := ops.Load()
+	opsBefore := m.ops.Load()
 	_, err := app.Exec("CREATE INDEX iv ON t (v(8), b)")
-	if n := ops.Load() - opsBefore; n < 50 {
+	if n := m.ops.Load() - opsBefore; n < 50 {
 		t.Errorf("only %d writes during the job", n)
 	}
-	close(stop)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := m.stop(); err != nil {
 		t.Fatal(err)
-	default:
 	}
 	if err != nil {
 		t.Fatalf("CREATE INDEX through the proxy: %v", err)
@@ -483,9 +504,7 @@ func TestDDLCompositeStringKey(t *testing.T) {
 // listed as failed and its shadow is gone.
 func TestDDLProxyKilledDuringJob(t *testing.T) {
 	e := newDDLEnv(t)
-	e.backend.Exec(t,
-		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
-		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_150000")
+	e.seed(t, 150000)
 	direct := e.direct(t)
 	before, sumBefore := showCreate(t, direct, "t"), tableSum(t, direct, "t")
 
@@ -511,12 +530,9 @@ func TestDDLProxyKilledDuringJob(t *testing.T) {
 	// Other sessions watch it run.
 	watcher := testdb.Open(t, testdb.DSN(doomed.addr, e.admin.name, e.admin.password, e.db, nil))
 	waitFor(t, 10*time.Second, "ADMIN SHOW DDL JOBS to show progress", func() (bool, error) {
-		var id, rowsDone, estimate int64
-		var schema, table, typ, state, stage string
-		var start, end, query, jobErr sql.NullString
-		err := watcher.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &start, &end, &query, &jobErr)
-		return err == nil && state == "running" && stage == "backfill" && rowsDone > 0 && estimate > 100000 && !end.Valid,
-			fmt.Errorf("%s %s %d/%d %v", state, stage, rowsDone, estimate, err)
+		j, err := lastJob(watcher)
+		return err == nil && j.State == "running" && j.Stage == "backfill" && j.RowsDone > 0 && j.Estimate > 100000 && !j.End.Valid,
+			fmt.Errorf("%+v %v", j, err)
 	})
 	_ = doomed.cmd.Process.Kill()
 	<-doomed.done
@@ -527,16 +543,8 @@ func TestDDLProxyKilledDuringJob(t *testing.T) {
 		l := leftovers(t, direct)
 		return len(l) == 0, fmt.Errorf("left: %v", l)
 	})
-	var state, stage string
-	var jobErr sql.NullString
-	var id, rowsDone, estimate int64
-	var schema, table, typ string
-	var start, end, query sql.NullString
-	if err := admin.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &start, &end, &query, &jobErr); err != nil {
-		t.Fatal(err)
-	}
-	if state != "failed" || !strings.Contains(jobErr.String, "interrupted") {
-		t.Errorf("job after the restart: %s at %s: %v", state, stage, jobErr)
+	if j, err := lastJob(admin); err != nil || j.State != "failed" || !strings.Contains(j.Err.String, "interrupted") {
+		t.Errorf("job after the restart: %+v, %v", j, err)
 	}
 	if got := showCreate(t, direct, "t"); got != before {
 		t.Errorf("definition changed:\n%s", got)
@@ -558,9 +566,7 @@ func writeFile(path, content string) error {
 // while the job copies fails the job cleanly.
 func TestDDLTableChangedDuringJob(t *testing.T) {
 	e := newDDLEnv(t)
-	e.backend.Exec(t,
-		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
-		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_100000")
+	e.seed(t, 100000)
 	app, direct := e.open(t, e.app), e.direct(t)
 	done := make(chan error, 1)
 	go func() {
@@ -621,14 +627,9 @@ func TestDDLRefusesCachedTable(t *testing.T) {
 func TestDDLSessionCases(t *testing.T) {
 	e := newDDLEnv(t)
 	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable, "CREATE VIEW `"+e.db+"`.v AS SELECT * FROM `"+e.db+"`.t")
-	rows, err := e.open(t, e.admin).Query("ADMIN SHOW DDL JOBS")
-	if err != nil {
-		t.Fatalf("ADMIN SHOW DDL JOBS with no jobs: %v", err)
+	if jobs, err := showJobs(e.open(t, e.admin)); err != nil || len(jobs) != 0 {
+		t.Errorf("ADMIN SHOW DDL JOBS with no jobs: %v, %v", jobs, err)
 	}
-	if cols, _ := rows.Columns(); len(cols) != 12 || rows.Next() {
-		t.Errorf("ADMIN SHOW DDL JOBS with no jobs: columns %v, or a row", cols)
-	}
-	rows.Close()
 	ctx := context.Background()
 	conn, err := e.open(t, e.app).Conn(ctx)
 	if err != nil {
@@ -665,9 +666,7 @@ func TestDDLCutOverWaitsForLongTransaction(t *testing.T) {
 	e.proxy.stop(t)
 	yaml := fmt.Sprintf("plugins:\n  - name: ddloffload\n    options: {workers: 1, chunk_rows: 500, old_table_retention: 0, cutover_hold: 1s, cutover_attempts: 10, binlog_user: %s}\n", e.admin.name)
 	e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: yaml, admins: []account{e.admin}, dataDir: e.dataDir})
-	e.backend.Exec(t,
-		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
-		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_200000")
+	e.seed(t, 200000)
 	app, admin, direct := e.open(t, e.app), e.open(t, e.admin), e.direct(t)
 	done := make(chan error, 1)
 	start := time.Now()
@@ -676,15 +675,8 @@ func TestDDLCutOverWaitsForLongTransaction(t *testing.T) {
 		done <- err
 	}()
 	waitFor(t, 30*time.Second, "the job to verify", func() (bool, error) {
-		var stage string
-		err := admin.QueryRow("SELECT 1").Err()
-		if err == nil {
-			var id, rowsDone, estimate int64
-			var schema, table, typ, state string
-			var st, end, query, jobErr sql.NullString
-			err = admin.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &st, &end, &query, &jobErr)
-		}
-		return stage == "verify", err
+		j, err := lastJob(admin)
+		return j.Stage == "verify", err
 	})
 	// Verify freezes the table for a moment at its start, then compares
 	// checksums for a while: open the transaction in between, so that it is
@@ -721,9 +713,7 @@ func TestDDLCutOverWaitsForLongTransaction(t *testing.T) {
 // error 1317, the table is untouched, and the shadow is gone.
 func TestDDLCancel(t *testing.T) {
 	e := newDDLEnv(t)
-	e.backend.Exec(t,
-		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
-		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_200000")
+	e.seed(t, 200000)
 	app, admin, direct := e.open(t, e.app), e.open(t, e.admin), e.direct(t)
 	before := showCreate(t, direct, "t")
 	done := make(chan error, 1)
@@ -733,11 +723,9 @@ func TestDDLCancel(t *testing.T) {
 	}()
 	var id int64
 	waitFor(t, 10*time.Second, "the job to copy", func() (bool, error) {
-		var rowsDone, estimate int64
-		var schema, table, typ, state, stage string
-		var st, end, query, jobErr sql.NullString
-		err := admin.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &st, &end, &query, &jobErr)
-		return err == nil && stage == "backfill" && rowsDone > 0, err
+		j, err := lastJob(admin)
+		id = j.ID
+		return err == nil && j.Stage == "backfill" && j.RowsDone > 0, err
 	})
 	var gotID int64
 	var result string
@@ -748,12 +736,8 @@ func TestDDLCancel(t *testing.T) {
 	if err := admin.QueryRow(fmt.Sprintf("ADMIN CANCEL DDL JOBS %d", id)).Scan(&gotID, &result); err != nil || !strings.Contains(result, "finished") {
 		t.Errorf("cancelling a finished job: %q %v", result, err)
 	}
-	var state string
-	var rowsDone, estimate int64
-	var schema, table, typ, stage string
-	var st, end, query, jobErr sql.NullString
-	if err := admin.QueryRow("ADMIN SHOW DDL JOBS").Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &st, &end, &query, &jobErr); err != nil || state != "cancelled" {
-		t.Errorf("job after cancelling: %s, %v", state, err)
+	if j, err := lastJob(admin); err != nil || j.State != "cancelled" {
+		t.Errorf("job after cancelling: %+v, %v", j, err)
 	}
 	if got := showCreate(t, direct, "t"); got != before {
 		t.Errorf("definition changed:\n%s", got)
@@ -784,20 +768,13 @@ func TestDDLRecoversSwappedJob(t *testing.T) {
 		l := leftovers(t, direct)
 		return len(l) == 0, fmt.Errorf("left: %v", l)
 	})
-	rows, err := e.open(t, e.admin).Query("ADMIN SHOW DDL JOBS")
+	list, err := showJobs(e.open(t, e.admin))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
 	var got []string
-	for rows.Next() {
-		var id, rowsDone, estimate int64
-		var schema, table, typ, state, stage string
-		var st, end, query, jobErr sql.NullString
-		if err := rows.Scan(&id, &schema, &table, &typ, &state, &stage, &rowsDone, &estimate, &st, &end, &query, &jobErr); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fmt.Sprintf("%d %s %s", id, table, state))
+	for _, j := range list {
+		got = append(got, fmt.Sprintf("%d %s %s", j.ID, j.Table, j.State))
 	}
 	if strings.Join(got, ", ") != "8 u failed, 7 t done" {
 		t.Errorf("jobs after the restart: %v", got)
