@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -40,6 +41,7 @@ func (t *tableInfo) rangeCond(kr keyRange) string {
 // rows against 11.5 s reading rows into the proxy and writing them back),
 // and it copies every value exactly, as the backend itself converts nothing.
 func (r *runner) backfill(ctx context.Context) error {
+	r.rec.copyStart.Store(time.Now().UnixNano())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ranges := make(chan keyRange, r.p.opts.Workers)

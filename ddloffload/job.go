@@ -64,6 +64,8 @@ type Job struct {
 	Stage        string             `json:"stage"`
 	RowsDone     int64              `json:"rows_done"`
 	RowsEstimate int64              `json:"rows_estimate"`
+	Rate         float64            `json:"rate,omitempty"` // rows copied a second
+	ETA          time.Duration      `json:"-"`              // while copying: time left at Rate
 	Start        time.Time          `json:"start"`
 	End          time.Time          `json:"end,omitzero"`
 	Error        string             `json:"error,omitempty"`
@@ -82,6 +84,7 @@ type jobRec struct {
 	cancel    context.CancelFunc // set while the job runs here
 	swapped   *atomic.Bool       // the running job's: its RENAME happened
 	rowsDone  atomic.Int64
+	copyStart atomic.Int64 // when the backfill began, in Unix nanoseconds
 	stage     atomic.Int32
 	cancelled atomic.Bool
 }
@@ -94,6 +97,18 @@ func (r *jobRec) snapshot() Job {
 	if j.State == StateRunning {
 		j.RowsDone = r.rowsDone.Load()
 		j.Stage = Stage(r.stage.Load()).String()
+		if start := r.copyStart.Load(); start > 0 {
+			took := time.Since(time.Unix(0, start))
+			if secs, done := j.StageSeconds[StageBackfill.String()]; done {
+				took = time.Duration(secs * float64(time.Second))
+			}
+			if took > 0 {
+				j.Rate = float64(j.RowsDone) / took.Seconds()
+			}
+			if Stage(r.stage.Load()) == StageBackfill && j.Rate > 0 && j.RowsEstimate > j.RowsDone {
+				j.ETA = time.Duration(float64(j.RowsEstimate-j.RowsDone) / j.Rate * float64(time.Second))
+			}
+		}
 	}
 	j.StageSeconds = nil
 	return j

@@ -349,7 +349,7 @@ func (p *Plugin) cancelJob(id int64) string {
 // jobsColumns are ADMIN SHOW DDL JOBS's columns: TiDB's names where TiDB has
 // the column.
 var jobsColumns = []string{"JOB_ID", "DB_NAME", "TABLE_NAME", "JOB_TYPE", "STATE", "STAGE",
-	"ROW_COUNT", "ROWS_ESTIMATED", "START_TIME", "END_TIME", "QUERY", "ERROR"}
+	"ROW_COUNT", "ROWS_ESTIMATED", "RATE", "ETA", "START_TIME", "END_TIME", "QUERY", "ERROR"}
 
 func jobsResultset(jobs []Job, limit int64) (*mysql.Resultset, error) {
 	if limit > 0 && int64(len(jobs)) > limit {
@@ -363,12 +363,16 @@ func jobsResultset(jobs []Job, limit int64) (*mysql.Resultset, error) {
 		return t.Local().Format("2006-01-02 15:04:05")
 	}
 	for _, j := range jobs {
+		var eta any
+		if j.ETA > 0 {
+			eta = j.ETA.Round(time.Second).String()
+		}
 		rows = append(rows, []any{j.ID, j.Schema, j.Table, j.Type, j.State, j.Stage,
-			j.RowsDone, j.RowsEstimate, ts(j.Start), ts(j.End), j.Query, j.Error})
+			j.RowsDone, j.RowsEstimate, int64(j.Rate), eta, ts(j.Start), ts(j.End), j.Query, j.Error})
 	}
 	if len(rows) == 0 {
 		// go-mysql needs a row to type the columns; send the header only.
-		rs, err := mysql.BuildSimpleTextResultset(jobsColumns, [][]any{{int64(0), "", "", "", "", "", int64(0), int64(0), "", "", "", ""}})
+		rs, err := mysql.BuildSimpleTextResultset(jobsColumns, [][]any{{int64(0), "", "", "", "", "", int64(0), int64(0), int64(0), "", "", "", "", ""}})
 		if err != nil {
 			return nil, err
 		}

@@ -86,6 +86,9 @@ func (p *Plugin) runJob(user, query string, req *Request) *mysql.MyError {
 	if err := p.jobs.update(rec, func(j *Job) {
 		j.End = time.Now()
 		j.RowsDone = rec.rowsDone.Load()
+		if secs := j.StageSeconds[StageBackfill.String()]; secs > 0 {
+			j.Rate = float64(j.RowsDone) / secs
+		}
 		if runErr != nil {
 			me := clientError(runErr)
 			j.State, j.Error, j.ErrorCode = StateFailed, me.Message, me.Code

@@ -84,8 +84,8 @@ func tableSum(t *testing.T, db *sql.DB, table string) string {
 type ddlJob struct {
 	ID                                int64
 	Schema, Table, Type, State, Stage string
-	RowsDone, Estimate                int64
-	Start, End, Query, Err            sql.NullString
+	RowsDone, Estimate, Rate          int64
+	ETA, Start, End, Query, Err       sql.NullString
 }
 
 // showJobs runs ADMIN SHOW DDL JOBS, newest job first.
@@ -95,13 +95,13 @@ func showJobs(db *sql.DB) ([]ddlJob, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	if cols, _ := rows.Columns(); len(cols) != 12 {
+	if cols, _ := rows.Columns(); len(cols) != 14 {
 		return nil, fmt.Errorf("ADMIN SHOW DDL JOBS has columns %v", cols)
 	}
 	var jobs []ddlJob
 	for rows.Next() {
 		var j ddlJob
-		if err := rows.Scan(&j.ID, &j.Schema, &j.Table, &j.Type, &j.State, &j.Stage, &j.RowsDone, &j.Estimate, &j.Start, &j.End, &j.Query, &j.Err); err != nil {
+		if err := rows.Scan(&j.ID, &j.Schema, &j.Table, &j.Type, &j.State, &j.Stage, &j.RowsDone, &j.Estimate, &j.Rate, &j.ETA, &j.Start, &j.End, &j.Query, &j.Err); err != nil {
 			return nil, err
 		}
 		jobs = append(jobs, j)
@@ -264,7 +264,8 @@ func TestDDLAddIndexUnderWrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ADMIN SHOW DDL JOBS: %v", err)
 	}
-	if j.Schema != e.db || j.Table != "t" || j.Type != "add unique index" || j.State != "done" || j.Stage != "done" || j.RowsDone < rows/2 || !j.End.Valid {
+	if j.Schema != e.db || j.Table != "t" || j.Type != "add unique index" || j.State != "done" || j.Stage != "done" ||
+		j.RowsDone < rows/2 || j.Rate <= 0 || j.ETA.Valid || !j.End.Valid {
 		t.Errorf("job row: %+v", j)
 	}
 	_, err = app.Query("ADMIN SHOW DDL JOBS")
@@ -531,7 +532,8 @@ func TestDDLProxyKilledDuringJob(t *testing.T) {
 	watcher := testdb.Open(t, testdb.DSN(doomed.addr, e.admin.name, e.admin.password, e.db, nil))
 	waitFor(t, 10*time.Second, "ADMIN SHOW DDL JOBS to show progress", func() (bool, error) {
 		j, err := lastJob(watcher)
-		return err == nil && j.State == "running" && j.Stage == "backfill" && j.RowsDone > 0 && j.Estimate > 100000 && !j.End.Valid,
+		return err == nil && j.State == "running" && j.Stage == "backfill" && j.RowsDone > 0 && j.Estimate > 100000 &&
+				j.Rate > 0 && j.ETA.Valid && !j.End.Valid,
 			fmt.Errorf("%+v %v", j, err)
 	})
 	_ = doomed.cmd.Process.Kill()
