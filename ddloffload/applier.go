@@ -142,7 +142,7 @@ func (r *runner) drain(c *client.Conn, mode applyMode) (int, error) {
 // than a batch of them, or that takes under half a second.
 func (r *runner) catchUp(ctx context.Context) error {
 	for pass := 0; pass < 100; pass++ {
-		if err := ctx.Err(); err != nil {
+		if err := r.rec.gate.wait(ctx); err != nil {
 			return err
 		}
 		target, err := r.binlogEnd()

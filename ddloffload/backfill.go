@@ -67,7 +67,7 @@ func (r *runner) backfill(ctx context.Context) error {
 			defer wg.Done()
 			defer c.Close()
 			for kr := range ranges {
-				if ctx.Err() != nil {
+				if r.rec.gate.wait(ctx) != nil {
 					continue // drain
 				}
 				res, err := c.Execute(insert + r.t.rangeCond(kr) + order)
@@ -111,6 +111,9 @@ func (r *runner) walk(ctx context.Context, c *client.Conn, out chan<- keyRange) 
 			if hi, err = r.t.keyLiterals(res.Values[0]); err != nil {
 				return err
 			}
+		}
+		if err := r.rec.gate.wait(ctx); err != nil {
+			return err
 		}
 		select {
 		case out <- keyRange{lo, hi}:

@@ -49,6 +49,7 @@ const (
 	StateDone      = "done"
 	StateFailed    = "failed"
 	StateCancelled = "cancelled"
+	StatePaused    = "paused" // shown for a running job that is paused
 )
 
 // Job is one ADD INDEX job as it is kept on disk and shown by ADMIN SHOW DDL
@@ -87,6 +88,7 @@ type jobRec struct {
 	copyStart atomic.Int64 // when the backfill began, in Unix nanoseconds
 	stage     atomic.Int32
 	cancelled atomic.Bool
+	gate      gate
 }
 
 // snapshot returns a copy of the record with the live counters in it.
@@ -109,6 +111,9 @@ func (r *jobRec) snapshot() Job {
 				j.ETA = time.Duration(float64(j.RowsEstimate-j.RowsDone) / j.Rate * float64(time.Second))
 			}
 		}
+	}
+	if j.State == StateRunning && r.gate.isPaused() {
+		j.State = StatePaused
 	}
 	j.StageSeconds = nil
 	return j

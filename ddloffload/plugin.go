@@ -288,19 +288,31 @@ func (p *Plugin) admin(st *plugins.Statement) plugins.Action {
 		return plugins.Continue
 	}
 	a, ok := stmts[0].(*ast.AdminStmt)
-	if !ok || (a.Tp != ast.AdminShowDDLJobs && a.Tp != ast.AdminCancelDDLJobs) {
+	if !ok {
+		return plugins.Continue
+	}
+	var act func(int64) string
+	switch a.Tp {
+	case ast.AdminShowDDLJobs:
+	case ast.AdminCancelDDLJobs:
+		act = p.cancelJob
+	case ast.AdminPauseDDLJobs:
+		act = p.pauseJob
+	case ast.AdminResumeDDLJobs:
+		act = p.resumeJob
+	default:
 		return plugins.Continue
 	}
 	if !st.Admin {
 		return plugins.RefuseWith(mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
 			"Access denied; you need (at least one of) the tableproxy admin privilege(s) for this operation"))
 	}
-	if a.Tp == ast.AdminCancelDDLJobs {
+	if act != nil {
 		ids := slices.Clone(a.JobIDs)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 			rows := make([][]any, len(ids))
 			for i, id := range ids {
-				rows[i] = []any{id, p.cancelJob(id)}
+				rows[i] = []any{id, act(id)}
 			}
 			rs, err := mysql.BuildSimpleTextResultset([]string{"JOB_ID", "RESULT"}, rows)
 			if err != nil {
@@ -343,6 +355,38 @@ func (p *Plugin) cancelJob(id int64) string {
 	rec.cancelled.Store(true)
 	rec.cancel()
 	p.log.Info("ddl: job cancelled", "job", id)
+	return "successful"
+}
+
+// pauseJob pauses a running job at its next check, before its cut-over.
+func (p *Plugin) pauseJob(id int64) string {
+	rec := p.jobs.get(id)
+	if rec == nil {
+		return fmt.Sprintf("error: [ddl:8223]DDL Job:%d not found", id)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	switch {
+	case rec.job.State != StateRunning || rec.cancel == nil:
+		return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be paused", id)
+	case Stage(rec.stage.Load()) >= StageCutOver:
+		return fmt.Sprintf("error: [ddl:8226]This job:%d is swapping its table in, can't be paused now", id)
+	}
+	rec.gate.pause()
+	p.log.Info("ddl: job paused", "job", id)
+	return "successful"
+}
+
+// resumeJob resumes a paused job.
+func (p *Plugin) resumeJob(id int64) string {
+	rec := p.jobs.get(id)
+	if rec == nil {
+		return fmt.Sprintf("error: [ddl:8223]DDL Job:%d not found", id)
+	}
+	if !rec.gate.resume() {
+		return fmt.Sprintf("error: [ddl:8260]Job %d can't be resumed: it is not paused", id)
+	}
+	p.log.Info("ddl: job resumed", "job", id)
 	return "successful"
 }
 

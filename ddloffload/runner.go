@@ -115,6 +115,11 @@ func (r *runner) run(ctx context.Context) (err error) {
 		if err := ctx.Err(); err != nil && !r.swapped.Load() {
 			return errJob("the proxy is shutting down")
 		}
+		if s.stage < StageCutOver {
+			if err := r.rec.gate.wait(ctx); err != nil {
+				return err
+			}
+		}
 		r.rec.stage.Store(int32(s.stage))
 		_ = r.p.jobs.update(r.rec, func(j *Job) { j.Stage = s.stage.String() })
 		t0 := time.Now()

@@ -782,3 +782,63 @@ func TestDDLRecoversSwappedJob(t *testing.T) {
 		t.Errorf("jobs after the restart: %v", got)
 	}
 }
+
+// TestDDLPauseResume: ADMIN PAUSE DDL JOBS stops the copy at its next
+// chunk while writes go on; ADMIN RESUME DDL JOBS lets it finish, with
+// the writes made meanwhile.
+func TestDDLPauseResume(t *testing.T) {
+	e := newDDLEnv(t)
+	e.seed(t, 200000)
+	app, admin, direct := e.open(t, e.app), e.open(t, e.admin), e.direct(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := app.Exec("ALTER TABLE t ADD INDEX idx_c (c)")
+		done <- err
+	}()
+	var j ddlJob
+	waitFor(t, 30*time.Second, "the job to copy", func() (bool, error) {
+		var err error
+		j, err = lastJob(admin)
+		return err == nil && j.Stage == "backfill" && j.RowsDone > 0, err
+	})
+	admin1 := func(verb string) string {
+		var id int64
+		var result string
+		if err := admin.QueryRow(fmt.Sprintf("ADMIN %s DDL JOBS %d", verb, j.ID)).Scan(&id, &result); err != nil {
+			t.Fatalf("ADMIN %s DDL JOBS: %v", verb, err)
+		}
+		return result
+	}
+	if r := admin1("PAUSE"); r != "successful" {
+		t.Fatalf("pause: %s", r)
+	}
+	var paused ddlJob
+	waitFor(t, 10*time.Second, "the copy to stop", func() (bool, error) {
+		before, err := lastJob(admin)
+		time.Sleep(300 * time.Millisecond)
+		paused, _ = lastJob(admin)
+		return err == nil && paused.State == "paused" && paused.RowsDone == before.RowsDone, err
+	})
+	if paused.RowsDone >= 200000 {
+		t.Fatalf("the copy finished before the pause took effect: %+v", paused)
+	}
+	if _, err := app.Exec("UPDATE t SET c = 'while paused' WHERE id = 199999"); err != nil {
+		t.Fatal(err)
+	}
+	if r := admin1("RESUME"); r != "successful" {
+		t.Fatalf("resume: %s", r)
+	}
+	if r := admin1("RESUME"); !strings.Contains(r, "not paused") {
+		t.Errorf("second resume: %s", r)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("ALTER: %v", err)
+	}
+	var c string
+	if err := direct.QueryRow("SELECT c FROM t FORCE INDEX (idx_c) WHERE c = 'while paused'").Scan(&c); err != nil {
+		t.Errorf("the write made while paused: %v", err)
+	}
+	if r := admin1("PAUSE"); !strings.Contains(r, "finished") {
+		t.Errorf("pausing a finished job: %s", r)
+	}
+}
