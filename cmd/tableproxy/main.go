@@ -8,6 +8,7 @@ import (
 
 	"tableproxy/cache"
 	"tableproxy/cluster"
+	"tableproxy/ddloffload"
 	"tableproxy/plugins"
 )
 
@@ -20,6 +21,32 @@ func init() {
 	plugins.Register(cluster.AdminName, func(plugins.Options, plugins.Env) (plugins.Plugin, error) {
 		return cluster.NewAdmin(node.node), nil
 	})
+	plugins.Register(ddloffload.Name, ddloffload.Factory)
+}
+
+// wirePlugins connects plugins that know of each other: the DDL jobs
+// refuse cached tables.
+func wirePlugins(chain *plugins.Chain) {
+	var cp *cache.Plugin
+	var dp *ddloffload.Plugin
+	for _, p := range chain.Plugins() {
+		switch p := p.(type) {
+		case *cache.Plugin:
+			cp = p
+		case *ddloffload.Plugin:
+			dp = p
+		}
+	}
+	if cp != nil && dp != nil {
+		dp.SetCachedFunc(func(schema, table string) bool {
+			for _, st := range cp.Tables() {
+				if st.Schema == schema && st.Table == table {
+					return true
+				}
+			}
+			return false
+		})
+	}
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -134,6 +134,7 @@ func serve(args []string) error {
 		return err
 	}
 	defer chain.Close()
+	wirePlugins(chain)
 
 	srv, err := proxy.New(pcfg, chain)
 	if err != nil {

@@ -1,0 +1,393 @@
+package ddloffload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/pingcap/tidb/pkg/parser"
+)
+
+// stream follows the backend's binary log from the job's starting position
+// and keeps the set of keys of the table that changed since: dirty keys.
+// It never applies anything itself. Catch-up copies dirty keys again from
+// the table (see applier), so the order and number of changes to a key do
+// not matter, only that every change after the starting position marks it.
+//
+// Anything that could make the set incomplete ends the stream with an
+// error, and the job fails: a break in the log, DDL on the table, a row
+// image without the key.
+type stream struct {
+	t        *tableInfo
+	syncer   *replication.BinlogSyncer
+	streamer *replication.BinlogStreamer
+	parser   *parser.Parser // the reading goroutine's own
+
+	mu      sync.Mutex // guards the fields below; held briefly by the reader and by catch-up
+	dirty   map[string][]string
+	pos     mysql.Position // end of the last event read
+	err     error
+	closing bool // the job is renaming the table: its DDL events are expected
+	started bool // an event arrived: the backend accepted the stream
+	changed chan struct{}
+
+	events int64 // row changes seen for the table
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// binlogStatus runs SHOW MASTER STATUS, or its MySQL 8.4 name SHOW BINARY
+// LOG STATUS: file, position, Binlog_Do_DB, Binlog_Ignore_DB, ...
+func binlogStatus(c *client.Conn) (*mysql.Result, error) {
+	r, err := c.Execute("SHOW MASTER STATUS")
+	if err != nil {
+		var me *mysql.MyError
+		if !errors.As(err, &me) || me.Code != mysql.ER_PARSE_ERROR {
+			return nil, err
+		}
+		if r, err = c.Execute("SHOW BINARY LOG STATUS"); err != nil {
+			return nil, err
+		}
+	}
+	if r.RowNumber() == 0 {
+		return nil, errors.New("the backend's binary log is off")
+	}
+	return r, nil
+}
+
+// masterPos is where the backend's binary log ends now.
+func masterPos(c *client.Conn) (mysql.Position, error) {
+	r, err := binlogStatus(c)
+	if err != nil {
+		return mysql.Position{}, err
+	}
+	file, _ := r.GetString(0, 0)
+	pos, _ := r.GetUint(0, 1)
+	return mysql.Position{Name: file, Pos: uint32(pos)}, nil
+}
+
+// startStream starts following the log at from.
+func startStream(backend interface {
+	Binlog(string, replication.BinlogSyncerConfig) (*replication.BinlogSyncer, error)
+}, user string, t *tableInfo, from mysql.Position) (*stream, error) {
+	s := &stream{t: t, parser: parser.New(), dirty: map[string][]string{}, pos: from,
+		changed: make(chan struct{}), done: make(chan struct{})}
+	var err error
+	s.syncer, err = backend.Binlog(user, replication.BinlogSyncerConfig{
+		ServerID:                randomServerID(),
+		HeartbeatPeriod:         time.Second,
+		ReadTimeout:             10 * time.Second,
+		DisableRetrySync:        true, // a break fails the job: changes may have been missed
+		TimestampStringLocation: time.UTC,
+		RowsEventDecodeFunc:     s.decodeRows,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.streamer, err = s.syncer.StartSync(from)
+	if err != nil {
+		s.syncer.Close()
+		return nil, fmt.Errorf("start binary log stream at %s: %w", from, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go s.run(ctx)
+	return s, nil
+}
+
+// decodeRows decodes the rows of the job's table only; other tables' row
+// events (the shadow's own copy among them) are skipped undecoded.
+func (s *stream) decodeRows(e *replication.RowsEvent, data []byte) error {
+	pos, err := e.DecodeHeader(data)
+	if err != nil {
+		return err
+	}
+	if e.Table == nil || string(e.Table.Schema) != s.t.Schema || string(e.Table.Table) != s.t.Table {
+		return nil
+	}
+	return e.DecodeData(pos, data)
+}
+
+// close stops the stream.
+func (s *stream) close() {
+	s.cancel()
+	<-s.done
+	s.syncer.Close()
+}
+
+func (s *stream) run(ctx context.Context) {
+	defer close(s.done)
+	for {
+		ev, err := s.streamer.GetEvent(ctx)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		if err := s.handle(ev); err != nil {
+			s.fail(err)
+			return
+		}
+	}
+}
+
+func (s *stream) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil && !s.closing {
+		s.err = fmt.Errorf("binary log stream: %w", err)
+	}
+	s.signalLocked()
+}
+
+func (s *stream) signalLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *stream) handle(ev *replication.BinlogEvent) error {
+	s.mu.Lock()
+	s.started = true
+	s.mu.Unlock()
+	var keys [][]string
+	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		s.mu.Lock()
+		s.pos = mysql.Position{Name: string(e.NextLogName), Pos: uint32(e.Position)}
+		s.signalLocked()
+		s.mu.Unlock()
+		return nil
+	case *replication.RowsEvent:
+		if e.Table != nil && string(e.Table.Schema) == s.t.Schema && string(e.Table.Table) == s.t.Table {
+			var err error
+			if keys, err = s.rowKeys(e); err != nil {
+				return err
+			}
+		}
+	case *replication.QueryEvent:
+		if err := s.checkQuery(string(e.Schema), string(e.Query)); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		s.dirty[strings.Join(k, "\x00")] = k
+	}
+	s.events += int64(len(keys))
+	if ev.Header.LogPos > 0 && ev.Header.EventType != replication.HEARTBEAT_EVENT {
+		s.pos.Pos = ev.Header.LogPos
+	}
+	s.signalLocked()
+	return nil
+}
+
+// rowKeys renders the key of every row image in e: for an update, both the
+// before and the after image, so a change of key marks both.
+func (s *stream) rowKeys(e *replication.RowsEvent) ([][]string, error) {
+	keys := make([][]string, 0, len(e.Rows))
+	for _, row := range e.Rows {
+		k := make([]string, len(s.t.Key))
+		for i, c := range s.t.Key {
+			if c.Ordinal >= len(row) {
+				return nil, fmt.Errorf("row image of %s has %d columns, key column %s is #%d", s.t.name(), len(row), c.Name, c.Ordinal+1)
+			}
+			if row[c.Ordinal] == nil {
+				return nil, fmt.Errorf("row image of %s lacks key column %s (binlog_row_image must be FULL)", s.t.name(), c.Name)
+			}
+			lit, err := c.binlogLiteral(row[c.Ordinal])
+			if err != nil {
+				return nil, err
+			}
+			k[i] = lit
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// checkQuery fails the stream on DDL that names the table: the copy would
+// no longer match it. (TRUNCATE, for one, changes rows without row events.)
+func (s *stream) checkQuery(schema, q string) error {
+	if strings.EqualFold(q, "BEGIN") || strings.EqualFold(q, "COMMIT") {
+		return nil
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		return nil
+	}
+	tables, ok := tablesIn(s.parser, q, schema)
+	if !ok {
+		if containsFold(q, s.t.Table) {
+			return fmt.Errorf("statement on %s during the job that cannot be analysed: %.200s", s.t.name(), q)
+		}
+		return nil
+	}
+	for _, tk := range tables {
+		if tk.schema == s.t.Schema && tk.table == s.t.Table {
+			return fmt.Errorf("%s was changed by a statement during the job: %.200s", s.t.name(), q)
+		}
+	}
+	return nil
+}
+
+// take removes and returns every dirty key.
+func (s *stream) take() ([][]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	keys := make([][]string, 0, len(s.dirty))
+	for _, k := range s.dirty {
+		keys = append(keys, k)
+	}
+	clear(s.dirty)
+	return keys, nil
+}
+
+// pending is how many dirty keys wait.
+func (s *stream) pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.dirty)
+}
+
+// setClosing tells the stream whether the job is renaming the table, so
+// that its own RENAME does not fail the stream.
+func (s *stream) setClosing(on bool) {
+	s.mu.Lock()
+	s.closing = on
+	s.mu.Unlock()
+}
+
+// failed returns the error that ended the stream, if any.
+func (s *stream) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// errBehind is the stream not keeping up with the log in time.
+var errBehind = errors.New("the binary log stream is behind")
+
+// streamWait is how long the stream may take to reach the log's end
+// outside the cut-over.
+const streamWait = 30 * time.Second
+
+// waitFor returns once the stream has read the log up to target.
+func (s *stream) waitFor(ctx context.Context, target mysql.Position, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		err, reached, ch, at := s.err, s.started && s.pos.Compare(target) >= 0, s.changed, s.pos
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if reached {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("%w: it did not reach %s within %s (at %s)", errBehind, target, timeout, at)
+		}
+	}
+}
+
+// randomServerID picks a replica server id in the top quarter of the range,
+// where real replicas rarely are.
+func randomServerID() uint32 { return 3<<30 | rand.Uint32()>>2 }
+
+// startBinlog starts following the binary log before the backfill reads a
+// single row, from a position P0 taken while the table is briefly
+// read-locked. The lock makes P0 a clean cut: every transaction that wrote
+// the table and was logged before P0 has also committed in the engine (a
+// transaction holds its table's metadata lock until then), so every chunk
+// the backfill reads sees it; every one logged after P0 reaches the
+// stream. Without it, a transaction logged just before P0 but not yet
+// visible could be missed by both.
+func (r *runner) startBinlog(ctx context.Context) error {
+	l, err := r.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if err := r.lockTables(ctx, l, r.t.name()+" READ", lockAttempts, r.p.lockWait()); err != nil {
+		return err
+	}
+	defer l.Execute("UNLOCK TABLES")
+	user := r.p.opts.BinlogUser
+	if user == "" {
+		user = r.user
+	}
+	if r.logConn, err = r.p.backend.Connect(ctx, user, ""); err != nil {
+		return err
+	}
+	from, err := r.binlogEnd()
+	if err != nil {
+		return err
+	}
+	if err := binlogFiltered(r.logConn, r.t.Schema); err != nil {
+		return err
+	}
+	r.stream, err = startStream(r.p.backend, user, r.t, from)
+	if err != nil {
+		return err
+	}
+	// Wait until the stream runs, so a refused login fails the job here.
+	return r.stream.waitFor(ctx, from, 10*time.Second)
+}
+
+// requeue marks keys dirty again.
+func (s *stream) requeue(keys [][]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		s.dirty[strings.Join(k, "\x00")] = k
+	}
+}
+
+// binlogEnd is where the binary log ends now, read as the binary-log user
+// (SHOW MASTER STATUS needs REPLICATION CLIENT, which the job's user may
+// lack).
+func (r *runner) binlogEnd() (mysql.Position, error) { return masterPos(r.logConn) }
+
+// binlogFiltered refuses a schema the backend leaves out of its binary log
+// (binlog_do_db / binlog_ignore_db): the job would not see its changes.
+func binlogFiltered(c *client.Conn, schema string) error {
+	r, err := binlogStatus(c)
+	if err != nil {
+		return err
+	}
+	if r.ColumnNumber() < 4 {
+		return nil
+	}
+	doDB, _ := r.GetString(0, 2)
+	ignoreDB, _ := r.GetString(0, 3)
+	listed := func(list string) bool {
+		for _, db := range strings.Split(list, ",") {
+			if strings.TrimSpace(db) == schema {
+				return true
+			}
+		}
+		return false
+	}
+	if (doDB != "" && !listed(doDB)) || listed(ignoreDB) {
+		return mysql.NewError(mysql.ER_OPTION_PREVENTS_STATEMENT, fmt.Sprintf(
+			"tableproxy cannot add an index online: the backend's binary log leaves out schema %s (binlog_do_db=%q, binlog_ignore_db=%q)", schema, doDB, ignoreDB))
+	}
+	return nil
+}

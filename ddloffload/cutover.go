@@ -1,0 +1,172 @@
+package ddloffload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// errConnect is a connection the job could not open; in the cut-over, the
+// attempt is retried.
+var errConnect = errors.New("cannot connect to the backend")
+
+// errRetry marks a cut-over attempt that gave up within its bound and
+// changed nothing; the next attempt may succeed.
+type errRetry struct{ err error }
+
+func (e errRetry) Error() string { return e.err.Error() }
+func (e errRetry) Unwrap() error { return e.err }
+
+// cutOver swaps the shadow in. Each attempt is bounded by CutOverHold; one
+// that cannot finish in it releases everything and the next one tries
+// again after another catch-up. The attempts' errors are reported joined.
+func (r *runner) cutOver(ctx context.Context) error {
+	var errs []error
+	for attempt := 1; attempt <= r.p.opts.CutOverAttempts; attempt++ {
+		if err := r.catchUp(ctx); err != nil {
+			return err
+		}
+		err := r.swap(ctx)
+		if err == nil {
+			return nil
+		}
+		var retry errRetry
+		if !errors.As(err, &retry) {
+			return err
+		}
+		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
+		r.log.Warn("ddl: cut-over attempt abandoned; retrying", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+		}
+	}
+	return errJob("cut-over did not finish in %d attempts: %v", r.p.opts.CutOverAttempts, errors.Join(errs...))
+}
+
+// swap is one cut-over attempt:
+//
+//  1. Hold new statements on the table at the proxy (not those inside a
+//     transaction, which may hold locks the swap waits for).
+//  2. The backstop for writers that bypass the proxy: connection L takes
+//     LOCK TABLES t READ, which waits for open write transactions on t to
+//     end (bounded by the cut-over's hold) and then keeps every writer out
+//     while readers go on.
+//  3. The last dirty keys are applied up to the binary log's current end:
+//     the shadow now equals the table, and nothing can change the table.
+//  4. Connection R sends RENAME TABLE t TO old, shadow TO t. MariaDB
+//     refuses RENAME under LOCK TABLES, so it cannot run on L; R takes
+//     its exclusive locks in name order, gets the free _t_new and _t_old,
+//     and queues for t behind L. Once R is seen waiting, L unlocks, and
+//     the metadata-lock queue grants R's pending exclusive lock before any
+//     waiting writer's shared one; writers then reach the new table.
+//     (Were L to hold _t_new too, R would queue on _t_new first, and a
+//     writer waiting on t could slip in between: measured, and lost.)
+//  5. Release the held statements; they now reach the new table.
+//
+// If R is not waiting in time, it is killed before L unlocks: nothing has
+// changed, and the attempt is retried.
+func (r *runner) swap(ctx context.Context) error {
+	hold := time.Duration(r.p.opts.CutOverHold)
+	deadline := time.Now().Add(hold)
+	release := r.p.fence.hold(tableKey{r.t.Schema, r.t.Table})
+	defer release()
+
+	rn, err := r.connect(ctx)
+	if err != nil {
+		return errRetry{err}
+	}
+	defer rn.Close()
+	var lockedAt time.Time
+	err = r.syncFrozen(ctx, 1, hold, hold, func(unlock func()) error {
+		lockedAt = time.Now()
+		if err := r.carryAutoIncrement(); err != nil {
+			return err
+		}
+		r.stream.setClosing(true)
+		renamed := make(chan error, 1)
+		go func() {
+			_, err := rn.Execute("SET SESSION lock_wait_timeout = 60")
+			if err == nil {
+				_, err = rn.Execute("RENAME TABLE " + r.t.name() + " TO " + tableName(r.t.Schema, r.old) + ", " +
+					tableName(r.t.Schema, r.shadow) + " TO " + r.t.name())
+			}
+			renamed <- err
+		}()
+		if err := r.waitQueued(rn.GetConnectionID(), deadline, renamed); err != nil {
+			_, _ = r.conn.Execute(fmt.Sprintf("KILL QUERY %d", rn.GetConnectionID()))
+			<-renamed
+			r.stream.setClosing(false)
+			return errRetry{err}
+		}
+		unlock()
+		if err := <-renamed; err != nil {
+			// The RENAME failed after the unlock: nothing was swapped,
+			// and writes since then are in the stream.
+			r.stream.setClosing(false)
+			return errRetry{fmt.Errorf("RENAME TABLE: %w", err)}
+		}
+		r.swapped.Store(true)
+		return nil
+	})
+	if err != nil {
+		if !r.swapped.Load() && ctx.Err() == nil && (isLockTimeout(err) || errors.Is(err, errBehind) || errors.Is(err, errConnect)) {
+			return errRetry{err}
+		}
+		return err
+	}
+	r.log.Info("ddl: swapped", "writes_blocked_for", time.Since(lockedAt), "held_for", time.Since(deadline.Add(-hold)),
+		"statements_held_total", r.p.fence.held.Load())
+	return nil
+}
+
+// waitQueued returns once connection id waits for a metadata lock (the
+// RENAME queued behind L's locks), or an error when it does not by
+// deadline or its statement ended.
+func (r *runner) waitQueued(id uint32, deadline time.Time, done <-chan error) error {
+	for {
+		res, err := r.conn.Execute("SELECT IFNULL(STATE, '') FROM information_schema.PROCESSLIST WHERE ID = ?", id)
+		if err != nil {
+			return err
+		}
+		if res.RowNumber() > 0 {
+			if state, _ := res.GetString(0, 0); strings.Contains(state, "metadata lock") {
+				return nil
+			}
+		}
+		select {
+		case err := <-done:
+			if err == nil {
+				err = errors.New("RENAME TABLE finished while the table was locked")
+			}
+			return fmt.Errorf("RENAME TABLE ended before it could be queued: %w", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return errors.New("RENAME TABLE was not queued within the cut-over bound")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// carryAutoIncrement gives the shadow the table's AUTO_INCREMENT counter,
+// which CREATE TABLE ... LIKE does not copy: after the swap, ids freed by
+// deleting the newest rows must not be handed out again. The table is
+// read-locked, so its counter cannot move.
+func (r *runner) carryAutoIncrement() error {
+	res, err := r.conn.Execute(`SELECT IFNULL(AUTO_INCREMENT, 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (?, ?) ORDER BY TABLE_NAME = ?`,
+		r.t.Schema, r.t.Table, r.shadow, r.shadow)
+	if err != nil || res.RowNumber() != 2 {
+		return err
+	}
+	orig, _ := res.GetUint(0, 0)
+	cur, _ := res.GetUint(1, 0)
+	if orig <= cur {
+		return nil
+	}
+	_, err = r.conn.Execute(fmt.Sprintf("ALTER TABLE %s AUTO_INCREMENT = %d", tableName(r.t.Schema, r.shadow), orig))
+	return err
+}

@@ -1,0 +1,273 @@
+package ddloffload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"tableproxy/internal/atomicfile"
+)
+
+// Stage is where a job is in its pipeline. Run calls them in this order.
+type Stage int32
+
+const (
+	StageQueued Stage = iota
+	StagePreflight
+	StageShadow
+	StageBinlog
+	StageBackfill
+	StageCatchUp
+	StageBuild
+	StageVerify
+	StageCutOver
+	StageCleanup
+	StageDone
+)
+
+var stageNames = [...]string{"queued", "preflight", "shadow", "binlog", "backfill", "catch-up", "build", "verify", "cut-over", "cleanup", "done"}
+
+func (s Stage) String() string {
+	if s >= 0 && int(s) < len(stageNames) {
+		return stageNames[s]
+	}
+	return fmt.Sprintf("stage(%d)", int32(s))
+}
+
+// The states a job ends in; "running" while it runs.
+const (
+	StateRunning   = "running"
+	StateDone      = "done"
+	StateFailed    = "failed"
+	StateCancelled = "cancelled"
+	StatePaused    = "paused" // shown for a running job that is paused
+)
+
+// Job is one ADD INDEX job as it is kept on disk and shown by ADMIN SHOW DDL
+// JOBS.
+type Job struct {
+	ID           int64              `json:"id"`
+	Schema       string             `json:"schema"`
+	Table        string             `json:"table"`
+	Type         string             `json:"type"`
+	Query        string             `json:"query"`
+	User         string             `json:"user"`
+	State        string             `json:"state"`
+	Stage        string             `json:"stage"`
+	RowsDone     int64              `json:"rows_done"`
+	RowsEstimate int64              `json:"rows_estimate"`
+	Rate         float64            `json:"rate,omitempty"` // rows copied a second
+	ETA          time.Duration      `json:"-"`              // while copying: time left at Rate
+	Start        time.Time          `json:"start"`
+	End          time.Time          `json:"end,omitzero"`
+	Error        string             `json:"error,omitempty"`
+	ErrorCode    uint16             `json:"error_code,omitempty"`
+	Shadow       string             `json:"shadow,omitempty"`
+	Old          string             `json:"old,omitempty"`
+	DropOldAt    time.Time          `json:"drop_old_at,omitzero"` // when the kept old table is due to be dropped
+	StageSeconds map[string]float64 `json:"stage_seconds,omitempty"`
+}
+
+// jobRec is a job in the registry: its record, and the live counters a
+// running job updates without the registry's lock.
+type jobRec struct {
+	mu        sync.Mutex // guards job and cancel
+	job       Job
+	cancel    context.CancelFunc // set while the job runs here
+	swapped   *atomic.Bool       // the running job's: its RENAME happened
+	rowsDone  atomic.Int64
+	copyStart atomic.Int64 // when the backfill began, in Unix nanoseconds
+	stage     atomic.Int32
+	cancelled atomic.Bool
+	gate      gate
+}
+
+// snapshot returns a copy of the record with the live counters in it.
+func (r *jobRec) snapshot() Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j := r.job
+	if j.State == StateRunning {
+		j.RowsDone = r.rowsDone.Load()
+		j.Stage = Stage(r.stage.Load()).String()
+		if start := r.copyStart.Load(); start > 0 {
+			took := time.Since(time.Unix(0, start))
+			if secs, done := j.StageSeconds[StageBackfill.String()]; done {
+				took = time.Duration(secs * float64(time.Second))
+			}
+			if took > 0 {
+				j.Rate = float64(j.RowsDone) / took.Seconds()
+			}
+			if Stage(r.stage.Load()) == StageBackfill && j.Rate > 0 && j.RowsEstimate > j.RowsDone {
+				j.ETA = time.Duration(float64(j.RowsEstimate-j.RowsDone) / j.Rate * float64(time.Second))
+			}
+		}
+	}
+	if j.State == StateRunning && r.gate.isPaused() {
+		j.State = StatePaused
+	}
+	j.StageSeconds = nil
+	return j
+}
+
+// registry is every job this proxy knows, running or past, kept in a file
+// in the data directory that is replaced atomically on every change (a
+// crash leaves the old or the new list, never a torn one).
+type registry struct {
+	path string
+	keep int // past jobs kept in the file
+
+	mu     sync.Mutex // guards jobs, nextID and the file
+	jobs   map[int64]*jobRec
+	nextID int64
+}
+
+const jobsFile = "ddl_jobs.json"
+
+func openRegistry(dir string, keep int) (*registry, error) {
+	g := &registry{path: filepath.Join(dir, jobsFile), keep: keep, jobs: map[int64]*jobRec{}, nextID: 1}
+	data, err := os.ReadFile(g.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return g, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ddl jobs: %w", err)
+	}
+	var list []Job
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, fmt.Errorf("ddl jobs %s: %w", g.path, err)
+	}
+	for _, j := range list {
+		rec := &jobRec{job: j}
+		rec.rowsDone.Store(j.RowsDone)
+		if i := slices.Index(stageNames[:], j.Stage); i >= 0 {
+			rec.stage.Store(int32(i))
+		}
+		g.jobs[j.ID] = rec
+		g.nextID = max(g.nextID, j.ID+1)
+	}
+	return g, nil
+}
+
+// add registers a new running job and saves the list. One job runs on a
+// table at a time.
+func (g *registry) add(j Job) (*jobRec, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if id, busy := g.runningOnLocked(j.Schema, j.Table); busy {
+		return nil, errUnsupported(fmt.Sprintf("job %d is already adding an index to %s", id, tableName(j.Schema, j.Table)))
+	}
+	j.ID = g.nextID
+	rec := &jobRec{job: j}
+	g.jobs[j.ID] = rec
+	if err := g.saveLocked(); err != nil {
+		delete(g.jobs, j.ID)
+		return nil, err
+	}
+	g.nextID++
+	return rec, nil
+}
+
+// update changes a job's record with f and saves the list.
+func (g *registry) update(rec *jobRec, f func(*Job)) error {
+	rec.mu.Lock()
+	f(&rec.job)
+	rec.mu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.saveLocked()
+}
+
+// list returns every job, newest first.
+func (g *registry) list() []Job {
+	g.mu.Lock()
+	recs := make([]*jobRec, 0, len(g.jobs))
+	for _, r := range g.jobs {
+		recs = append(recs, r)
+	}
+	g.mu.Unlock()
+	out := make([]Job, len(recs))
+	for i, r := range recs {
+		out[i] = r.snapshot()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	return out
+}
+
+// runningOn returns the id of the job running on schema.table, if any.
+func (g *registry) runningOn(schema, table string) (int64, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.runningOnLocked(schema, table)
+}
+
+func (g *registry) runningOnLocked(schema, table string) (int64, bool) {
+	for id, r := range g.jobs {
+		r.mu.Lock()
+		busy := r.job.State == StateRunning && r.job.Schema == schema && r.job.Table == table
+		r.mu.Unlock()
+		if busy {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// get returns the job with id.
+func (g *registry) get(id int64) *jobRec {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.jobs[id]
+}
+
+// records returns every job's live record.
+func (g *registry) records() []*jobRec {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*jobRec, 0, len(g.jobs))
+	for _, r := range g.jobs {
+		out = append(out, r)
+	}
+	return out
+}
+
+func (g *registry) saveLocked() error {
+	list := make([]Job, 0, len(g.jobs))
+	for _, r := range g.jobs {
+		r.mu.Lock()
+		j := r.job
+		r.mu.Unlock()
+		if j.State == StateRunning {
+			j.RowsDone = r.rowsDone.Load()
+		}
+		list = append(list, j)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	// Past jobs beyond keep are forgotten, oldest first; running ones and
+	// ones with an old table still to drop are always kept.
+	for len(list) > g.keep {
+		i := slices.IndexFunc(list, func(j Job) bool { return j.State != StateRunning && j.DropOldAt.IsZero() })
+		if i < 0 {
+			break
+		}
+		delete(g.jobs, list[i].ID)
+		list = append(list[:i], list[i+1:]...)
+	}
+	data, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(g.path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("ddl jobs: %w", err)
+	}
+	return nil
+}

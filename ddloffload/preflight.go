@@ -1,0 +1,171 @@
+package ddloffload
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// preflight checks, in a stable order so the same bad statement always gets
+// the same error, everything that would make the job fail later or change
+// the table's meaning: the table exists and has a key to walk, the indexes
+// are new and their columns exist (the errors MySQL gives), nothing the
+// swap would lose is attached to the table (triggers, foreign keys), it is
+// not cached, and the binary log shows every row change with full images.
+func (r *runner) preflight(ctx context.Context) error {
+	var err error
+	if r.conn, err = r.connect(ctx); err != nil {
+		return err
+	}
+	r.connID.Store(r.conn.GetConnectionID())
+	// The control connection applies dirty keys while writers run: it waits
+	// a second at most for a row an application holds, and retries the key
+	// on a later pass rather than wait on a long transaction. (Not the copy
+	// workers: with innodb_autoinc_lock_mode=1, the default, each INSERT
+	// ... SELECT into a table with an AUTO_INCREMENT column holds the
+	// table's AUTO-INC lock to its end, so the workers' inserts queue for
+	// one another.)
+	if _, err := r.conn.Execute("SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
+		return err
+	}
+	t, err := loadTable(r.conn, r.req.Schema, r.req.Table)
+	if err != nil {
+		return err
+	}
+	r.t = t
+	for _, check := range []func() error{r.checkIndexes, r.checkKey, r.checkCached, r.checkAttached, r.checkBinlog, r.checkNames} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return r.p.jobs.update(r.rec, func(j *Job) { j.RowsEstimate = t.RowsEstimate })
+}
+
+// checkIndexes names unnamed indexes as MySQL does (after the first
+// column, with _2, _3 ... when taken) and gives MySQL's errors for a name in
+// use (1061) and for a column that does not exist (1072).
+func (r *runner) checkIndexes() error {
+	taken := func(name string, upto int) bool {
+		if r.t.hasIndex(name) {
+			return true
+		}
+		for _, ix := range r.req.Indexes[:upto] {
+			if strings.EqualFold(ix.Name, name) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range r.req.Indexes {
+		ix := &r.req.Indexes[i]
+		for _, part := range ix.Parts {
+			if r.t.column(part.Column) == nil {
+				return errKeyColumn(part.Column)
+			}
+		}
+		if ix.Name == "" {
+			base := r.t.column(ix.Parts[0].Column).Name
+			ix.Name = base
+			for n := 2; taken(ix.Name, i) || strings.EqualFold(ix.Name, "PRIMARY"); n++ {
+				ix.Name = fmt.Sprintf("%s_%d", base, n)
+			}
+			continue
+		}
+		if strings.EqualFold(ix.Name, "PRIMARY") {
+			return errWrongIndexName(ix.Name)
+		}
+		if taken(ix.Name, i) {
+			return errDupKeyName(ix.Name)
+		}
+	}
+	return nil
+}
+
+// checkKey finds the key the job walks the table by.
+func (r *runner) checkKey() error {
+	if !r.t.chooseKey() {
+		return errNoKey(r.t.Schema, r.t.Table)
+	}
+	for _, c := range r.t.Key {
+		if !keyTypeSupported(c.DataType) {
+			return errUnsupported(fmt.Sprintf("key column %s of type %s cannot be walked in order; use native ALTER TABLE ... ALGORITHM=INPLACE", c.Name, c.DataType))
+		}
+	}
+	return nil
+}
+
+// checkCached refuses cached tables, as TiDB does.
+func (r *runner) checkCached() error {
+	if r.p.cached != nil && r.p.cached(r.t.Schema, r.t.Table) {
+		return &mysql.MyError{Code: 8242, State: "HY000", Message: "'Alter Table' is unsupported on cache tables."}
+	}
+	return nil
+}
+
+// checkAttached refuses tables with triggers or foreign keys: CREATE TABLE
+// ... LIKE copies neither, and RENAME would take the triggers along to the
+// old table and leave other tables' foreign keys pointing at it.
+func (r *runner) checkAttached() error {
+	res, err := r.conn.Execute(`SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = ? AND EVENT_OBJECT_TABLE = ?`, r.t.Schema, r.t.Table)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.GetInt(0, 0); n > 0 {
+		return errUnsupported(fmt.Sprintf("%s has triggers, which the swap would not carry over", r.t.name()))
+	}
+	res, err = r.conn.Execute(`SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
+		WHERE (CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?) OR (UNIQUE_CONSTRAINT_SCHEMA = ? AND REFERENCED_TABLE_NAME = ?)`,
+		r.t.Schema, r.t.Table, r.t.Schema, r.t.Table)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.GetInt(0, 0); n > 0 {
+		return errUnsupported(fmt.Sprintf("%s has or is referenced by foreign keys, which the swap would not carry over", r.t.name()))
+	}
+	return nil
+}
+
+// checkBinlog requires a binary log in ROW format with full row images:
+// the job learns of every change to the table from it.
+func (r *runner) checkBinlog() error {
+	res, err := r.conn.Execute("SELECT @@log_bin, @@binlog_format, @@binlog_row_image")
+	if err != nil {
+		return err
+	}
+	logBin, _ := res.GetInt(0, 0)
+	format, _ := res.GetString(0, 1)
+	image, _ := res.GetString(0, 2)
+	var why string
+	switch {
+	case logBin != 1:
+		why = "the backend's binary log is off (log_bin=OFF)"
+	case format != "ROW":
+		why = "the backend's binary log is not in ROW format (binlog_format=" + format + ")"
+	case image != "FULL":
+		why = "the backend's binary log lacks full row images (binlog_row_image=" + image + ")"
+	default:
+		return nil
+	}
+	return mysql.NewError(mysql.ER_OPTION_PREVENTS_STATEMENT, "tableproxy cannot add an index online: "+why)
+}
+
+// checkNames picks the shadow's and the old table's names and requires
+// that neither exists (a leftover, or another tool's table).
+func (r *runner) checkNames() error {
+	r.shadow, r.old = "_"+r.t.Table+"_new", "_"+r.t.Table+"_old"
+	if len(r.old) > 64 {
+		return errUnsupported(fmt.Sprintf("table name %s is too long for the job's _%s_new and _%s_old tables", r.t.Table, r.t.Table, r.t.Table))
+	}
+	for _, name := range []string{r.shadow, r.old} {
+		res, err := r.conn.Execute(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, r.t.Schema, name)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.GetInt(0, 0); n > 0 {
+			return mysql.NewError(mysql.ER_TABLE_EXISTS_ERROR, fmt.Sprintf("Table '%s' already exists", name))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package ddloffload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// runner runs one job: Run calls each stage in order, and reading it tells
+// the whole algorithm. Each stage is in its own file.
+type runner struct {
+	p    *Plugin
+	rec  *jobRec
+	req  *Request
+	user string
+	log  *slog.Logger
+
+	conn     *client.Conn // the job's control connection
+	logConn  *client.Conn // as the binary-log user, for log positions
+	t        *tableInfo
+	shadow   string // _<table>_new: the table with the final schema
+	old      string // _<table>_old: what the original is renamed to
+	deferred []string
+	stream   *stream
+	created  bool        // the shadow exists and is the job's
+	swapped  atomic.Bool // the RENAME happened
+	connID   atomic.Uint32
+}
+
+// stageFunc is one stage.
+type stageFunc struct {
+	stage Stage
+	run   func(ctx context.Context) error
+}
+
+func (r *runner) stages() []stageFunc {
+	return []stageFunc{
+		{StagePreflight, r.preflight},
+		{StageShadow, r.createShadow},
+		{StageBinlog, r.startBinlog},
+		{StageBackfill, r.backfill},
+		{StageCatchUp, r.catchUp},
+		{StageBuild, r.buildIndexes},
+		{StageVerify, r.verify},
+		{StageCutOver, r.cutOver},
+		{StageCleanup, r.cleanup},
+	}
+}
+
+// runJob registers a job for req, runs it to its end, and returns the
+// error the client gets (nil for OK).
+func (p *Plugin) runJob(user, query string, req *Request) *mysql.MyError {
+	rec, err := p.jobs.add(Job{Schema: req.Schema, Table: req.Table, Type: req.Kind(), Query: query, User: user,
+		State: StateRunning, Stage: StageQueued.String(), Start: time.Now()})
+	if err != nil {
+		return clientError(err)
+	}
+	p.wg.Add(1)
+	defer p.wg.Done()
+	p.running.Add(1)
+	defer p.running.Add(-1)
+	ctx, cancel := context.WithCancel(p.ctx)
+	defer cancel()
+	rec.mu.Lock()
+	rec.cancel = cancel
+	rec.mu.Unlock()
+	r := &runner{p: p, rec: rec, req: req, user: user,
+		log: p.log.With("job", rec.job.ID, "table", req.Schema+"."+req.Table)}
+	r.log.Info("ddl: job started", "query", query)
+	start := time.Now()
+	stopKiller := context.AfterFunc(ctx, r.interrupt)
+	rec.mu.Lock()
+	rec.swapped = &r.swapped
+	rec.mu.Unlock()
+	runErr := r.run(ctx)
+	stopKiller()
+	if runErr != nil && rec.cancelled.Load() && !r.swapped.Load() {
+		runErr = mysql.NewError(mysql.ER_QUERY_INTERRUPTED, fmt.Sprintf("Query execution was interrupted (tableproxy DDL job %d cancelled)", rec.job.ID))
+	}
+	if err := p.jobs.update(rec, func(j *Job) {
+		j.End = time.Now()
+		j.RowsDone = rec.rowsDone.Load()
+		if secs := j.StageSeconds[StageBackfill.String()]; secs > 0 {
+			j.Rate = float64(j.RowsDone) / secs
+		}
+		if runErr != nil {
+			me := clientError(runErr)
+			j.State, j.Error, j.ErrorCode = StateFailed, me.Message, me.Code
+			if me.Code == mysql.ER_QUERY_INTERRUPTED && rec.cancelled.Load() {
+				j.State = StateCancelled
+			}
+			return
+		}
+		j.State, j.Stage = StateDone, StageDone.String()
+	}); err != nil {
+		r.log.Error("ddl: cannot record the job's end", "err", err)
+	}
+	if runErr != nil {
+		r.log.Warn("ddl: job failed", "stage", Stage(rec.stage.Load()).String(), "err", runErr, "took", time.Since(start))
+		return clientError(runErr)
+	}
+	r.log.Info("ddl: job done", "rows", rec.rowsDone.Load(), "took", time.Since(start))
+	return nil
+}
+
+func (r *runner) run(ctx context.Context) (err error) {
+	defer func() { r.release(err) }()
+	for _, s := range r.stages() {
+		if err := ctx.Err(); err != nil && !r.swapped.Load() {
+			return errJob("the proxy is shutting down")
+		}
+		if s.stage < StageCutOver {
+			if err := r.rec.gate.wait(ctx); err != nil {
+				return err
+			}
+		}
+		r.rec.stage.Store(int32(s.stage))
+		_ = r.p.jobs.update(r.rec, func(j *Job) { j.Stage = s.stage.String() })
+		t0 := time.Now()
+		if err := s.run(ctx); err != nil {
+			return err
+		}
+		took := time.Since(t0)
+		_ = r.p.jobs.update(r.rec, func(j *Job) {
+			if j.StageSeconds == nil {
+				j.StageSeconds = map[string]float64{}
+			}
+			j.StageSeconds[s.stage.String()] = took.Seconds()
+		})
+		r.log.Info("ddl: stage done", "stage", s.stage.String(), "took", took)
+	}
+	return nil
+}
+
+// release stops what the job started. A job that failed before its swap
+// drops its shadow: the original table was never touched.
+func (r *runner) release(err error) {
+	if r.stream != nil {
+		r.stream.close()
+	}
+	if err != nil && r.created && !r.swapped.Load() {
+		if r.conn == nil || r.conn.Ping() != nil {
+			r.conn, _ = r.connect(context.Background())
+		}
+		if r.conn != nil {
+			if _, derr := r.conn.Execute("DROP TABLE IF EXISTS " + tableName(r.t.Schema, r.shadow)); derr != nil {
+				r.log.Error("ddl: cannot drop the shadow table of a failed job", "shadow", r.shadow, "err", derr)
+			}
+		}
+	}
+	if r.conn != nil {
+		r.conn.Close()
+	}
+	if r.logConn != nil {
+		r.logConn.Close()
+	}
+}
+
+// interrupt stops the statement the control connection runs (the index
+// build, a catch-up pass) when the job is cancelled or the proxy stops;
+// the copy workers stop at their next chunk.
+func (r *runner) interrupt() {
+	id := r.connID.Load()
+	if id == 0 || r.swapped.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := r.p.backend.Connect(ctx, r.user, "")
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	_, _ = c.Execute(fmt.Sprintf("KILL QUERY %d", id))
+}
+
+// connect opens a backend connection as the job's user, set up for the job.
+func (r *runner) connect(ctx context.Context) (*client.Conn, error) {
+	c, err := r.p.backend.Connect(ctx, r.user, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := sessionSetup(c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// sessionSetup makes a job connection independent of server defaults: no
+// strict-mode surprises when copying values the table already holds, an
+// AUTO_INCREMENT value 0 copied as 0, TIMESTAMPs read and written in UTC,
+// backslash escapes in literals (quoteString relies on it), reads that
+// take no locks (READ COMMITTED: each copy reads the latest committed rows
+// without locking them, as InnoDB does under a ROW binary log).
+func sessionSetup(c *client.Conn) error {
+	for _, q := range []string{
+		"SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
+		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+	} {
+		if _, err := c.Execute(q); err != nil {
+			return fmt.Errorf("session setup: %w", err)
+		}
+	}
+	return nil
+}
+
+// lockAttempts is how many times the job tries a table lock outside the
+// cut-over.
+const lockAttempts = 5
+
+func (p *Plugin) lockWait() time.Duration { return time.Duration(p.opts.LockWaitTimeout) }
+
+// lockTables runs LOCK TABLES on c with a short lock_wait_timeout, trying
+// a few times: a long transaction on the table makes the job wait, never a
+// queue of blocked statements behind it.
+func (r *runner) lockTables(ctx context.Context, c *client.Conn, spec string, attempts int, wait time.Duration) error {
+	secs := max(1, int(wait/time.Second))
+	if _, err := c.Execute(fmt.Sprintf("SET SESSION lock_wait_timeout = %d", secs)); err != nil {
+		return err
+	}
+	var errs []error
+	for attempt := 0; attempt < attempts; attempt++ {
+		_, err := c.Execute("LOCK TABLES " + spec)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+		if !isLockTimeout(err) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("LOCK TABLES %s: %w", spec, errors.Join(errs...))
+}
+
+func isLockTimeout(err error) bool {
+	var me *mysql.MyError
+	return errors.As(err, &me) && (me.Code == mysql.ER_LOCK_WAIT_TIMEOUT || me.Code == mysql.ER_LOCK_DEADLOCK)
+}

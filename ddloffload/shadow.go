@@ -1,0 +1,114 @@
+package ddloffload
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// createShadow creates _<table>_new with the table's final schema, then
+// drops its secondary B-tree indexes again until the build stage:
+//
+//   - Rows go in in key order, so a key-only shadow takes them at the speed
+//     of appending to one B-tree; secondary indexes filled row by row take
+//     random inserts (measured on 2M rows: 7.8 s into a key-only shadow plus
+//     5.9 s for the backend's sorted build, against 27.3 s with the indexes
+//     in place).
+//   - Unique indexes, old and new, would raise false duplicates: chunks
+//     are read at different moments, so a value that moved from one row to
+//     another between two chunk reads can be copied twice. After catch-up
+//     the shadow holds the table as of one binary-log position, so the
+//     backend's own build reports exactly the duplicates the table has.
+//
+// Adding the indexes to the empty shadow first makes the backend check
+// their definitions (prefix lengths, key length, types) at once, with its
+// own errors, and gives the exact final definitions to build later, in the
+// table's own order. FULLTEXT and SPATIAL indexes stay: they are never
+// unique.
+func (r *runner) createShadow(ctx context.Context) error {
+	if err := r.p.jobs.update(r.rec, func(j *Job) { j.Shadow, j.Old = r.shadow, r.old }); err != nil {
+		return err
+	}
+	shadow := tableName(r.t.Schema, r.shadow)
+	if _, err := r.conn.Execute("CREATE TABLE " + shadow + " LIKE " + r.t.name()); err != nil {
+		return err
+	}
+	r.created = true
+	clauses := make([]string, len(r.req.Indexes))
+	for i, ix := range r.req.Indexes {
+		clauses[i] = ix.clause()
+	}
+	if _, err := r.conn.Execute("ALTER TABLE " + shadow + " " + strings.Join(clauses, ", ")); err != nil {
+		return err
+	}
+	res, err := r.conn.Execute("SHOW CREATE TABLE " + shadow)
+	if err != nil {
+		return err
+	}
+	ddl, _ := res.GetString(0, 1)
+	var drops []string
+	for _, line := range strings.Split(ddl, "\n") {
+		line = strings.TrimSuffix(strings.TrimSpace(line), ",")
+		name, ok := secondaryKeyName(line)
+		if !ok || strings.EqualFold(name, r.t.KeyName) {
+			continue
+		}
+		r.deferred = append(r.deferred, "ADD "+line)
+		drops = append(drops, "DROP INDEX "+quoteIdent(name))
+	}
+	if len(drops) > 0 {
+		if _, err := r.conn.Execute("ALTER TABLE " + shadow + " " + strings.Join(drops, ", ")); err != nil {
+			return fmt.Errorf("defer the shadow's secondary indexes: %w", err)
+		}
+	}
+	r.log.Info("ddl: shadow created", "shadow", r.shadow, "deferred_indexes", len(r.deferred))
+	return nil
+}
+
+// secondaryKeyName reads a SHOW CREATE TABLE line that defines a B-tree
+// secondary index ("KEY `k` (...)" or "UNIQUE KEY `k` (...)") and returns
+// the index's name.
+func secondaryKeyName(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "UNIQUE KEY ")
+	if !ok {
+		if rest, ok = strings.CutPrefix(line, "KEY "); !ok {
+			return "", false
+		}
+	}
+	if !strings.HasPrefix(rest, "`") {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(rest); i++ {
+		if rest[i] == '`' {
+			if i+1 < len(rest) && rest[i+1] == '`' {
+				b.WriteByte('`')
+				i++
+				continue
+			}
+			return b.String(), true
+		}
+		b.WriteByte(rest[i])
+	}
+	return "", false
+}
+
+// buildIndexes adds the deferred indexes to the shadow in one ALTER, which
+// the backend runs as a sorted build. Nothing writes to the shadow
+// meanwhile: changes to the table keep collecting as dirty keys. A
+// duplicate for a UNIQUE index fails it with the backend's own error 1062,
+// naming the value and the index, before anything is swapped.
+//
+// The build starts from an exact image: the table is briefly read-locked
+// while the last dirty keys are applied, so a duplicate it reports is one
+// the table held at that moment, not an artefact of the copy.
+func (r *runner) buildIndexes(ctx context.Context) error {
+	if len(r.deferred) == 0 {
+		return nil
+	}
+	if err := r.syncFrozen(ctx, lockAttempts, r.p.lockWait(), streamWait, nil); err != nil {
+		return err
+	}
+	_, err := r.conn.Execute("ALTER TABLE " + tableName(r.t.Schema, r.shadow) + " " + strings.Join(r.deferred, ", "))
+	return err
+}
