@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"encoding/binary"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"tableproxy/internal/testdb"
@@ -122,5 +124,100 @@ func TestPluginChainAnswersRefusesObserves(t *testing.T) {
 	}
 	if c := strings.Join(rec.conns, ","); !strings.HasPrefix(c, "opened") || !strings.Contains(c, "closed") {
 		t.Errorf("connection events %s", c)
+	}
+}
+
+// firstExecute answers the first execute of "SELECT ? AS v" itself and
+// lets the later ones through.
+type firstExecute struct{ answered bool }
+
+func (f *firstExecute) Name() string { return "first-execute" }
+
+func (f *firstExecute) OnStatement(st *plugins.Statement) plugins.Action {
+	if st.Command != plugins.ComStmtExecute || f.answered {
+		return plugins.Continue
+	}
+	f.answered = true
+	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+		rs, err := mysql.BuildSimpleResultset([]string{"v"}, [][]any{{int64(0)}}, true)
+		if err != nil {
+			return err
+		}
+		return w.WriteResult(mysql.NewResult(rs))
+	}))
+}
+
+func (f *firstExecute) OnResult(*plugins.Statement, *plugins.Outcome) {}
+
+// A client binds parameter types once, on the first execute, and sends
+// them again only when they change. When a plugin answered that first
+// execute, the backend never saw the types: the proxy must add them to the
+// next execute it forwards, or the backend fails it with error 1210.
+func TestExecuteAfterAnsweredExecuteCarriesTypes(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(&firstExecute{}))
+	c, err := client.Connect(px.addr, user, "pw", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Prepared by hand: go-mysql's Stmt does not expose its id.
+	c.ResetSequence()
+	if err := c.WritePacket(append([]byte{0, 0, 0, 0, mysql.COM_STMT_PREPARE}, "SELECT ? AS v"...)); err != nil {
+		t.Fatal(err)
+	}
+	prep, err := c.ReadPacket()
+	if err != nil || prep[0] != 0 {
+		t.Fatalf("prepare: %v %v", prep, err)
+	}
+	id := binary.LittleEndian.Uint32(prep[1:])
+	for i := 0; i < 4; i++ { // a parameter, EOF, a column, EOF
+		if _, err := c.ReadPacket(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	execute := func(value byte, bindTypes bool) []byte {
+		t.Helper()
+		// COM_STMT_EXECUTE: id, flags 0, iteration count 1, NULL bitmap,
+		// new-params-bound flag, [types], values (a LONGLONG).
+		p := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_EXECUTE}, id)
+		p = append(p, 0, 1, 0, 0, 0, 0)
+		if bindTypes {
+			p = append(p, 1, mysql.MYSQL_TYPE_LONGLONG, 0)
+		} else {
+			p = append(p, 0)
+		}
+		p = append(p, value, 0, 0, 0, 0, 0, 0, 0)
+		c.ResetSequence()
+		if err := c.WritePacket(append(make([]byte, 4), p...)); err != nil {
+			t.Fatal(err)
+		}
+		var row []byte
+		for n := 0; ; n++ {
+			pkt, err := c.ReadPacket()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pkt[0] == mysql.ERR_HEADER {
+				t.Fatalf("execute: %v", c.HandleErrorPacket(pkt))
+			}
+			if n > 0 && pkt[0] == 0x00 {
+				row = pkt // the binary row: header, NULL bitmap, value
+			}
+			if pkt[0] == mysql.EOF_HEADER && len(pkt) < 9 && row != nil {
+				return row
+			}
+		}
+	}
+	if row := execute(7, true); row[len(row)-8] != 0 {
+		t.Fatalf("the plugin's answer: row %v", row)
+	}
+	if row := execute(42, false); row[len(row)-8] != 42 {
+		t.Fatalf("the backend's answer: row %v", row)
+	}
+	if row := execute(43, false); row[len(row)-8] != 43 {
+		t.Fatalf("the backend's answer: row %v", row)
 	}
 }

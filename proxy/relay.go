@@ -36,7 +36,11 @@ func (r *relayStats) setStatus(status, warnings uint16) {
 // forward sends the client's command packet (in s.cmd) to the backend.
 func (s *session) forward() error {
 	s.backend.ResetSequence()
-	if err := s.backend.WritePacket(s.cmd.b); err != nil {
+	buf := s.cmd.b
+	if ps := s.exec; ps != nil && len(buf) > 4 && buf[4] == mysql.COM_STMT_EXECUTE {
+		buf = ps.withBackendTypes(buf)
+	}
+	if err := s.backend.WritePacket(buf); err != nil {
 		return errBackendLost
 	}
 	return nil

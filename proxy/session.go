@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -39,6 +40,7 @@ type session struct {
 
 	st    plugins.Statement
 	stmts map[uint32]*prepared // by the backend's statement id
+	exec  *prepared            // the statement of the COM_STMT_EXECUTE being handled
 
 	capture     *plugins.Capture // set while relaying a response a plugin asked to see
 	captureSets int              // result sets seen while capturing
@@ -62,8 +64,13 @@ type prepared struct {
 	sql     string
 	nparams int
 	types   []byte // parameter types last bound by the client
-	memo    plugins.Memo
-	db      string // the current database when it was prepared: its names resolve there
+	// sentTypes are the types the backend last received for it. The
+	// client sends types only when it binds new ones; when the execute
+	// that carried them was answered by a plugin, the backend has not
+	// seen them and the next forwarded execute must carry them again.
+	sentTypes []byte
+	memo      plugins.Memo
+	db        string // the current database when it was prepared: its names resolve there
 	// longData: the client has sent a parameter with
 	// COM_STMT_SEND_LONG_DATA. It is never cleared, so a statement that
 	// used long data once is never taken for one whose parameters are all
@@ -82,6 +89,35 @@ func (ps *prepared) bindParams(b []byte) {
 	if off < len(b) && b[off] == 1 && off+1+2*ps.nparams <= len(b) {
 		ps.types = append(ps.types[:0], b[off+1:off+1+2*ps.nparams]...)
 	}
+}
+
+// withBackendTypes returns the COM_STMT_EXECUTE packet buf (header room
+// and payload) as the backend must receive it: unchanged when the backend
+// already has the parameter types in force, otherwise rebuilt with the
+// new-params-bound flag set and the types the client last bound.
+func (ps *prepared) withBackendTypes(buf []byte) []byte {
+	if ps.nparams == 0 {
+		return buf
+	}
+	const head = 4 + 1 + 4 + 1 + 4 // header room, command, statement id, flags, iteration count
+	off := head + (ps.nparams+7)/8
+	if off >= len(buf) {
+		return buf // malformed: the backend will say so
+	}
+	if buf[off] == 1 {
+		ps.sentTypes = append(ps.sentTypes[:0], ps.types...)
+		return buf
+	}
+	if ps.types == nil || bytes.Equal(ps.sentTypes, ps.types) {
+		return buf
+	}
+	out := make([]byte, 0, len(buf)+len(ps.types))
+	out = append(out, buf[:off]...)
+	out = append(out, 1)
+	out = append(out, ps.types...)
+	out = append(out, buf[off+1:]...)
+	ps.sentTypes = append(ps.sentTypes[:0], ps.types...)
+	return out
 }
 
 func (s *session) inTx() bool { return s.status&mysql.SERVER_STATUS_IN_TRANS != 0 }
@@ -306,6 +342,7 @@ func (s *session) dispatch() (quit bool, err error) {
 	case mysql.COM_STMT_PREPARE:
 		return false, s.handleStatement(plugins.ComStmtPrepare, p[1:])
 	case mysql.COM_STMT_EXECUTE:
+		s.exec = nil
 		if len(p) < 5 {
 			return false, s.client.writeError(mysql.NewError(mysql.ER_MALFORMED_PACKET, "Malformed communication packet"))
 		}
@@ -317,6 +354,7 @@ func (s *session) dispatch() (quit bool, err error) {
 		}
 		s.st.ResetMemo(plugins.ComStmtExecute, ps.sql, &ps.memo)
 		s.st.DB = ps.db
+		s.exec = ps
 		ps.bindParams(p[5:])
 		s.st.Params, s.st.ParamCount, s.st.ParamTypes, s.st.LongData = p[5:], ps.nparams, ps.types, ps.longData
 		return false, s.runStatement()
