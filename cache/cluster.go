@@ -37,6 +37,18 @@ type VirtualTable interface {
 	Rows() [][]any
 }
 
+// AddVirtual adds a table to the virtual schema (e.g. another plugin's
+// tableproxy.ddl_jobs). It must be called before the proxy serves: the
+// schema is read without a lock.
+func (p *Plugin) AddVirtual(name string, vt VirtualTable) {
+	m := make(map[string]VirtualTable, len(p.virtual)+1)
+	for k, v := range p.virtual {
+		m[k] = v
+	}
+	m[name] = vt
+	p.virtual = m
+}
+
 // Cluster is what a cluster of proxies gives the cache instead of its
 // single-node defaults.
 type Cluster struct {
