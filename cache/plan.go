@@ -58,6 +58,10 @@ type plan struct {
 	// computed: the select list has arithmetic, so rows are computed
 	// rather than copied.
 	computed bool
+	// namesFromText: an item of the select list is an expression without
+	// an alias, so the backend names its column after the text as typed
+	// (spaces and literals included), which the template does not keep.
+	namesFromText bool
 	// whereArith is the arithmetic in the WHERE clause. The backend may
 	// evaluate it on rows the proxy skips (its access paths are its own),
 	// and an overflow there is an error; so the proxy answers only when it
@@ -314,6 +318,9 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 				p.items = append(p.items, item{col: i, agg: -1})
 			}
 		default:
+			if _, col := f.Expr.(*ast.ColumnNameExpr); !col && f.AsName.L == "" {
+				p.namesFromText = true
+			}
 			if a, ok := f.Expr.(*ast.AggregateFuncExpr); ok {
 				g, ok := pl.aggregate(a)
 				if !ok {
@@ -416,6 +423,13 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			c, ok := by.Expr.(*ast.ColumnNameExpr)
 			if !ok {
 				return nil, nil, "ORDER BY " + restore(by.Expr) + " is not covered (integer or string columns only)"
+			}
+			// An unqualified name in ORDER BY means a select-list alias
+			// before it means a column of the tables.
+			if c.Name.Table.L == "" {
+				if c, ok = aliasedColumn(sel.Fields.Fields, c); !ok {
+					return nil, nil, "ORDER BY " + restore(by.Expr) + " names an alias of an expression"
+				}
 			}
 			i := pl.column(c)
 			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
@@ -692,6 +706,36 @@ func (pl *planner) column(c *ast.ColumnNameExpr) int {
 		}
 	}
 	return found
+}
+
+// aliasedColumn resolves an unqualified ORDER BY name against the select
+// list's aliases: the column an alias stands for, c itself when no alias
+// has its name, and ok=false when it names anything but one column.
+func aliasedColumn(fields []*ast.SelectField, c *ast.ColumnNameExpr) (*ast.ColumnNameExpr, bool) {
+	var found *ast.ColumnNameExpr
+	named := false // a column of the select list without alias has the name
+	for _, f := range fields {
+		if f.AsName.L == "" {
+			col, ok := f.Expr.(*ast.ColumnNameExpr)
+			named = named || ok && col.Name.Name.L == c.Name.Name.L
+			continue
+		}
+		if f.AsName.L != c.Name.Name.L {
+			continue
+		}
+		col, ok := f.Expr.(*ast.ColumnNameExpr)
+		if !ok || found != nil {
+			return nil, false
+		}
+		found = col
+	}
+	switch {
+	case found == nil:
+		return c, true
+	case named:
+		return nil, false // which one the backend picks is its business
+	}
+	return found, true
 }
 
 // table finds a table of the FROM clause by its alias (or name, with an

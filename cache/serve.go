@@ -316,10 +316,13 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		return pass("the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)")
 	}
 	key := defsKey{normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
+	if pl.namesFromText {
+		key.normalized = st.SQL // column names as typed, literals and spaces included
+	}
 	meta, ok := p.learned.Get(key)
 	if !ok {
 		// Learn this shape's metadata from the backend's answer.
-		key.normalized = strings.Clone(text)
+		key.normalized = strings.Clone(key.normalized)
 		pend := &pendingLearn{key: key, plan: pl, snap: snap}
 		si.pending = pend
 		count(false)

@@ -286,9 +286,19 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 				c := allCols[rng.Intn(len(allCols))]
 				if rng.Intn(6) == 0 {
 					c = []string{"i + 1", "u - 3", "b * 2", "-t", "(i + u) * 2", "ub + 1", "s * t - id", "i - u"}[rng.Intn(8)]
+					if rng.Intn(2) == 0 {
+						// The same shape with other literals and spacing:
+						// the backend names the column as typed.
+						c = fmt.Sprintf([]string{"i+%d", "u  -  %d", "b * %d", "%d + t"}[rng.Intn(4)], rng.Intn(20))
+					}
 				}
-				if rng.Intn(5) == 0 {
+				switch rng.Intn(8) {
+				case 0, 1:
 					c += " AS alias_" + strconv.Itoa(j)
+				case 2:
+					// An alias named like another column: ORDER BY that
+					// name sorts by the alias.
+					c += " AS " + intCols[1+rng.Intn(len(intCols)-1)]
 				}
 				cs = append(cs, c)
 			}
