@@ -867,6 +867,12 @@ func (p *plan) aggregate(snap *Snapshot, rows []int, env runEnv) ([][]byte, bool
 			}
 		case "avg":
 			if count > 0 {
+				if env.divPrecision%9 == 0 {
+					// At a scale that fills whole 9-digit words (0 among
+					// them) the backend truncates the quotient instead of
+					// rounding it.
+					return nil, false
+				}
 				out[j] = average(sum, count, env.divPrecision)
 			}
 		default:

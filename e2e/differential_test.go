@@ -117,12 +117,16 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 	waitState(t, admin, "d2", "ready", 200, 1)
 
 	// Sessions in the server's zone and in two others: TIMESTAMPs are shown
-	// in the session's zone.
+	// in the session's zone. They differ in div_precision_increment too,
+	// the scale of AVG (and rounded or truncated at multiples of 9).
 	var viaProxy, direct []*sql.DB
-	for _, zone := range []string{"", "'-07:00'", "'+05:45'"} {
+	for i, zone := range []string{"", "'-07:00'", "'+05:45'", "'+01:00'"} {
 		params := map[string]string{"charset": "utf8mb4"}
 		if zone != "" {
 			params["time_zone"] = zone
+		}
+		if dpi := []string{"", "0", "9", "1"}[i]; dpi != "" {
+			params["div_precision_increment"] = dpi
 		}
 		viaProxy = append(viaProxy, testdb.Open(t, testdb.DSN(e.proxy.addr, e.app.name, e.app.password, e.db, params)))
 		direct = append(direct, testdb.Open(t, testdb.DSN(e.backend.Addr, e.app.name, e.app.password, e.db, params)))
