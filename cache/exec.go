@@ -403,11 +403,14 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 			if c := snap.colls[o.col]; c != nil {
 				w, ok := c.key(nil, v)
 				// The backend compares at most max_sort_length bytes of a
-				// sort key: longer keys might compare differently there.
+				// sort key, counted in its own units (a utf8mb4 character
+				// reserves 4 bytes, whatever its length), and only when it
+				// sorts rather than reads an index in order: a value that
+				// might reach the limit makes the order the backend's.
 				if !ok {
 					return nil, "a value to sort by has a character whose weight is not known"
 				}
-				if len(w) > r.env.maxSortLength {
+				if len(w) > r.env.maxSortLength || len(v) > r.env.maxSortLength/4 {
 					return nil, "a value to sort by is longer than max_sort_length"
 				}
 				k.w = w

@@ -45,7 +45,7 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		"bt BIT(10) NULL, js JSON NULL, en ENUM('a','b','c') NULL, fl FLOAT NULL, db DOUBLE NULL, "+
 		"ts TIMESTAMP NULL DEFAULT NULL, bl BLOB NULL)")
 	ints := []int64{0, 1, -1, 2, 7, 42, -42, 100, 2147483647, -2147483648}
-	words := []string{"a", "A", "b", "é", "E", "zz", "Zz", "日本", "😀x", "", " x", "x ", "ß", "ss", "SS", "É", "e", "ä", "a\t", "A ", "Ø", "ÿ", "_", "%x", "ab", "aB", "😁x"}
+	words := []string{"a", "A", "b", "é", "E", "zz", "Zz", "日本", "😀x", "", " x", "x ", "ß", "ss", "SS", "É", "e", "ä", "a\t", "A ", "Ø", "ÿ", "_", "%x", "ab", "aB", "😁x", "prefix-long-1", "Prefix-long-0", "prefix-éé-2"}
 	var rows []string
 	for id := 1; id <= 300; id++ {
 		pick := func(f func() string) string {
@@ -118,7 +118,8 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 
 	// Sessions in the server's zone and in two others: TIMESTAMPs are shown
 	// in the session's zone. They differ in div_precision_increment too,
-	// the scale of AVG (and rounded or truncated at multiples of 9).
+	// the scale of AVG (and rounded or truncated at multiples of 9), and in
+	// max_sort_length.
 	var viaProxy, direct []*sql.DB
 	for i, zone := range []string{"", "'-07:00'", "'+05:45'", "'+01:00'"} {
 		params := map[string]string{"charset": "utf8mb4"}
@@ -127,6 +128,9 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 		}
 		if dpi := []string{"", "0", "9", "1"}[i]; dpi != "" {
 			params["div_precision_increment"] = dpi
+		}
+		if i == 3 {
+			params["max_sort_length"] = "8" // strings sort by a prefix
 		}
 		viaProxy = append(viaProxy, testdb.Open(t, testdb.DSN(e.proxy.addr, e.app.name, e.app.password, e.db, params)))
 		direct = append(direct, testdb.Open(t, testdb.DSN(e.backend.Addr, e.app.name, e.app.password, e.db, params)))
