@@ -33,6 +33,12 @@ func (p *Plugin) beginDeferred(st *plugins.Statement, si *sessionInfo) (plugins.
 	}
 	switch {
 	case st.Kind == plugins.KindBegin && !st.InTx && isPlain(st.SQL, "BEGIN", "BEGIN WORK", "START TRANSACTION"):
+		// Under LOCK TABLES a BEGIN releases the locks, which only the
+		// backend can do; with completion_type CHAIN or RELEASE a COMMIT
+		// does more than end the transaction.
+		if si.tableLocks || !si.probe(st) || !si.plainCompletion {
+			return plugins.Continue, false
+		}
 		si.deferred = true
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 			w.SetStatus(w.Status() | mysql.SERVER_STATUS_IN_TRANS)

@@ -45,6 +45,8 @@ type runEnv struct {
 	// maxSortLength is @@max_sort_length: the backend sorts by at most
 	// this many bytes of each value's sort key.
 	maxSortLength int
+	// plainValues: the sql_mode leaves values as stored (see plainValues).
+	plainValues bool
 }
 
 // arg is a bound parameter: an integer, a string or NULL.

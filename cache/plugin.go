@@ -408,6 +408,9 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 			}
 		}
 		si.afterStatement(st, out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)
+		si.afterBackend(st, out)
+	} else if locksTables(st) {
+		session(st).afterBackend(st, out)
 	}
 	if out.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		return

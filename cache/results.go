@@ -416,7 +416,8 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 		}
 	}
 	rs := &si.rc
-	if !si.probe(st) || !rs.probe(st) || !parsedAlike(st.SQL, si.sqlMode) {
+	si.usesTables = true
+	if si.blocked() != "" || !si.probe(st) || !rs.probe(st) || !parsedAlike(st.SQL, si.sqlMode) {
 		return plugins.Continue, false
 	}
 	if !st.InTx && !si.autocommit {

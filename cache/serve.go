@@ -51,6 +51,25 @@ type sessionInfo struct {
 	env           runEnv // character sets of string arguments, max_sort_length
 	autocommit    bool   // @@autocommit
 
+	// pinnedAll: the transaction has read a cached table from memory, and
+	// at that moment pinned every cached table, so that all of them are
+	// read as of one moment; a table without a pin is read from the
+	// backend.
+	pinnedAll bool
+	// plainCompletion: @@completion_type is NO_CHAIN, so COMMIT and
+	// ROLLBACK only end the transaction (see begin.go).
+	plainCompletion bool
+	// tableLocks: the session ran LOCK TABLES (or FLUSH ... WITH READ
+	// LOCK) and has not released it: the backend decides which tables it
+	// may read, and BEGIN releases the locks there.
+	tableLocks bool
+	// diagDirty: the last statement the backend answered left warnings or
+	// an error in its diagnostics area, which a statement that reads
+	// tables clears there; answered in memory, SHOW WARNINGS would still
+	// show them. usesTables says the current statement reads or writes
+	// tables, so that the backend's answer to it clears them.
+	diagDirty, usesTables bool
+
 	last explanation // the last statement's outcome, for EXPLAIN LAST STATEMENT
 	// deferred: the session's transaction was begun by the proxy and has
 	// not started in the backend yet (see begin.go).
@@ -126,7 +145,7 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	// transaction_isolation. Ask for one, then the other.
 	var r *mysql.Result
 	var err error
-	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone, @@div_precision_increment, @@autocommit"
+	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone, @@div_precision_increment, @@autocommit, @@completion_type"
 	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation" + vars,
 		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation" + vars} {
 		if r, err = st.Backend.Query(q); err == nil {
@@ -152,6 +171,9 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	si.env.divPrecision = int(dpi)
 	ac, _ := r.GetInt(0, 9)
 	si.autocommit = ac == 1
+	ct := resultString(r, 0, 10)
+	si.plainCompletion = ct == "NO_CHAIN" || ct == "0"
+	si.env.plainValues = plainValues(si.sqlMode)
 	// The settings that change the metadata of an answer.
 	si.settings = si.charset + "|" + si.sqlMode + "|" + strconv.Itoa(si.env.divPrecision)
 	si.known = true
@@ -169,6 +191,31 @@ func parsesAsDefault(sqlMode string) bool {
 		}
 	}
 	return true
+}
+
+// plainValues reports whether values come out of the backend as stored:
+// EMPTY_STRING_IS_NULL (MariaDB) turns ” into NULL and
+// PAD_CHAR_TO_FULL_LENGTH pads CHAR values, in results too.
+func plainValues(sqlMode string) bool {
+	for _, m := range strings.Split(sqlMode, ",") {
+		switch m {
+		case "EMPTY_STRING_IS_NULL", "PAD_CHAR_TO_FULL_LENGTH":
+			return false
+		}
+	}
+	return true
+}
+
+// blocked says why the session's reads may not be answered in memory now
+// whatever they read, or "".
+func (si *sessionInfo) blocked() string {
+	switch {
+	case si.tableLocks:
+		return "the session holds table locks (LOCK TABLES): the backend decides which tables it may read"
+	case si.diagDirty:
+		return "the backend's last answer left warnings or an error, which a read of tables clears there (SHOW WARNINGS would differ)"
+	}
+	return ""
 }
 
 // asciiCompatible reports whether a character set encodes ASCII as ASCII
@@ -269,6 +316,10 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	pass := func(why string) (plugins.Action, string) {
 		return p.declinedWhy(st, si, ent, why)
 	}
+	si.usesTables = true
+	if why := si.blocked(); why != "" {
+		return pass(why)
+	}
 	var snaps [2]*Snapshot
 	for i, id := range pl.tables {
 		if st.InTx {
@@ -314,6 +365,9 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	}
 	if !si.env.defaultParse {
 		return pass("the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)")
+	}
+	if !si.env.plainValues {
+		return pass("the session's sql_mode changes values in results (EMPTY_STRING_IS_NULL or PAD_CHAR_TO_FULL_LENGTH)")
 	}
 	key := defsKey{normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
 	if pl.namesFromText {
@@ -392,15 +446,26 @@ func (p *Plugin) txSnapshot(st *plugins.Statement, si *sessionInfo, id lease.Tab
 	if s, pinned := si.pins[id]; pinned {
 		return s, s != nil
 	}
-	s, ok := p.Servable(id)
 	if si.pins == nil {
 		si.pins = map[lease.TableID]*Snapshot{}
 	}
-	if !ok {
-		s = nil
+	if !si.pinnedAll {
+		// The transaction's first read from memory pins every cached table
+		// at once: whatever it reads later is as of this moment too.
+		si.pinnedAll = true
+		for _, other := range p.cachedIDs() {
+			if _, pinned := si.pins[other]; !pinned {
+				s, ok := p.Servable(other)
+				if !ok {
+					s = nil
+				}
+				si.pins[other] = s
+			}
+		}
 	}
+	s := si.pins[id] // nil, when it was not cached or servable then
 	si.pins[id] = s
-	return s, ok
+	return s, s != nil
 }
 
 // afterStatement follows the session's transactions. A transaction that
@@ -419,7 +484,7 @@ func (si *sessionInfo) afterStatement(st *plugins.Statement, inTx bool) {
 		}
 	case plugins.KindBegin, plugins.KindCommit, plugins.KindRollback:
 		if singleStatement(st.SQL) && !containsFold(st.SQL, " TO ") {
-			si.pins, si.txTainted = nil, false
+			si.pins, si.pinnedAll, si.txTainted = nil, false, false
 		} else if involved {
 			si.txTainted = true
 		}
@@ -429,9 +494,46 @@ func (si *sessionInfo) afterStatement(st *plugins.Statement, inTx bool) {
 		}
 	}
 	if si.inTx && !inTx {
-		si.pins, si.txTainted, si.nextTxUnknown = nil, false, false
+		si.pins, si.pinnedAll, si.txTainted, si.nextTxUnknown = nil, false, false, false
 	}
 	si.inTx = inTx
+}
+
+// afterBackend follows what the backend keeps for the session beside its
+// transaction: table locks and the diagnostics area.
+func (si *sessionInfo) afterBackend(st *plugins.Statement, out *plugins.Outcome) {
+	uses := si.usesTables
+	si.usesTables = false
+	if out.Source != plugins.FromBackend {
+		return
+	}
+	switch {
+	case out.Warnings > 0 || out.Err != nil:
+		si.diagDirty = true
+	case uses || st.Kind.IsWrite():
+		si.diagDirty = false
+	}
+	if out.Err != nil && singleStatement(st.SQL) {
+		return
+	}
+	switch w := plugins.FirstKeyword(st.SQL); {
+	case !singleStatement(st.SQL) && containsFold(st.SQL, "LOCK"):
+		si.tableLocks = true // one of them may lock: assume so until UNLOCK TABLES
+	case strings.EqualFold(w, "LOCK") || strings.EqualFold(w, "FLUSH") && containsFold(st.SQL, "LOCK"):
+		si.tableLocks = true
+	case strings.EqualFold(w, "UNLOCK") || st.Kind == plugins.KindBegin:
+		si.tableLocks = false // (BEGIN releases table locks in the backend)
+	}
+}
+
+// locksTables reports whether st may take or release table locks, so that
+// a session the cache has not followed yet must start being followed.
+func locksTables(st *plugins.Statement) bool {
+	if st.Kind != plugins.KindOther {
+		return false
+	}
+	w := plugins.FirstKeyword(st.SQL)
+	return strings.EqualFold(w, "LOCK") || strings.EqualFold(w, "FLUSH")
 }
 
 // singleStatement reports whether sql has no ';' before its end (trailing

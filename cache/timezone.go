@@ -20,6 +20,12 @@ const loaderTimeZone = "+00:00"
 // that offset is fixed.
 func fixedOffset(tz, system string) (int, bool) {
 	if tz == "SYSTEM" {
+		// @@system_time_zone is the zone's abbreviation when the server
+		// started: "GMT" may be Europe/London in winter, so only UTC is
+		// taken for a fixed zone.
+		if system != "UTC" {
+			return 0, false
+		}
 		tz = system
 	}
 	switch tz {

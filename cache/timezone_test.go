@@ -8,7 +8,10 @@ func TestFixedOffset(t *testing.T) {
 		off        int
 		ok         bool
 	}{
-		{"SYSTEM", "UTC", 0, true}, {"SYSTEM", "CET", 0, false}, {"+00:00", "", 0, true},
+		{"SYSTEM", "UTC", 0, true}, {"SYSTEM", "CET", 0, false},
+		// A system zone of "GMT" may be Europe/London, which is on BST half
+		// the year.
+		{"SYSTEM", "GMT", 0, false}, {"GMT", "CET", 0, true}, {"+00:00", "", 0, true},
 		{"-07:00", "", -7 * 3600, true}, {"+5:45", "", 5*3600 + 45*60, true}, {"+14:00", "", 14 * 3600, true},
 		{"Europe/Paris", "", 0, false}, {"+1:2", "", 0, false}, {"+15:00", "", 0, false}, {"UTC", "", 0, true},
 	}

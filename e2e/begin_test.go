@@ -48,11 +48,7 @@ func TestDeferredBegin(t *testing.T) {
 	}
 	servedFrom := func() (string, string) {
 		t.Helper()
-		var stmt, from, why string
-		if err := conn.QueryRowContext(ctx, "EXPLAIN LAST STATEMENT").Scan(&stmt, &from, &why); err != nil {
-			t.Fatal(err)
-		}
-		return from, why
+		return lastServedFrom(t, conn)
 	}
 	read := "SELECT v FROM kv WHERE id = 1"
 	value(conn, read) // learn the shape's metadata
@@ -131,4 +127,15 @@ func TestDeferredBegin(t *testing.T) {
 		t.Errorf("START TRANSACTION READ ONLY went to the %s", from)
 	}
 	exec("COMMIT")
+}
+
+// lastServedFrom says where the session's last statement was answered
+// ("proxy" or "backend") and why, from EXPLAIN LAST STATEMENT.
+func lastServedFrom(t *testing.T, conn *sql.Conn) (from, why string) {
+	t.Helper()
+	var stmt string
+	if err := conn.QueryRowContext(context.Background(), "EXPLAIN LAST STATEMENT").Scan(&stmt, &from, &why); err != nil {
+		t.Fatal(err)
+	}
+	return from, why
 }
