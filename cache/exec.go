@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 
@@ -390,20 +391,24 @@ type sortKey struct {
 // all but the first are dropped, if they are byte for byte the same.
 func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 	snap := r.snap
-	keys := make([]sortKey, len(rows)*len(p.order))
-	pos := make(map[int]int, len(rows)) // row -> its keys' offset
+	m := len(p.order)
+	// Keys are laid out by position in rows (m per row), string keys in
+	// one arena; the sort permutes positions.
+	keys := make([]sortKey, len(rows)*m)
+	var arena []byte
 	for n, i := range rows {
 		r.setRow(snap.Rows[i])
-		pos[i] = n * len(p.order)
 		for j, o := range p.order {
-			k := &keys[n*len(p.order)+j]
+			k := &keys[n*m+j]
 			v, null, _ := r.field(o.col)
 			if null {
 				k.null = true
 				continue
 			}
 			if c := snap.colls[o.col]; c != nil {
-				w, ok := c.key(nil, v)
+				start := len(arena)
+				var ok bool
+				arena, ok = c.key(arena, v)
 				// The backend compares at most max_sort_length bytes of a
 				// sort key, counted in its own units (a utf8mb4 character
 				// reserves 4 bytes, whatever its length), and only when it
@@ -412,10 +417,12 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 				if !ok {
 					return nil, "a value to sort by has a character whose weight is not known"
 				}
-				if len(w) > r.env.maxSortLength || len(v) > r.env.maxSortLength/4 {
+				if len(arena)-start > r.env.maxSortLength || len(v) > r.env.maxSortLength/4 {
 					return nil, "a value to sort by is longer than max_sort_length"
 				}
-				k.w = w
+				// (A full slice: a later append to the arena may move it,
+				// never write over this key.)
+				k.w = arena[start:len(arena):len(arena)]
 				continue
 			}
 			var ok bool
@@ -425,7 +432,7 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 		}
 	}
 	cmp := func(a, b int) int {
-		ka, kb := keys[pos[a]:pos[a]+len(p.order)], keys[pos[b]:pos[b]+len(p.order)]
+		ka, kb := keys[a*m:a*m+m], keys[b*m:b*m+m]
 		for j, o := range p.order {
 			var c int
 			switch {
@@ -448,20 +455,28 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 		}
 		return 0
 	}
-	sort.SliceStable(rows, func(a, b int) bool { return cmp(rows[a], rows[b]) < 0 })
+	perm := make([]int, len(rows))
+	for n := range perm {
+		perm[n] = n
+	}
+	slices.SortStableFunc(perm, cmp)
 	if p.total || p.groupBy != nil {
-		return rows, "" // (under GROUP BY, rows that tie are one group)
+		// (Under GROUP BY, rows that tie are one group.)
+		for n, at := range perm {
+			perm[n] = rows[at]
+		}
+		return perm, ""
 	}
 	out := make([]int, 0, len(rows))
-	for n, i := range rows {
-		if n == 0 || cmp(rows[n-1], i) != 0 {
-			out = append(out, i)
+	for n, at := range perm {
+		if n == 0 || cmp(perm[n-1], at) != 0 {
+			out = append(out, rows[at])
 			continue
 		}
 		if !p.distinct {
 			return nil, "rows tie in the ORDER BY: their order is the backend's choice"
 		}
-		if !sameValues(r, p.cols, snap.Rows[rows[n-1]], snap.Rows[i]) {
+		if !sameValues(r, p.cols, snap.Rows[rows[perm[n-1]]], snap.Rows[rows[at]]) {
 			return nil, "DISTINCT: values are equal by collation but not byte for byte; which one the backend shows is its choice"
 		}
 	}

@@ -47,8 +47,9 @@ type Snapshot struct {
 	// hold every bit); nil for other columns.
 	floats [][]uint64
 	// strIndex[i] is the rows with a value in string column i, ordered by
-	// its collation (nil for others).
-	strIndex [][]int32
+	// its collation, built at the first lookup that needs it (see
+	// stringIndex); nil for a snapshot without string indexes.
+	strIndex []lazyIndex
 
 	Bytes        int64 // memory held by the snapshot, accounted
 	LoadedAt     time.Time
@@ -147,7 +148,7 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	if err := s.learnCollations(conn, collByName); err != nil {
 		return nil, err
 	}
-	s.buildStringIndexes()
+	s.reserveStringIndexes()
 	if limit > 0 && s.Bytes > limit { // the indexes count too
 		return nil, &errTooLarge{id: id, bytes: s.Bytes, limit: limit}
 	}

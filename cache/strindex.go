@@ -2,67 +2,92 @@ package cache
 
 import (
 	"sort"
+	"sync"
 
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 )
 
 // String indexes. Every string column whose collation the proxy compares
-// gets a sorted index of its rows (NULLs left out), ordered by the
+// may get a sorted index of its rows (NULLs left out), ordered by the
 // collation, so that lookups by a string (a code, a name) narrow the rows
 // to examine as integer indexes do. An entry is only a row number: keys
 // are computed again while searching, which costs a few comparisons per
 // lookup and no memory beyond four bytes a row.
+//
+// Sorting a column by its collation costs far more than loading it, and
+// most string columns are never looked up: a column's index is built by
+// the first lookup that needs it, once per snapshot. Its memory is
+// counted when the table loads, so the cap is checked then.
 
-// buildStringIndexes indexes the string columns (after learnCollations).
-func (s *Snapshot) buildStringIndexes() {
-	s.strIndex = make([][]int32, len(s.Fields))
-	r := &rowCtx{snap: s}
-	for c, coll := range s.colls {
-		if coll == nil {
-			continue
+// lazyIndex is one string column's index, built on first use.
+type lazyIndex struct {
+	once sync.Once
+	rows []int32 // nil: the column could not be indexed
+}
+
+// reserveStringIndexes prepares the string indexes and counts their
+// memory (after learnCollations).
+func (s *Snapshot) reserveStringIndexes() {
+	s.strIndex = make([]lazyIndex, len(s.Fields))
+	for _, coll := range s.colls {
+		if coll != nil {
+			s.Bytes += int64(len(s.Rows)) * 4
 		}
-		type entry struct {
-			key []byte
-			row int32
-		}
-		entries := make([]entry, 0, len(s.Rows))
-		ok := true
-		for i, row := range s.Rows {
-			if !r.setRow(row) {
-				return
-			}
-			v, null, _ := r.field(c)
-			if null {
-				continue
-			}
-			k, known := coll.key(nil, v)
-			if !known {
-				ok = false
-				break
-			}
-			entries = append(entries, entry{k, int32(i)})
-		}
-		if !ok {
-			continue
-		}
-		sort.SliceStable(entries, func(a, b int) bool { return coll.compareKeys(entries[a].key, entries[b].key) < 0 })
-		idx := make([]int32, len(entries))
-		for i, e := range entries {
-			idx[i] = e.row
-		}
-		s.strIndex[c] = idx
-		s.Bytes += int64(len(idx)) * 4
 	}
+}
+
+// stringIndex returns the index of string column c, building it on first
+// use; nil when the column has none.
+func (s *Snapshot) stringIndex(c int) []int32 {
+	if s.strIndex == nil || s.colls[c] == nil {
+		return nil
+	}
+	li := &s.strIndex[c]
+	li.once.Do(func() { li.rows = s.buildStringIndex(c) })
+	return li.rows
+}
+
+// buildStringIndex sorts the rows with a value in column c by its
+// collation; nil if a value has a character whose weight is not known.
+func (s *Snapshot) buildStringIndex(c int) []int32 {
+	coll := s.colls[c]
+	r := &rowCtx{snap: s}
+	type entry struct {
+		key []byte
+		row int32
+	}
+	entries := make([]entry, 0, len(s.Rows))
+	for i, row := range s.Rows {
+		if !r.setRow(row) {
+			return nil
+		}
+		v, null, _ := r.field(c)
+		if null {
+			continue
+		}
+		k, known := coll.key(nil, v)
+		if !known {
+			return nil
+		}
+		entries = append(entries, entry{k, int32(i)})
+	}
+	sort.SliceStable(entries, func(a, b int) bool { return coll.compareKeys(entries[a].key, entries[b].key) < 0 })
+	idx := make([]int32, len(entries))
+	for i, e := range entries {
+		idx[i] = e.row
+	}
+	return idx
 }
 
 // strSpan returns the rows whose value of string column col lies between
 // lo and hi under the column's collation (nil bounds are open; loIncl and
 // hiIncl say whether the bounds are included), in primary-key order.
 func (s *Snapshot) strSpan(col int, lo, hi []byte, loIncl, hiIncl bool) ([]int, bool) {
-	if s.strIndex == nil || s.strIndex[col] == nil {
+	idx := s.stringIndex(col)
+	if idx == nil {
 		return nil, false
 	}
-	idx, coll := s.strIndex[col], s.colls[col]
+	coll := s.colls[col]
 	r := &rowCtx{snap: s, offs: make([]int, 0, len(s.Fields)+1)}
 	var kl, kh, buf []byte
 	ok := true
@@ -124,7 +149,7 @@ func (p *plan) narrowString(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
 		case !ok || x.op == opcode.NE:
 			return nil, false
 		case null:
-			return nil, snap.strIndex != nil && snap.strIndex[x.col] != nil // compared with NULL: no row
+			return nil, true // compared with NULL: no row
 		}
 		switch x.op {
 		case opcode.EQ:
