@@ -112,6 +112,10 @@ type tableState struct {
 	lease   lease.Table
 	snap    atomic.Pointer[Snapshot]
 	pending atomic.Bool // a load is queued or running
+	// nextLoad is when the table may be loaded again (Unix nanoseconds),
+	// and paced that a load waits for it (see loadDuty).
+	nextLoad atomic.Int64
+	paced    atomic.Bool
 	lastErr atomic.Pointer[string]
 	hits    atomic.Uint64
 	passes  atomic.Uint64
@@ -455,6 +459,14 @@ func ddlName(sql string) string {
 	return "DDL"
 }
 
+// loadDuty is the largest share of time, in percent, that one table's
+// reloads may take: a table written all the time would otherwise be
+// reloaded back to back, each load made stale by the next write, taking a
+// core from the statements themselves. After a load that took d, the next
+// waits until d*(100-loadDuty)/loadDuty has passed; meanwhile reads go to
+// the backend, as they do while a table loads.
+const loadDuty = 5
+
 // requestLoad queues a (re)load of id, once however often it is asked.
 func (p *Plugin) requestLoad(id lease.TableID) {
 	ts := p.table(id)
@@ -495,6 +507,15 @@ func (p *Plugin) load(id lease.TableID) {
 	if s := ts.snap.Load(); s != nil && s.Version == v {
 		return
 	}
+	if wait := time.Until(time.Unix(0, ts.nextLoad.Load())); wait > 0 {
+		if ts.paced.CompareAndSwap(false, true) {
+			time.AfterFunc(wait, func() {
+				ts.paced.Store(false)
+				p.requestLoad(id)
+			})
+		}
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.opts.LoadTimeout))
 	defer cancel()
 	conn, err := p.backend.Connect(ctx, ts.entry.CachedBy, "")
@@ -514,6 +535,7 @@ func (p *Plugin) load(id lease.TableID) {
 	}
 	ts.snap.Store(s)
 	ts.lastErr.Store(nil)
+	ts.nextLoad.Store(time.Now().Add(s.LoadDuration * (100 - loadDuty) / loadDuty).UnixNano())
 	p.log.Info("cache: table loaded", "table", id.String(), "version", s.Version, "rows", len(s.Rows),
 		"bytes", s.Bytes, "took", s.LoadDuration)
 }
