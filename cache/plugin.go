@@ -116,9 +116,9 @@ type tableState struct {
 	// and paced that a load waits for it (see loadDuty).
 	nextLoad atomic.Int64
 	paced    atomic.Bool
-	lastErr atomic.Pointer[string]
-	hits    atomic.Uint64
-	passes  atomic.Uint64
+	lastErr  atomic.Pointer[string]
+	hits     atomic.Uint64
+	passes   atomic.Uint64
 	// gen is new each time the table is cached: its version does not move
 	// while it is not cached, so result-cache keys hold both.
 	gen        uint64
