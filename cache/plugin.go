@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -95,6 +96,9 @@ type Plugin struct {
 	// plans are planning outcomes by statement shape; purged when the set
 	// of cached tables changes.
 	plans *lru.Cache[planKey, *planEntry]
+	// effects is each statement shape's Analysis (writes and DDL), so
+	// that a repeated write is not parsed again.
+	effects *lru.Cache[planKey, Analysis]
 	// colls are the backend's collations, as far as the proxy compares
 	// strings itself.
 	colls *collations
@@ -167,6 +171,7 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat Ca
 	p.learned, _ = lru.New[defsKey, *learned](8192)
 	p.colls = newCollations()
 	p.plans, _ = lru.New[planKey, *planEntry](8192)
+	p.effects, _ = lru.New[planKey, Analysis](4096)
 	p.results = newResultCacheFor(log, opts)
 	leases.Subscribe(func(id lease.TableID, _ lease.Version) { p.requestLoad(id) })
 	for _, e := range cat.List() {
@@ -328,7 +333,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 	if p.cached.Load() == 0 && st.Kind != plugins.KindDDL {
 		return plugins.Continue
 	}
-	a, err := Analyze(st.SQL, st.DB)
+	a, err := p.analyze(st)
 	if err != nil {
 		return plugins.RefuseWith(mysql.NewError(mysql.ER_NOT_SUPPORTED_YET, err.Error()))
 	}
@@ -365,6 +370,34 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		}
 	}
 	return plugins.Continue
+}
+
+// analyze is Analyze, remembered by statement shape: the literals of a
+// statement never change which tables it writes.
+func (p *Plugin) analyze(st *plugins.Statement) (Analysis, error) {
+	if st.Session == nil {
+		return Analyze(st.SQL, st.DB)
+	}
+	var key planKey
+	if st.Command == plugins.ComStmtExecute {
+		key = planKey{db: st.DB, text: st.SQL} // the prepared text: its markers are its literals
+	} else {
+		si := session(st)
+		tmpl, lits, ok := templateOf(st.SQL, si.tmpl, si.lits)
+		si.tmpl, si.lits = tmpl, lits
+		if !ok {
+			return Analyze(st.SQL, st.DB)
+		}
+		key = planKey{db: st.DB, text: unsafe.String(unsafe.SliceData(tmpl), len(tmpl))}
+	}
+	if a, ok := p.effects.Get(key); ok {
+		return a, nil
+	}
+	a, err := Analyze(st.SQL, st.DB)
+	if err == nil {
+		p.effects.Add(planKey{db: strings.Clone(key.db), text: strings.Clone(key.text)}, a)
+	}
+	return a, err
 }
 
 // beginWrite opens an intent on ids for the session's statement. On one
