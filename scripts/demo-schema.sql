@@ -260,6 +260,22 @@ LEFT JOIN (SELECT quote, rate FROM exchange_rates
            WHERE valid_from >= '2024-05-30') r ON r.quote = o.currency
 SET o.total_amount = ROUND(t.usd_total * COALESCE(r.rate, 1), cur.decimals);
 
+-- An append-only log without foreign keys: a table to try online
+-- ADD INDEX on (ALTER TABLE audit_log ADD INDEX (actor, at)).
+CREATE TABLE audit_log (
+  id     BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  actor  VARCHAR(32) NOT NULL,
+  action VARCHAR(32) NOT NULL,
+  at     DATETIME(6) NOT NULL,
+  PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+INSERT INTO audit_log (actor, action, at)
+SELECT CONCAT('user', (a.n * 7 + b.n) % 50),
+       ELT(1 + (a.n + b.n) % 4, 'login', 'view', 'update', 'logout'),
+       '2024-01-01' + INTERVAL (a.n * 20 + b.n) MINUTE
+FROM seq_numbers a JOIN seq_numbers b ON b.n <= 20;
+
 DROP TABLE seq_numbers;
 
-ANALYZE TABLE branches, currencies, exchange_rates, products, customers, orders, order_items;
+ANALYZE TABLE branches, currencies, exchange_rates, products, customers, orders, order_items, audit_log;

@@ -21,6 +21,7 @@ PROXY_BIN="$ROOT/bin/tableproxy"
 PROXY_PID="$RUN_DIR/proxy.pid"
 PROXY_LOG="$RUN_DIR/proxy.log"
 PROXY_DATA="$RUN_DIR/proxy"
+PROXY_CONFIG="$RUN_DIR/proxy.yaml"
 READY_TIMEOUT=30
 STOP_TIMEOUT=20
 
@@ -107,10 +108,22 @@ cmd_start() {
 		die "metrics port $METRICS_ADDR is already in use by another process"
 
 	mkdir -p "$PROXY_DATA"
+	# The product's plugins: metrics, cached tables and online ADD INDEX.
+	cat >"$PROXY_CONFIG" <<'YAML'
+plugins:
+  - name: metrics
+  - name: cache
+    options:
+      binlog_user: admin
+  - name: ddloffload
+    options:
+      binlog_user: admin
+YAML
 	log "starting tableproxy on $PROXY_HOST:$PROXY_PORT (log: $PROXY_LOG)"
 	(
 		cd "$ROOT"
 		exec nohup "$PROXY_BIN" serve \
+			--config "$PROXY_CONFIG" \
 			--listen "$PROXY_HOST:$PROXY_PORT" \
 			--backend "$backend" \
 			--user demo:demo \
@@ -137,11 +150,25 @@ cmd_start() {
 		sleep 0.5
 	done
 
+	# The small, rarely written reference tables are the ones to cache.
+	local t
+	for t in currencies exchange_rates branches; do
+		mariadb --no-defaults -h "$PROXY_HOST" -P "$PROXY_PORT" -u admin -padmin demo \
+			-e "ALTER TABLE $t CACHE" 2>/dev/null || true # (already cached after a restart)
+	done
+
 	cat <<EOF
 
 tableproxy is running (pid $pid) in front of MariaDB at $backend.
 
   Connect:  mariadb -h $PROXY_HOST -P $PROXY_PORT -u demo -pdemo demo
+  Admin:    mariadb -h $PROXY_HOST -P $PROXY_PORT -u admin -padmin demo
+
+  Cached:   SELECT table_name, state, row_count FROM tableproxy.cached_tables;
+  Try:      SELECT quote, rate FROM exchange_rates WHERE base = 'EUR' ORDER BY quote, id;
+            EXPLAIN LAST STATEMENT;
+  Index:    ALTER TABLE audit_log ADD INDEX (actor, at);   -- as admin: an online job
+            ADMIN SHOW DDL JOBS;
   Metrics:  http://$METRICS_ADDR/metrics
   Logs:     $PROXY_LOG
   Stop:     scripts/demo.sh stop
