@@ -23,7 +23,7 @@ func TestExampleFilesAreValid(t *testing.T) {
 		}
 	}
 	cfg, _ := Load("tableproxy.example.yaml")
-	if cfg.Backend.ConnectTimeout != 5*time.Second || cfg.MaxPacketSize != 64<<20 || len(cfg.Plugins) != 4 ||
+	if cfg.Backend.ConnectTimeout != 5*time.Second || cfg.MaxPacketSize != 64<<20 || len(cfg.Plugins) != 5 ||
 		!cfg.Users[1].Admin || cfg.Plugins[1].Options["rules"] == nil {
 		t.Errorf("decoded %+v", cfg)
 	}
