@@ -396,6 +396,14 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 	// one arena; the sort permutes positions.
 	keys := make([]sortKey, len(rows)*m)
 	var arena []byte
+	// A string column's ranks in its collation's order, where the
+	// snapshot has them, stand for its values: numbers to compare.
+	ranks := make([][]int32, m)
+	for j, o := range p.order {
+		if snap.colls[o.col] != nil {
+			ranks[j] = snap.ranks(o.col, r.env)
+		}
+	}
 	for n, i := range rows {
 		r.setRow(snap.Rows[i])
 		for j, o := range p.order {
@@ -403,6 +411,10 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 			v, null, _ := r.field(o.col)
 			if null {
 				k.null = true
+				continue
+			}
+			if ranks[j] != nil {
+				k.n = num{mag: uint64(ranks[j][i])}
 				continue
 			}
 			if c := snap.colls[o.col]; c != nil {
@@ -441,7 +453,7 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 				c = -1
 			case kb[j].null:
 				c = 1
-			case snap.colls[o.col] != nil:
+			case snap.colls[o.col] != nil && ranks[j] == nil:
 				c = snap.colls[o.col].compareKeys(ka[j].w, kb[j].w)
 			default:
 				c = ka[j].n.cmp(kb[j].n)

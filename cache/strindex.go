@@ -23,6 +23,12 @@ import (
 type lazyIndex struct {
 	once sync.Once
 	rows []int32 // nil: the column could not be indexed
+	// rank[i] is row i's place in the collation's order (equal values
+	// share one), so that ORDER BY compares two numbers instead of two
+	// sort keys; maxKey and maxValue are the longest sort key and value
+	// in bytes, for the max_sort_length check.
+	rank             []int32
+	maxKey, maxValue int
 }
 
 // reserveStringIndexes prepares the string indexes and counts their
@@ -31,25 +37,38 @@ func (s *Snapshot) reserveStringIndexes() {
 	s.strIndex = make([]lazyIndex, len(s.Fields))
 	for _, coll := range s.colls {
 		if coll != nil {
-			s.Bytes += int64(len(s.Rows)) * 4
+			s.Bytes += int64(len(s.Rows)) * 8 // rows and rank
 		}
 	}
+}
+
+// built returns column c's index, building it on first use; nil when
+// the column has none.
+func (s *Snapshot) built(c int) *lazyIndex {
+	if s.strIndex == nil || s.colls[c] == nil {
+		return nil
+	}
+	li := &s.strIndex[c]
+	li.once.Do(func() { s.buildStringIndex(c, li) })
+	if li.rows == nil {
+		return nil
+	}
+	return li
 }
 
 // stringIndex returns the index of string column c, building it on first
 // use; nil when the column has none.
 func (s *Snapshot) stringIndex(c int) []int32 {
-	if s.strIndex == nil || s.colls[c] == nil {
-		return nil
+	if li := s.built(c); li != nil {
+		return li.rows
 	}
-	li := &s.strIndex[c]
-	li.once.Do(func() { li.rows = s.buildStringIndex(c) })
-	return li.rows
+	return nil
 }
 
 // buildStringIndex sorts the rows with a value in column c by its
-// collation; nil if a value has a character whose weight is not known.
-func (s *Snapshot) buildStringIndex(c int) []int32 {
+// collation into li; it leaves li.rows nil if a value has a character
+// whose weight is not known.
+func (s *Snapshot) buildStringIndex(c int, li *lazyIndex) {
 	coll := s.colls[c]
 	r := &rowCtx{snap: s}
 	type entry struct {
@@ -57,9 +76,10 @@ func (s *Snapshot) buildStringIndex(c int) []int32 {
 		row int32
 	}
 	entries := make([]entry, 0, len(s.Rows))
+	maxKey, maxValue := 0, 0
 	for i, row := range s.Rows {
 		if !r.setRow(row) {
-			return nil
+			return
 		}
 		v, null, _ := r.field(c)
 		if null {
@@ -67,16 +87,33 @@ func (s *Snapshot) buildStringIndex(c int) []int32 {
 		}
 		k, known := coll.key(nil, v)
 		if !known {
-			return nil
+			return
 		}
+		maxKey, maxValue = max(maxKey, len(k)), max(maxValue, len(v))
 		entries = append(entries, entry{k, int32(i)})
 	}
 	sort.SliceStable(entries, func(a, b int) bool { return coll.compareKeys(entries[a].key, entries[b].key) < 0 })
 	idx := make([]int32, len(entries))
+	rank := make([]int32, len(s.Rows))
+	var n int32
 	for i, e := range entries {
 		idx[i] = e.row
+		if i > 0 && coll.compareKeys(entries[i-1].key, e.key) != 0 {
+			n++
+		}
+		rank[e.row] = n
 	}
-	return idx
+	li.rows, li.rank, li.maxKey, li.maxValue = idx, rank, maxKey, maxValue
+}
+
+// ranks returns column c's ranks when they may stand for its values in
+// an ORDER BY under env (every value within max_sort_length), else nil.
+func (s *Snapshot) ranks(c int, env runEnv) []int32 {
+	li := s.built(c)
+	if li == nil || li.maxKey > env.maxSortLength || li.maxValue > env.maxSortLength/4 {
+		return nil
+	}
+	return li.rank
 }
 
 // strSpan returns the rows whose value of string column col lies between
