@@ -28,7 +28,9 @@ func (p *Plugin) beginDeferred(st *plugins.Statement, si *sessionInfo) (plugins.
 	if si.deferred && !st.InTx {
 		si.deferred = false // the session was reset (COM_RESET_CONNECTION, COM_CHANGE_USER)
 	}
-	if st.Command != plugins.ComQuery || st.Backend == nil {
+	// (Clients such as sysbench prepare BEGIN and COMMIT and execute
+	// them: the same statements, answered the same way.)
+	if st.Command != plugins.ComQuery && st.Command != plugins.ComStmtExecute || st.Backend == nil {
 		return plugins.Continue, false
 	}
 	switch {

@@ -80,6 +80,44 @@ func TestDeferredBegin(t *testing.T) {
 		t.Errorf("after COMMIT, read %d, want 11", v)
 	}
 
+	// Prepared BEGIN, COMMIT and ROLLBACK (as sysbench sends them) are
+	// answered alike; a prepared transaction that writes reaches the
+	// backend with its BEGIN.
+	prep := func(q string) *sql.Stmt {
+		t.Helper()
+		s, err := conn.PrepareContext(ctx, q)
+		if err != nil {
+			t.Fatalf("prepare %s: %v", q, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	pBegin, pCommit, pRollback := prep("BEGIN"), prep("COMMIT"), prep("ROLLBACK")
+	run := func(s *sql.Stmt, what string) {
+		t.Helper()
+		if _, err := s.ExecContext(ctx); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	run(pBegin, "prepared BEGIN")
+	if from, _ := servedFrom(); from != "proxy" {
+		t.Errorf("prepared BEGIN answered by the %s", from)
+	}
+	if v := value(conn, read); v != 11 {
+		t.Errorf("read %d in a prepared transaction, want 11", v)
+	}
+	run(pCommit, "prepared COMMIT")
+	if from, _ := servedFrom(); from != "proxy" {
+		t.Errorf("prepared COMMIT of a read-only transaction answered by the %s", from)
+	}
+	run(pBegin, "prepared BEGIN")
+	exec("UPDATE kv SET v = 98 WHERE id = 2")
+	run(pRollback, "prepared ROLLBACK")
+	if v := value(direct, "SELECT v FROM `"+e.db+"`.kv WHERE id = 2"); v != 20 {
+		t.Errorf("after a prepared ROLLBACK the backend has v = %d, want 20", v)
+	}
+	waitSettled(t, admin, "kv", 2)
+
 	// A transaction that reaches the backend: BEGIN is sent first, so the
 	// backend sees a transaction, and ROLLBACK undoes its write.
 	exec("START TRANSACTION")
