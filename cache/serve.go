@@ -370,8 +370,15 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		return pass("the session's sql_mode changes values in results (EMPTY_STRING_IS_NULL or PAD_CHAR_TO_FULL_LENGTH)")
 	}
 	key := defsKey{normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
-	if pl.namesFromText {
-		key.normalized = st.SQL // column names as typed, literals and spaces included
+	if pl.namesFromText && !binaryProto {
+		// Column names as typed, literals and spaces included: the select
+		// list's own text is part of the shape (the rest of the statement,
+		// WHERE literals and all, is not).
+		if list, ok := selectListText(st.SQL); ok {
+			key.normalized = text + "\x00" + list
+		} else {
+			key.normalized = st.SQL
+		}
 	}
 	meta, ok := p.learned.Get(key)
 	if !ok {
@@ -498,6 +505,55 @@ func (si *sessionInfo) afterStatement(st *plugins.Statement, inTx bool) {
 	}
 	si.inTx = inTx
 }
+
+// selectListText returns the text of a SELECT's select list as typed:
+// from after SELECT to the FROM at the top level (or the end). It gives up
+// (false) on anything it does not read plainly.
+func selectListText(sql string) (string, bool) {
+	i := 0
+	for i < len(sql) && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r') {
+		i++
+	}
+	if len(sql)-i < 7 || !strings.EqualFold(sql[i:i+6], "SELECT") || !isSpace(sql[i+6]) {
+		return "", false
+	}
+	start := i + 6
+	depth := 0
+	for i = start; i < len(sql); i++ {
+		switch c := sql[i]; c {
+		case '\'', '"', '`':
+			j := i + 1
+			for j < len(sql) && sql[j] != c {
+				if sql[j] == '\\' && c != '`' {
+					j++
+				}
+				j++
+			}
+			if j >= len(sql) {
+				return "", false
+			}
+			i = j
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case 'f', 'F':
+			if depth == 0 && isSpace(sql[i-1]) && i+4 < len(sql) && strings.EqualFold(sql[i:i+4], "FROM") &&
+				(isSpace(sql[i+4]) || sql[i+4] == '`' || sql[i+4] == '(') {
+				return sql[start:i], true
+			}
+		case '#':
+			return "", false // a comment
+		case '/', '-':
+			if i+1 < len(sql) && (c == '/' && sql[i+1] == '*' || c == '-' && sql[i+1] == '-') {
+				return "", false // /* or --: a comment
+			}
+		}
+	}
+	return sql[start:], true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // afterBackend follows what the backend keeps for the session beside its
 // transaction: table locks and the diagnostics area.
