@@ -25,7 +25,8 @@ func init() {
 }
 
 // wirePlugins connects plugins that know of each other: the DDL jobs
-// refuse cached tables.
+// refuse cached tables, and are listed in the cache's virtual schema as
+// tableproxy.ddl_jobs.
 func wirePlugins(chain *plugins.Chain) {
 	var cp *cache.Plugin
 	var dp *ddloffload.Plugin
@@ -38,6 +39,7 @@ func wirePlugins(chain *plugins.Chain) {
 		}
 	}
 	if cp != nil && dp != nil {
+		cp.AddVirtual("ddl_jobs", dp.JobsTable())
 		dp.SetCachedFunc(func(schema, table string) bool {
 			for _, st := range cp.Tables() {
 				if st.Schema == schema && st.Table == table {
