@@ -62,6 +62,7 @@ type Job struct {
 	Table        string             `json:"table"`
 	Type         string             `json:"type"`
 	Query        string             `json:"query"`
+	DB           string             `json:"db,omitempty"` // the session's database, for unqualified names in Query
 	User         string             `json:"user"`
 	State        string             `json:"state"`
 	Stage        string             `json:"stage"`
@@ -77,6 +78,14 @@ type Job struct {
 	Old          string             `json:"old,omitempty"`
 	DropOldAt    time.Time          `json:"drop_old_at,omitzero"` // when the kept old table is due to be dropped
 	StageSeconds map[string]float64 `json:"stage_seconds,omitempty"`
+	// Checkpoint is where a running job is, durably enough to resume it
+	// after a proxy stop.
+	Checkpoint Checkpoint `json:"checkpoint,omitzero"`
+	// CancelRequested and Paused are ADMIN CANCEL and PAUSE, kept so that
+	// a job stopped by a proxy stop is rolled back, or resumed paused.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	Paused          bool `json:"paused,omitempty"`
+	Resumes         int  `json:"resumes,omitempty"` // times resumed after a proxy stop
 }
 
 // jobRec is a job in the registry: its record, and the live counters a
@@ -322,3 +331,12 @@ func stageByName(name string) Stage {
 
 // formatPercent renders a percent with one decimal.
 func formatPercent(p float64) string { return strconv.FormatFloat(p, 'f', 1, 64) }
+
+// persist saves the list as it is.
+func (p *Plugin) persist() {
+	p.jobs.mu.Lock()
+	defer p.jobs.mu.Unlock()
+	if err := p.jobs.saveLocked(); err != nil {
+		p.log.Error("ddl: cannot save the jobs file", "err", err)
+	}
+}

@@ -21,7 +21,6 @@ package ddloffload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -110,7 +109,10 @@ type Plugin struct {
 	parsers sync.Pool
 	running atomic.Int32 // jobs running; DDL is checked against them only then
 
-	ctx    context.Context // cancelled by Close: running jobs fail and clean up
+	stall   stallPoint // the fault tests' hook (see stallEnv)
+	stallOn bool
+
+	ctx    context.Context // cancelled by Close: running jobs stop, kept for a resume
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -151,6 +153,7 @@ func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options
 		return nil, err
 	}
 	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg}
+	p.stall, p.stallOn = stallFromEnv()
 	p.parsers.New = func() any { return parser.New() }
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.recover()
@@ -203,9 +206,9 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		if !sessionSeesBaseTable(st, req) {
 			return plugins.Continue
 		}
-		user, query := st.User, strings.Clone(st.SQL)
+		user, db, query := st.User, strings.Clone(st.DB), strings.Clone(st.SQL)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-			if err := p.runJob(user, query, req); err != nil {
+			if err := p.runJob(user, db, query, req, Settings{}); err != nil {
 				return w.WriteError(err)
 			}
 			return w.WriteResult(nil)
@@ -342,18 +345,27 @@ func (p *Plugin) cancelJob(id int64) string {
 	if rec == nil {
 		return fmt.Sprintf("error: [ddl:8223]DDL Job:%d not found", id)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	switch {
-	case rec.job.State != StateRunning || rec.cancel == nil:
-		return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be cancelled", id)
-	case rec.swapped != nil && rec.swapped.Load():
-		return fmt.Sprintf("error: [ddl:8225]This job:%d has swapped its table in, so can't be cancelled", id)
-	case rec.cancelled.Load():
-		return fmt.Sprintf("error: [ddl:8226]This job:%d is almost finished, can't be cancelled now", id)
+	if msg := func() string {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		switch {
+		case rec.job.State != StateRunning || rec.cancel == nil:
+			return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be cancelled", id)
+		case rec.swapped != nil && rec.swapped.Load():
+			return fmt.Sprintf("error: [ddl:8225]This job:%d has swapped its table in, so can't be cancelled", id)
+		case rec.cancelled.Load():
+			return fmt.Sprintf("error: [ddl:8226]This job:%d is almost finished, can't be cancelled now", id)
+		}
+		rec.cancelled.Store(true)
+		rec.job.CancelRequested = true
+		rec.cancel()
+		return ""
+	}(); msg != "" {
+		return msg
 	}
-	rec.cancelled.Store(true)
-	rec.cancel()
+	// Recorded, so that a job the proxy stops before it has rolled back is
+	// rolled back at the next start, not resumed.
+	p.persist()
 	p.log.Info("ddl: job cancelled", "job", id)
 	return "successful"
 }
@@ -364,15 +376,22 @@ func (p *Plugin) pauseJob(id int64) string {
 	if rec == nil {
 		return fmt.Sprintf("error: [ddl:8223]DDL Job:%d not found", id)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	switch {
-	case rec.job.State != StateRunning || rec.cancel == nil:
-		return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be paused", id)
-	case Stage(rec.stage.Load()) >= StageCutOver:
-		return fmt.Sprintf("error: [ddl:8226]This job:%d is swapping its table in, can't be paused now", id)
+	if msg := func() string {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		switch {
+		case rec.job.State != StateRunning || rec.cancel == nil:
+			return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be paused", id)
+		case Stage(rec.stage.Load()) >= StageCutOver:
+			return fmt.Sprintf("error: [ddl:8226]This job:%d is swapping its table in, can't be paused now", id)
+		}
+		rec.gate.pause()
+		rec.job.Paused = true
+		return ""
+	}(); msg != "" {
+		return msg
 	}
-	rec.gate.pause()
+	p.persist()
 	p.log.Info("ddl: job paused", "job", id)
 	return "successful"
 }
@@ -386,6 +405,7 @@ func (p *Plugin) resumeJob(id int64) string {
 	if !rec.gate.resume() {
 		return fmt.Sprintf("error: [ddl:8260]Job %d can't be resumed: it is not paused", id)
 	}
+	_ = p.jobs.update(rec, func(j *Job) { j.Paused = false })
 	p.log.Info("ddl: job resumed", "job", id)
 	return "successful"
 }
@@ -424,81 +444,6 @@ func jobsResultset(jobs []Job, limit int64) (*mysql.Resultset, error) {
 		return rs, nil
 	}
 	return mysql.BuildSimpleTextResultset(jobsColumns, rows)
-}
-
-// recover settles jobs that were running when the proxy stopped. A job
-// stopped before its RENAME failed: its shadow is dropped, the original was
-// never touched. A job stopped after it (the shadow's name is gone and the
-// old table is there, which preflight ruled out before the job) succeeded:
-// it is marked done and its old table kept for the retention like any other.
-func (p *Plugin) recover() {
-	for _, rec := range p.jobs.records() {
-		j := rec.snapshot()
-		if j.State != StateRunning {
-			continue
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.settle(rec, j)
-		}()
-	}
-}
-
-func (p *Plugin) settle(rec *jobRec, j Job) {
-	log := p.log.With("job", j.ID, "table", j.Schema+"."+j.Table, "stage", j.Stage)
-	swapped := false
-	if j.Shadow != "" {
-		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-		defer cancel()
-		c, err := p.backend.Connect(ctx, j.User, "")
-		if err != nil {
-			log.Error("ddl: cannot settle a job interrupted by a proxy stop; its shadow may remain", "err", err)
-			return // still running in the list: the next start tries again
-		}
-		defer c.Close()
-		exists := func(name string) (bool, error) {
-			r, err := c.Execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", j.Schema, name)
-			if err != nil {
-				return false, err
-			}
-			n, _ := r.GetInt(0, 0)
-			return n > 0, nil
-		}
-		hasShadow, err1 := exists(j.Shadow)
-		hasOld, err2 := exists(j.Old)
-		if err := errors.Join(err1, err2); err != nil {
-			log.Error("ddl: cannot settle a job interrupted by a proxy stop", "err", err)
-			return
-		}
-		switch {
-		case hasShadow:
-			if _, err := c.Execute("DROP TABLE IF EXISTS " + tableName(j.Schema, j.Shadow)); err != nil {
-				log.Error("ddl: cannot drop an interrupted job's shadow table", "err", err)
-				return
-			}
-		case hasOld && (j.Stage == StageCutOver.String() || j.Stage == StageCleanup.String()):
-			swapped = true
-		}
-	}
-	err := p.jobs.update(rec, func(j *Job) {
-		j.End = time.Now()
-		if swapped {
-			j.State, j.Stage = StateDone, StageDone.String()
-			j.DropOldAt = time.Now().Add(time.Duration(*p.opts.OldTableRetention))
-			return
-		}
-		j.State = StateFailed
-		j.Error = "interrupted by a proxy restart during stage " + j.Stage
-	})
-	if err != nil {
-		log.Error("ddl: cannot record how an interrupted job ended", "err", err)
-		return
-	}
-	log.Warn("ddl: job interrupted by a proxy stop settled", "swapped", swapped)
-	if swapped && *p.opts.OldTableRetention == 0 {
-		p.dropDueOldTables()
-	}
 }
 
 // janitor drops kept old tables when their retention ends.

@@ -40,7 +40,10 @@ func (r *runner) preflight(ctx context.Context) error {
 			return err
 		}
 	}
-	return r.p.jobs.update(r.rec, func(j *Job) { j.RowsEstimate = t.RowsEstimate })
+	if err := r.p.jobs.update(r.rec, func(j *Job) { j.RowsEstimate = t.RowsEstimate }); err != nil {
+		return err
+	}
+	return r.stall(ctx, StagePreflight)
 }
 
 // checkIndexes names unnamed indexes as MySQL does (after the first
@@ -152,7 +155,9 @@ func (r *runner) checkBinlog() error {
 }
 
 // checkNames picks the shadow's and the old table's names and requires
-// that neither exists (a leftover, or another tool's table).
+// that neither exists (a leftover, or another tool's table). A resumed job
+// past its stream's start needs its own shadow instead, and the same walk
+// key as before.
 func (r *runner) checkNames() error {
 	r.shadow, r.old = "_"+r.t.Table+"_new", "_"+r.t.Table+"_old"
 	if len(r.old) > 64 {
@@ -163,7 +168,17 @@ func (r *runner) checkNames() error {
 		if err != nil {
 			return err
 		}
-		if n, _ := res.GetInt(0, 0); n > 0 {
+		n, _ := res.GetInt(0, 0)
+		switch {
+		case name == r.shadow && r.cp.started():
+			if n == 0 {
+				return errJob("cannot resume: the job's shadow table %s is gone", name)
+			}
+			if r.cp.KeyName != r.t.KeyName {
+				return errJob("cannot resume: the table's walk key changed from %s to %s", r.cp.KeyName, r.t.KeyName)
+			}
+			r.created = true
+		case n > 0:
 			return mysql.NewError(mysql.ER_TABLE_EXISTS_ERROR, fmt.Sprintf("Table '%s' already exists", name))
 		}
 	}

@@ -17,7 +17,7 @@ func (e *ddlEnv) restartWith(t *testing.T, plugins string) {
 
 // ddlOptions is the ddloffload plugin's section for the environment.
 func (e *ddlEnv) ddlOptions(extra string) string {
-	return fmt.Sprintf("  - name: ddloffload\n    options: {workers: 2, chunk_rows: 1000, old_table_retention: 0, binlog_user: %s%s}\n", e.admin.name, extra)
+	return fmt.Sprintf("  - name: ddloffload\n    options: {workers: 2, old_table_retention: 0, binlog_user: %s%s}\n", e.admin.name, extra)
 }
 
 // adminDDL runs ADMIN <verb> DDL JOBS id and returns its result column.
@@ -35,7 +35,7 @@ func adminDDL(t *testing.T, db *sql.DB, verb string, id int64) string {
 // filters them with WHERE, while a job runs (here paused) and after it ends.
 func TestDDLJobsVirtualTable(t *testing.T) {
 	e := newDDLEnv(t)
-	e.restartWith(t, "  - name: cache\n"+e.ddlOptions(""))
+	e.restartWith(t, "  - name: cache\n"+e.ddlOptions(", chunk_rows: 1000"))
 	e.seed(t, 30000)
 	app, admin := e.open(t, e.app), e.open(t, e.admin)
 	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
