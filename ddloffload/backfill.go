@@ -66,6 +66,13 @@ func (r *runner) backfill(ctx context.Context) error {
 		errOnce.Do(func() { firstErr = err; cancel() })
 	}
 	track := newCopyTracker(r.cp.Watermark, r.cp.Rows)
+	th := &throttle{p: r.p, r: r}
+	thDone := make(chan struct{})
+	go func() {
+		defer close(thDone)
+		th.run(ctx)
+	}()
+	defer func() { cancel(); <-thDone }()
 	insert := r.mark + "INSERT INTO " + tableName(r.t.Schema, r.shadow) + " (" + r.t.copyColumns() + ") SELECT " +
 		r.t.copyColumns() + " FROM " + r.t.name() + " WHERE "
 	order := " ORDER BY " + r.t.keyList()
@@ -80,7 +87,7 @@ func (r *runner) backfill(ctx context.Context) error {
 			defer wg.Done()
 			defer c.Close()
 			for sr := range ranges {
-				if r.rec.gate.wait(ctx) != nil {
+				if r.rec.gate.wait(ctx) != nil || th.wait(ctx) != nil {
 					continue // drain
 				}
 				res, err := c.Execute(insert + r.t.rangeCond(sr.keyRange) + order)

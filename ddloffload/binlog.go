@@ -341,7 +341,7 @@ func (r *runner) startBinlog(ctx context.Context) error {
 		return err
 	}
 	defer l.Close()
-	if err := r.lockTables(ctx, l, r.t.name()+" READ", lockAttempts, r.p.lockWait()); err != nil {
+	if err := r.lockTables(ctx, l, r.t.name()+" READ", lockAttempts, r.lockWait()); err != nil {
 		return err
 	}
 	defer l.Execute("UNLOCK TABLES")

@@ -42,7 +42,8 @@ type Checkpoint struct {
 	CopyDone   bool     `json:"copy_done,omitempty"`
 	Rows       int64    `json:"rows,omitempty"` // rows copied up to the watermark
 	Runs       []string `json:"runs,omitempty"`
-	Settings   Settings `json:"settings,omitzero"` // the job's settings, kept across a resume
+	IndexNames []string `json:"index_names,omitempty"` // as preflight named them, so a resumed job adds the same
+	Settings   Settings `json:"settings,omitzero"`     // the job's settings, kept across a resume
 }
 
 // started reports whether the stream's start is recorded: from there on a
@@ -62,6 +63,7 @@ const checkpointEvery = time.Second
 func (r *runner) saveCheckpoint() error {
 	cp := r.cp
 	cp.Deferred, cp.Watermark, cp.Runs = slices.Clone(cp.Deferred), slices.Clone(cp.Watermark), slices.Clone(cp.Runs)
+	cp.IndexNames = slices.Clone(cp.IndexNames)
 	return r.p.jobs.update(r.rec, func(j *Job) { j.Checkpoint = cp })
 }
 

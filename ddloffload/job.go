@@ -33,10 +33,11 @@ const (
 	StageVerify
 	StageCutOver
 	StageCleanup
+	StageNative // the guarded native strategy's ALTER (see native.go)
 	StageDone
 )
 
-var stageNames = [...]string{"queued", "preflight", "shadow", "binlog", "backfill", "sort", "catch-up", "build", "verify", "cut-over", "cleanup", "done"}
+var stageNames = [...]string{"queued", "preflight", "shadow", "binlog", "backfill", "sort", "catch-up", "build", "verify", "cut-over", "cleanup", "native", "done"}
 
 func (s Stage) String() string {
 	if s >= 0 && int(s) < len(stageNames) {
@@ -51,7 +52,8 @@ const (
 	StateDone      = "done"
 	StateFailed    = "failed"
 	StateCancelled = "cancelled"
-	StatePaused    = "paused" // shown for a running job that is paused
+	StatePaused    = "paused"    // shown for a running job that is paused
+	StateThrottled = "throttled" // shown for a running job whose copy waits for the backend or its replicas
 )
 
 // Job is one ADD INDEX job as it is kept on disk and shown by ADMIN SHOW DDL
@@ -83,9 +85,10 @@ type Job struct {
 	Checkpoint Checkpoint `json:"checkpoint,omitzero"`
 	// CancelRequested and Paused are ADMIN CANCEL and PAUSE, kept so that
 	// a job stopped by a proxy stop is rolled back, or resumed paused.
-	CancelRequested bool `json:"cancel_requested,omitempty"`
-	Paused          bool `json:"paused,omitempty"`
-	Resumes         int  `json:"resumes,omitempty"` // times resumed after a proxy stop
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	Paused          bool   `json:"paused,omitempty"`
+	Resumes         int    `json:"resumes,omitempty"` // times resumed after a proxy stop
+	Strategy        string `json:"strategy,omitempty"`
 }
 
 // jobRec is a job in the registry: its record, and the live counters a
@@ -100,6 +103,7 @@ type jobRec struct {
 	stage     atomic.Int32
 	cancelled atomic.Bool
 	gate      gate
+	throttled atomic.Pointer[string] // why the copy waits, while it does
 }
 
 // snapshot returns a copy of the record with the live counters in it.
@@ -125,6 +129,9 @@ func (r *jobRec) snapshot() Job {
 	}
 	if j.State == StateRunning && r.gate.isPaused() {
 		j.State = StatePaused
+	}
+	if why := r.throttled.Load(); j.State == StateRunning && why != nil && *why != "" {
+		j.State = StateThrottled
 	}
 	j.StageSeconds = nil
 	return j
@@ -294,7 +301,7 @@ var stageWeights = map[Stage]float64{
 // StageProgress is how far the job is within its stage, 0 to 1: the copy
 // by rows, the other stages 0 until they end.
 func (j Job) StageProgress() float64 {
-	if j.Stage == StageBackfill.String() && j.RowsEstimate > 0 {
+	if (j.Stage == StageBackfill.String() || j.Stage == StageNative.String()) && j.RowsEstimate > 0 {
 		return min(1, float64(j.RowsDone)/float64(j.RowsEstimate))
 	}
 	if j.Stage == StageDone.String() {
@@ -308,6 +315,9 @@ func (j Job) Progress() float64 {
 	cur := stageByName(j.Stage)
 	if cur == StageDone {
 		return 100
+	}
+	if cur == StageNative {
+		return 1 + 99*j.StageProgress()
 	}
 	var total, done float64
 	for s, w := range stageWeights {

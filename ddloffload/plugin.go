@@ -23,6 +23,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"tableproxy/configs"
 	"tableproxy/plugins"
 )
 
@@ -64,9 +66,66 @@ type Options struct {
 	LockWaitTimeout plugins.Duration `json:"lock_wait_timeout"`
 	// KeepJobs is how many past jobs ADMIN SHOW DDL JOBS lists (default 100).
 	KeepJobs int `json:"keep_jobs"`
+
+	// The defaults of the tableproxy_ddl_* variables (see vars.go) that
+	// have no option above.
+
+	// CopyMethod is insert_select (default) or read_ahead.
+	CopyMethod string `json:"copy_method"`
+	// Strategy is backfill (default) or native.
+	Strategy string `json:"strategy"`
+	// NativeRetries is how many times the native strategy tries its ALTER
+	// when it cannot get its metadata lock in time (default 10).
+	NativeRetries int `json:"native_retries"`
+	// SortMemory bounds the memory of a UNIQUE index's sort (default 64MB).
+	SortMemory string `json:"sort_memory"`
+	// TempDir is where sorted runs spill (default <data_dir>/ddl-tmp).
+	TempDir string `json:"temp_dir"`
+	// DiskQuota bounds the temp dir's use by all jobs (default 100GB).
+	DiskQuota string `json:"disk_quota"`
+	// MaxThreadsRunning pauses the copy while the backend's
+	// Threads_running is above it (default 0: off).
+	MaxThreadsRunning int `json:"max_threads_running"`
+	// MaxReplicaLag pauses the copy while a replica in Replicas lags by
+	// more seconds than this, or does not replicate (default 0: off).
+	MaxReplicaLag int `json:"max_replica_lag"`
+	// Replicas are the backend's replicas whose lag the throttle reads, as
+	// user:password@host:port (the user needs REPLICATION CLIENT, or
+	// SLAVE MONITOR on MariaDB 10.5 and later).
+	Replicas []string `json:"replicas"`
+
+	sortMemory, diskQuota int64
 }
 
-func (o *Options) setDefaults() {
+func (o *Options) setDefaults(dataDir string) error {
+	if o.CopyMethod == "" {
+		o.CopyMethod = CopyInsertSelect
+	}
+	if o.Strategy == "" {
+		o.Strategy = StrategyBackfill
+	}
+	if o.NativeRetries <= 0 {
+		o.NativeRetries = 10
+	}
+	if o.SortMemory == "" {
+		o.SortMemory = "64MB"
+	}
+	if o.DiskQuota == "" {
+		o.DiskQuota = "100GB"
+	}
+	if o.TempDir == "" {
+		o.TempDir = filepath.Join(dataDir, "ddl-tmp")
+	}
+	if abs, err := filepath.Abs(o.TempDir); err == nil {
+		o.TempDir = abs
+	}
+	var err error
+	if o.sortMemory, err = configs.ParseByteSize(o.SortMemory); err != nil {
+		return fmt.Errorf("sort_memory: %w", err)
+	}
+	if o.diskQuota, err = configs.ParseByteSize(o.DiskQuota); err != nil {
+		return fmt.Errorf("disk_quota: %w", err)
+	}
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
@@ -89,6 +148,22 @@ func (o *Options) setDefaults() {
 	if o.KeepJobs <= 0 {
 		o.KeepJobs = 100
 	}
+	// The options are the variables' initial global values: check them as
+	// SET GLOBAL would.
+	for name, v := range map[string]any{"workers": int64(o.Workers), "batch_size": int64(o.ChunkRows), "copy_method": o.CopyMethod,
+		"strategy": o.Strategy, "native_retries": int64(o.NativeRetries), "sort_memory": o.sortMemory, "disk_quota": o.diskQuota,
+		"max_threads_running": int64(o.MaxThreadsRunning), "max_replica_lag": int64(o.MaxReplicaLag)} {
+		d, _ := lookupVar(varPrefix + name)
+		if _, me := d.normalize(v); me != nil {
+			return fmt.Errorf("%s: %s", name, me.Message)
+		}
+	}
+	for _, r := range o.Replicas {
+		if _, err := parseReplica(r); err != nil {
+			return fmt.Errorf("replicas: %w", err)
+		}
+	}
+	return nil
 }
 
 // CachedFunc reports whether a table is cached by the cache plugin; the
@@ -105,6 +180,8 @@ type Plugin struct {
 	jobs    *registry
 	fence   fence
 	cached  CachedFunc
+
+	vars *vars
 
 	parsers sync.Pool
 	running atomic.Int32 // jobs running; DDL is checked against them only then
@@ -147,12 +224,14 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 // running when the proxy stopped are marked failed and their shadow tables
 // dropped.
 func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options) (*Plugin, error) {
-	opts.setDefaults()
+	if err := opts.setDefaults(dataDir); err != nil {
+		return nil, err
+	}
 	reg, err := openRegistry(dataDir, opts.KeepJobs)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg}
+	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg, vars: newVars(opts)}
 	p.stall, p.stallOn = stallFromEnv()
 	p.parsers.New = func() any { return parser.New() }
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -182,6 +261,10 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		p.fence.wait(st, &p.parsers, 2*time.Duration(p.opts.CutOverHold))
 	}
 	switch st.Kind {
+	case plugins.KindSet, plugins.KindSelect, plugins.KindShow:
+		if a, ok := p.onVars(st); ok {
+			return a
+		}
 	case plugins.KindDDL:
 		if p.running.Load() > 0 {
 			if a, busy := p.refuseBusy(st); busy {
@@ -206,9 +289,9 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		if !sessionSeesBaseTable(st, req) {
 			return plugins.Continue
 		}
-		user, db, query := st.User, strings.Clone(st.DB), strings.Clone(st.SQL)
+		user, db, query, set := st.User, strings.Clone(st.DB), strings.Clone(st.SQL), p.vars.settings(st)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-			if err := p.runJob(user, db, query, req, Settings{}); err != nil {
+			if err := p.runJob(user, db, query, req, set); err != nil {
 				return w.WriteError(err)
 			}
 			return w.WriteResult(nil)
@@ -382,6 +465,8 @@ func (p *Plugin) pauseJob(id int64) string {
 		switch {
 		case rec.job.State != StateRunning || rec.cancel == nil:
 			return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be paused", id)
+		case Stage(rec.stage.Load()) == StageNative:
+			return fmt.Sprintf("error: [ddl:8226]This job:%d runs the backend's own ALTER, can't be paused", id)
 		case Stage(rec.stage.Load()) >= StageCutOver:
 			return fmt.Sprintf("error: [ddl:8226]This job:%d is swapping its table in, can't be paused now", id)
 		}

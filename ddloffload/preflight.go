@@ -50,6 +50,17 @@ func (r *runner) preflight(ctx context.Context) error {
 // column, with _2, _3 ... when taken) and gives MySQL's errors for a name in
 // use (1061) and for a column that does not exist (1072).
 func (r *runner) checkIndexes() error {
+	if len(r.cp.IndexNames) == len(r.req.Indexes) {
+		for i := range r.req.Indexes {
+			r.req.Indexes[i].Name = r.cp.IndexNames[i]
+		}
+	}
+	defer func() {
+		r.cp.IndexNames = r.cp.IndexNames[:0]
+		for _, ix := range r.req.Indexes {
+			r.cp.IndexNames = append(r.cp.IndexNames, ix.Name)
+		}
+	}()
 	taken := func(name string, upto int) bool {
 		if r.t.hasIndex(name) {
 			return true

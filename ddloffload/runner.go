@@ -25,9 +25,10 @@ type runner struct {
 	cp   Checkpoint // what the job has made durable (see checkpoint.go)
 	mark string     // jobMarker, prefixed to the statements that write
 
-	resumed  bool       // resumed after a proxy stop
-	rowsBase int64      // rows copied before this run, for the rate
-	cpMu     sync.Mutex // guards cp while the copy's goroutines save it
+	resumed    bool       // resumed after a proxy stop
+	nativeDone bool       // a resumed native job whose ALTER had finished
+	rowsBase   int64      // rows copied before this run, for the rate
+	cpMu       sync.Mutex // guards cp while the copy's goroutines save it
 
 	conn     *client.Conn // the job's control connection
 	logConn  *client.Conn // as the binary-log user, for log positions
@@ -48,6 +49,9 @@ type stageFunc struct {
 }
 
 func (r *runner) stages() []stageFunc {
+	if r.set.Strategy == StrategyNative {
+		return []stageFunc{{StagePreflight, r.nativePreflight}, {StageNative, r.nativeAlter}}
+	}
 	return []stageFunc{
 		{StagePreflight, r.preflight},
 		{StageShadow, r.createShadow},
@@ -65,7 +69,7 @@ func (r *runner) stages() []stageFunc {
 // error the client gets (nil for OK).
 func (p *Plugin) runJob(user, db, query string, req *Request, set Settings) *mysql.MyError {
 	rec, err := p.jobs.add(Job{Schema: req.Schema, Table: req.Table, Type: req.Kind(), Query: query, DB: db, User: user,
-		State: StateRunning, Stage: StageQueued.String(), Start: time.Now(), Checkpoint: Checkpoint{Settings: set}})
+		State: StateRunning, Stage: StageQueued.String(), Start: time.Now(), Checkpoint: Checkpoint{Settings: set}, Strategy: set.Strategy})
 	if err != nil {
 		return clientError(err)
 	}
@@ -252,7 +256,7 @@ func sessionSetup(c *client.Conn) error {
 // cut-over.
 const lockAttempts = 5
 
-func (p *Plugin) lockWait() time.Duration { return time.Duration(p.opts.LockWaitTimeout) }
+func (r *runner) lockWait() time.Duration { return time.Duration(r.set.LockWaitTimeout) * time.Second }
 
 // lockTables runs LOCK TABLES on c with a short lock_wait_timeout, trying
 // a few times: a long transaction on the table makes the job wait, never a

@@ -117,7 +117,7 @@ func (r *runner) buildIndexes(ctx context.Context) error {
 	if built, err := r.indexesBuilt(); err != nil || built {
 		return err // a resumed job whose build had finished
 	}
-	if err := r.syncFrozen(ctx, lockAttempts, r.p.lockWait(), streamWait, nil); err != nil {
+	if err := r.syncFrozen(ctx, lockAttempts, r.lockWait(), streamWait, nil); err != nil {
 		return err
 	}
 	if err := r.stall(ctx, StageBuild); err != nil {

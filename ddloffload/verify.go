@@ -76,7 +76,7 @@ func (r *runner) verify(ctx context.Context) error {
 			return err
 		}
 	}
-	err := r.syncFrozen(ctx, lockAttempts, r.p.lockWait(), streamWait, func(func()) error {
+	err := r.syncFrozen(ctx, lockAttempts, r.lockWait(), streamWait, func(func()) error {
 		for _, c := range conns {
 			if _, err := c.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
 				return err
