@@ -73,30 +73,27 @@ func (r *runner) backfill(ctx context.Context) error {
 		th.run(ctx)
 	}()
 	defer func() { cancel(); <-thDone }()
-	insert := r.mark + "INSERT INTO " + tableName(r.t.Schema, r.shadow) + " (" + r.t.copyColumns() + ") SELECT " +
-		r.t.copyColumns() + " FROM " + r.t.name() + " WHERE "
-	order := " ORDER BY " + r.t.keyList()
+	method := r.copyMethod()
+	maxStmt, err := maxStatement(r.conn)
+	if err != nil {
+		return err
+	}
+	r.log.Info("ddl: copying", "method", method, "workers", r.set.Workers, "batch_size", r.set.BatchSize, "from", r.cp.Watermark)
 	for w := 0; w < r.set.Workers; w++ {
-		c, err := r.connect(ctx)
-		if err != nil {
-			fail(err)
-			break
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
-			for sr := range ranges {
-				if r.rec.gate.wait(ctx) != nil || th.wait(ctx) != nil {
-					continue // drain
-				}
-				res, err := c.Execute(insert + r.t.rangeCond(sr.keyRange) + order)
-				if err != nil {
-					fail(err)
-					continue
-				}
-				r.rec.rowsDone.Add(int64(res.AffectedRows))
-				track.finish(sr.seq, int64(res.AffectedRows))
+			var err error
+			if method == CopyReadAhead {
+				err = r.readAheadWorker(ctx, ranges, maxStmt, th, track)
+			} else {
+				err = r.insertSelectWorker(ctx, ranges, th, track)
+			}
+			if err != nil {
+				fail(err)
+			}
+			for range ranges {
+				// drain: the walker stops at ctx's end
 			}
 		}()
 	}
@@ -141,6 +138,33 @@ func (r *runner) backfill(ctx context.Context) error {
 	}
 	r.cp.Watermark, r.cp.Rows, r.cp.CopyDone = mark, rows, true
 	return r.saveCheckpoint()
+}
+
+// insertSelectWorker copies ranges with INSERT ... SELECT.
+func (r *runner) insertSelectWorker(ctx context.Context, ranges <-chan seqRange, th *throttle, track *copyTracker) error {
+	c, err := r.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	insert := r.mark + "INSERT INTO " + tableName(r.t.Schema, r.shadow) + " (" + r.t.copyColumns() + ") SELECT " +
+		r.t.copyColumns() + " FROM " + r.t.name() + " WHERE "
+	order := " ORDER BY " + r.t.keyList()
+	for sr := range ranges {
+		if err := r.rec.gate.wait(ctx); err != nil {
+			return err
+		}
+		if err := th.wait(ctx); err != nil {
+			return err
+		}
+		res, err := c.Execute(insert + r.t.rangeCond(sr.keyRange) + order)
+		if err != nil {
+			return err
+		}
+		r.rec.rowsDone.Add(int64(res.AffectedRows))
+		track.finish(sr.seq, int64(res.AffectedRows))
+	}
+	return nil
 }
 
 // seqRange is a key range and its place in the walk.

@@ -336,6 +336,8 @@ func (t *tableInfo) checksumExpr() string {
 		}
 		q := quoteIdent(c.Name)
 		switch {
+		case c.DataType == "float":
+			parts = append(parts, "CAST("+q+" AS DOUBLE)") // its text has six digits
 		case c.Charset != "" || strings.Contains(c.DataType, "binary") || strings.Contains(c.DataType, "blob") ||
 			c.DataType == "bit" || c.DataType == "enum" || c.DataType == "set":
 			parts = append(parts, "CAST("+q+" AS BINARY)")
