@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -59,22 +58,13 @@ func readAheadType(dt string) bool {
 
 // readList is what a read_ahead worker selects for the copy columns.
 func (t *tableInfo) readList() string {
-	var b strings.Builder
-	for _, c := range t.Columns {
-		if c.Generated {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
+	return t.copyList(func(c *column) string {
 		if c.DataType == "float" {
 			// The text of a FLOAT has six digits; its double is exact.
-			b.WriteString("CAST(" + quoteIdent(c.Name) + " AS DOUBLE)")
-			continue
+			return "CAST(" + quoteIdent(c.Name) + " AS DOUBLE)"
 		}
-		b.WriteString(quoteIdent(c.Name))
-	}
-	return b.String()
+		return quoteIdent(c.Name)
+	})
 }
 
 // copyLiteral renders a value read by a read_ahead worker (text protocol,
