@@ -41,6 +41,9 @@ func (t *tableInfo) rangeCond(kr keyRange) string {
 // rows against 11.5 s reading rows into the proxy and writing them back),
 // and it copies every value exactly, as the backend itself converts nothing.
 func (r *runner) backfill(ctx context.Context) error {
+	if err := r.setupSort(); err != nil {
+		return err
+	}
 	if r.cp.CopyDone {
 		r.rec.rowsDone.Store(r.cp.Rows)
 		return nil
@@ -136,7 +139,11 @@ func (r *runner) backfill(ctx context.Context) error {
 	if !end {
 		return errJob("backfill: the copy ended before the end of the table")
 	}
-	r.cp.Watermark, r.cp.Rows, r.cp.CopyDone = mark, rows, true
+	runs, err := r.flushSort()
+	if err != nil {
+		return err
+	}
+	r.cp.Watermark, r.cp.Rows, r.cp.CopyDone, r.cp.Runs = mark, rows, true, runs
 	return r.saveCheckpoint()
 }
 
@@ -147,6 +154,11 @@ func (r *runner) insertSelectWorker(ctx context.Context, ranges <-chan seqRange,
 		return err
 	}
 	defer c.Close()
+	if len(r.sorters) > 0 {
+		if _, err := c.Execute("SET SESSION character_set_results = binary"); err != nil {
+			return err
+		}
+	}
 	insert := r.mark + "INSERT INTO " + tableName(r.t.Schema, r.shadow) + " (" + r.t.copyColumns() + ") SELECT " +
 		r.t.copyColumns() + " FROM " + r.t.name() + " WHERE "
 	order := " ORDER BY " + r.t.keyList()
@@ -160,6 +172,11 @@ func (r *runner) insertSelectWorker(ctx context.Context, ranges <-chan seqRange,
 		res, err := c.Execute(insert + r.t.rangeCond(sr.keyRange) + order)
 		if err != nil {
 			return err
+		}
+		if len(r.sorters) > 0 {
+			if err := r.readSortKeys(c, sr.keyRange); err != nil {
+				return err
+			}
 		}
 		r.rec.rowsDone.Add(int64(res.AffectedRows))
 		track.finish(sr.seq, int64(res.AffectedRows))
@@ -195,7 +212,14 @@ func (r *runner) saveWatermark(track *copyTracker) {
 	}
 	r.cpMu.Lock()
 	defer r.cpMu.Unlock()
-	r.cp.Watermark, r.cp.Rows = mark, rows
+	// Every range below the watermark gave its sort entries before it was
+	// counted; spilled now, the runs hold them all.
+	runs, err := r.flushSort()
+	if err != nil {
+		r.log.Warn("ddl: cannot spill the sort for a checkpoint", "err", err)
+		return
+	}
+	r.cp.Watermark, r.cp.Rows, r.cp.Runs = mark, rows, runs
 	if err := r.saveCheckpoint(); err != nil {
 		r.log.Warn("ddl: cannot save the copy's checkpoint", "err", err)
 	}

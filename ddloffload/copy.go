@@ -189,8 +189,21 @@ func (r *runner) readRange(c *client.Conn, kr keyRange, maxStmt int) ([]string, 
 	b := []byte(head)
 	rows := 0
 	var res mysql.Result
-	err := c.ExecuteSelectStreaming("SELECT "+r.t.readList()+" FROM "+r.t.name()+" WHERE "+r.t.rangeCond(kr)+" ORDER BY "+r.t.keyList(), &res,
+	list := r.t.readList()
+	var sorted sortBatch
+	if len(r.sorters) > 0 {
+		// The sort's keys, read with the rows: the sort sees what is copied.
+		list += ", " + r.sortList()
+		sorted = r.newSortBatch()
+	}
+	err := c.ExecuteSelectStreaming("SELECT "+list+" FROM "+r.t.name()+" WHERE "+r.t.rangeCond(kr)+" ORDER BY "+r.t.keyList(), &res,
 		func(row []mysql.FieldValue) error {
+			if sorted != nil {
+				if err := r.addRow(sorted, row[len(cols):]); err != nil {
+					return err
+				}
+				row = row[:len(cols)]
+			}
 			if len(row) != len(cols) {
 				return fmt.Errorf("read %d columns, want %d", len(row), len(cols))
 			}
@@ -224,6 +237,11 @@ func (r *runner) readRange(c *client.Conn, kr keyRange, maxStmt int) ([]string, 
 	}
 	if rows > 0 {
 		stmts = append(stmts, string(b))
+	}
+	if sorted != nil {
+		if err := r.addBatch(sorted); err != nil {
+			return nil, err
+		}
 	}
 	return stmts, nil
 }

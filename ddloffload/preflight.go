@@ -35,7 +35,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		return err
 	}
 	r.t = t
-	for _, check := range []func() error{r.checkIndexes, r.checkKey, r.checkCached, r.checkAttached, r.checkBinlog, r.checkNames} {
+	for _, check := range []func() error{r.checkIndexes, r.checkKey, r.checkCached, r.checkAttached, r.checkBinlog, r.checkNames, r.checkTempRoom} {
 		if err := check(); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -99,6 +100,9 @@ func (p *Plugin) settle(rec *jobRec, j Job) {
 			log.Error("ddl: cannot drop an interrupted job's shadow table", "err", err)
 			return
 		}
+	}
+	if dir := j.Checkpoint.Settings.TempDir; dir != "" {
+		os.RemoveAll(jobTempDir(dir, j.ID))
 	}
 	err = p.jobs.update(rec, func(j *Job) {
 		j.End = time.Now()

@@ -30,6 +30,11 @@ type runner struct {
 	rowsBase   int64      // rows copied before this run, for the rate
 	cpMu       sync.Mutex // guards cp while the copy's goroutines save it
 
+	uniques   []uniqueIndex // the new UNIQUE indexes, checked by the sort
+	sorters   []*sorter     // one per unique index
+	sortBytes atomic.Int64  // bytes of runs on disk, against the quota
+	runSeq    atomic.Int64  // names runs
+
 	conn     *client.Conn // the job's control connection
 	logConn  *client.Conn // as the binary-log user, for log positions
 	t        *tableInfo
@@ -57,6 +62,7 @@ func (r *runner) stages() []stageFunc {
 		{StageShadow, r.createShadow},
 		{StageBinlog, r.startBinlog},
 		{StageBackfill, r.backfill},
+		{StageSort, r.sortStage},
 		{StageCatchUp, r.catchUp},
 		{StageBuild, r.buildIndexes},
 		{StageVerify, r.verify},
@@ -104,6 +110,9 @@ func (p *Plugin) execute(rec *jobRec, req *Request, resumed bool) *mysql.MyError
 	rec.mu.Unlock()
 	runErr := r.run(ctx)
 	stopKiller()
+	if runErr == nil || !r.suspended() {
+		r.removeTemp() // a stopped job's runs are kept for its resume
+	}
 	if runErr != nil && r.suspended() {
 		r.log.Warn("ddl: job stopped by the proxy's shutdown; the next start resumes it", "stage", Stage(rec.stage.Load()).String(), "err", runErr)
 		return mysql.NewError(mysql.ER_SERVER_SHUTDOWN, fmt.Sprintf("Server shutdown in progress (tableproxy DDL job %d goes on when the proxy starts again)", j.ID))

@@ -15,7 +15,7 @@ import (
 // ddlStages are the stages of a job, in order, where the fault tests stop
 // it (the proxy's TABLEPROXY_DDL_STALL hook holds the job at a point inside
 // the stage where part of its work is done).
-var ddlStages = []string{"preflight", "shadow", "binlog", "backfill", "catch-up", "build", "verify", "cut-over", "cleanup"}
+var ddlStages = []string{"preflight", "shadow", "binlog", "backfill", "sort", "catch-up", "build", "verify", "cut-over", "cleanup"}
 
 // launchDDL starts a proxy with the ddloffload plugin (options extra) that
 // the test may kill: it is not stopped for the test. stall sets the
@@ -180,7 +180,7 @@ func testDDLFault(t *testing.T, fault, stage string) {
 			if !regexp.MustCompile(`resuming a job .* checkpoint_rows=[1-9]`).MatchString(log) {
 				t.Errorf("the job did not resume from a copy checkpoint")
 			}
-		case "catch-up", "build", "verify":
+		case "sort", "catch-up", "build", "verify":
 			if !strings.Contains(log, "copy_done=true") {
 				t.Errorf("the job copied again")
 			}
