@@ -310,6 +310,25 @@ func (j Job) StageProgress() float64 {
 	return 0
 }
 
+// progressReport is the job as a MariaDB progress report shows it: its
+// stage's number among its strategy's stages, their number, the percent
+// done within the stage, and the stage's name (and "paused" or
+// "throttled" when it waits).
+func (j Job) progressReport() (stage, maxStage int, percent float64, info string) {
+	stages := []Stage{StagePreflight, StageShadow, StageBinlog, StageBackfill, StageSort, StageCatchUp, StageBuild,
+		StageVerify, StageCutOver, StageCleanup}
+	if j.Strategy == StrategyNative {
+		stages = []Stage{StagePreflight, StageNative}
+	}
+	cur := stageByName(j.Stage)
+	stage = max(1, slices.Index(stages, cur)+1)
+	info = j.Stage
+	if j.State == StatePaused || j.State == StateThrottled {
+		info += " (" + j.State + ")"
+	}
+	return stage, len(stages), 100 * j.StageProgress(), info
+}
+
 // Progress is how far the job is overall, 0 to 100.
 func (j Job) Progress() float64 {
 	cur := stageByName(j.Stage)

@@ -291,7 +291,14 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		}
 		user, db, query, set := st.User, strings.Clone(st.DB), strings.Clone(st.SQL), p.vars.settings(st)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-			if err := p.runJob(user, db, query, req, set); err != nil {
+			var report func(Job)
+			if pw, ok := w.(plugins.ProgressWriter); ok && pw.ReportsProgress() {
+				report = func(j Job) {
+					stage, maxStage, percent, info := j.progressReport()
+					_ = pw.Progress(stage, maxStage, percent, info) // a client gone sees the end anyway
+				}
+			}
+			if err := p.runJob(user, db, query, req, set, report); err != nil {
 				return w.WriteError(err)
 			}
 			return w.WriteResult(nil)

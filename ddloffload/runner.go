@@ -73,7 +73,7 @@ func (r *runner) stages() []stageFunc {
 
 // runJob registers a job for req, runs it to its end, and returns the
 // error the client gets (nil for OK).
-func (p *Plugin) runJob(user, db, query string, req *Request, set Settings) *mysql.MyError {
+func (p *Plugin) runJob(user, db, query string, req *Request, set Settings, report func(Job)) *mysql.MyError {
 	rec, err := p.jobs.add(Job{Schema: req.Schema, Table: req.Table, Type: req.Kind(), Query: query, DB: db, User: user,
 		State: StateRunning, Stage: StageQueued.String(), Start: time.Now(), Checkpoint: Checkpoint{Settings: set}, Strategy: set.Strategy})
 	if err != nil {
@@ -81,7 +81,46 @@ func (p *Plugin) runJob(user, db, query string, req *Request, set Settings) *mys
 	}
 	p.wg.Add(1)
 	defer p.wg.Done()
+	if report != nil {
+		defer p.reportProgress(rec, report)()
+	}
 	return p.execute(rec, req, false)
+}
+
+// progressEvery is how often a client that asked for progress reports gets
+// one (MariaDB's own progress_report_time is 5 s; a job's stages are
+// shorter).
+const progressEvery = time.Second
+
+// reportProgress calls report with the job every progressEvery while it
+// changes, until the returned func is called (before the job's answer is
+// written: the two share the client's connection).
+func (p *Plugin) reportProgress(rec *jobRec, report func(Job)) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		var last [4]any
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			j := rec.snapshot()
+			stage, maxStage, percent, info := j.progressReport()
+			if now := [4]any{stage, maxStage, percent, info}; now != last {
+				last = now
+				report(j)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
 }
 
 // execute runs a registered job, new or resumed after a proxy stop, and

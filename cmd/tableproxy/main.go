@@ -63,6 +63,8 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serve(os.Args[2:])
+	case "ddl":
+		err = ddl(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("tableproxy", version)
 	case "help", "-h", "--help":
@@ -83,6 +85,7 @@ func usage() {
 
 commands:
   serve     run the proxy (tableproxy serve --help for flags)
+  ddl watch show the running DDL jobs with progress, rate and ETA (tableproxy ddl watch --help)
   version   print the version
 `)
 }
