@@ -261,7 +261,15 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		p.fence.wait(st, &p.parsers, 2*time.Duration(p.opts.CutOverHold))
 	}
 	switch st.Kind {
-	case plugins.KindSet, plugins.KindSelect, plugins.KindShow:
+	case plugins.KindSelect:
+		// Every SELECT passes here: only those with a system variable
+		// (a fast search) are looked at further.
+		if strings.Contains(st.SQL, "@@") {
+			if a, ok := p.onVars(st); ok {
+				return a
+			}
+		}
+	case plugins.KindSet, plugins.KindShow:
 		if a, ok := p.onVars(st); ok {
 			return a
 		}
