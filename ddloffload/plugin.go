@@ -12,11 +12,13 @@
 // converges whatever order copies and changes happened in); a write that
 // bypasses the proxy during the swap (the table is read-locked, so writers
 // wait and readers go on, while the last changes are applied and the
-// RENAME is queued behind that lock); a
-// duplicate for a UNIQUE index (the backend's own index build on the shadow
-// reports it, before anything is swapped); DDL on the table during the job,
-// or a break in the binary log (the job fails and drops its shadow; the
-// original table is never touched until the atomic RENAME).
+// RENAME is queued behind that lock); a duplicate for a UNIQUE index (the
+// external sort finds it after the copy, and the backend's own index build
+// on the shadow any made later, before anything is swapped); DDL on the
+// table during the job, or a break in the binary log (the job fails and
+// drops its shadow; the original table is never touched until the atomic
+// RENAME); a proxy stop, kill -9 included (the job's state and checkpoint
+// are in the jobs file, and the next start resumes it).
 package ddloffload
 
 import (
@@ -221,8 +223,8 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 }
 
 // New builds the plugin with its job registry in dataDir. Jobs that were
-// running when the proxy stopped are marked failed and their shadow tables
-// dropped.
+// running when the proxy stopped are settled in the background: resumed
+// from their checkpoints, or rolled back (see resume.go).
 func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options) (*Plugin, error) {
 	if err := opts.setDefaults(dataDir); err != nil {
 		return nil, err
@@ -247,8 +249,9 @@ func (p *Plugin) SetCachedFunc(f CachedFunc) { p.cached = f }
 // Name implements plugins.Plugin.
 func (p *Plugin) Name() string { return Name }
 
-// Close cancels running jobs (they fail and drop their shadows) and waits
-// for them.
+// Close stops running jobs and waits for them; they stay running in the
+// jobs file, with their shadows and checkpoints, and the next start
+// resumes them (see resume.go).
 func (p *Plugin) Close() error {
 	p.cancel()
 	p.wg.Wait()
