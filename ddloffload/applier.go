@@ -41,8 +41,8 @@ func (r *runner) copyKeys(c *client.Conn, keys [][]string, mode applyMode) error
 	cond := r.t.keyIn(keys)
 	shadow := tableName(r.t.Schema, r.shadow)
 	stmts := []string{
-		"DELETE FROM " + shadow + " WHERE " + cond,
-		"INSERT INTO " + shadow + " (" + r.t.copyColumns() + ") SELECT " + r.t.copyColumns() + " FROM " + r.t.name() +
+		r.mark + "DELETE FROM " + shadow + " WHERE " + cond,
+		r.mark + "INSERT INTO " + shadow + " (" + r.t.copyColumns() + ") SELECT " + r.t.copyColumns() + " FROM " + r.t.name() +
 			" WHERE " + cond + " ORDER BY " + r.t.keyList(),
 		"COMMIT",
 	}
@@ -156,6 +156,11 @@ func (r *runner) catchUp(ctx context.Context) error {
 		n, err := r.drain(r.conn, live)
 		if err != nil {
 			return err
+		}
+		if pass == 0 {
+			if err := r.stall(ctx, StageCatchUp); err != nil {
+				return err
+			}
 		}
 		if n < applyBatch || time.Since(t0) < 500*time.Millisecond {
 			r.log.Debug("ddl: caught up", "pass", pass, "keys", n, "pending", r.stream.pending())

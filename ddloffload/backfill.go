@@ -41,10 +41,25 @@ func (t *tableInfo) rangeCond(kr keyRange) string {
 // rows against 11.5 s reading rows into the proxy and writing them back),
 // and it copies every value exactly, as the backend itself converts nothing.
 func (r *runner) backfill(ctx context.Context) error {
+	if err := r.setupSort(); err != nil {
+		return err
+	}
+	if r.cp.CopyDone {
+		r.rec.rowsDone.Store(r.cp.Rows)
+		return nil
+	}
+	if r.resumed {
+		if err := r.trimShadow(); err != nil {
+			return err
+		}
+		r.rec.rowsDone.Store(r.cp.Rows)
+		r.rowsBase = r.cp.Rows
+	}
 	r.rec.copyStart.Store(time.Now().UnixNano())
+	outer := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ranges := make(chan keyRange, r.p.opts.Workers)
+	ranges := make(chan seqRange, r.set.Workers)
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
@@ -53,56 +68,206 @@ func (r *runner) backfill(ctx context.Context) error {
 	fail := func(err error) {
 		errOnce.Do(func() { firstErr = err; cancel() })
 	}
-	insert := "INSERT INTO " + tableName(r.t.Schema, r.shadow) + " (" + r.t.copyColumns() + ") SELECT " +
-		r.t.copyColumns() + " FROM " + r.t.name() + " WHERE "
-	order := " ORDER BY " + r.t.keyList()
-	for w := 0; w < r.p.opts.Workers; w++ {
-		c, err := r.connect(ctx)
-		if err != nil {
-			fail(err)
-			break
-		}
+	track := newCopyTracker(r.cp.Watermark, r.cp.Rows)
+	th := &throttle{p: r.p, r: r}
+	thDone := make(chan struct{})
+	go func() {
+		defer close(thDone)
+		th.run(ctx)
+	}()
+	defer func() { cancel(); <-thDone }()
+	method := r.copyMethod()
+	maxStmt, err := maxStatement(r.conn)
+	if err != nil {
+		return err
+	}
+	r.log.Info("ddl: copying", "method", method, "workers", r.set.Workers, "batch_size", r.set.BatchSize, "from", r.cp.Watermark)
+	for w := 0; w < r.set.Workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.Close()
-			for kr := range ranges {
-				if r.rec.gate.wait(ctx) != nil {
-					continue // drain
-				}
-				res, err := c.Execute(insert + r.t.rangeCond(kr) + order)
-				if err != nil {
-					fail(err)
-					continue
-				}
-				r.rec.rowsDone.Add(int64(res.AffectedRows))
+			var err error
+			if method == CopyReadAhead {
+				err = r.readAheadWorker(ctx, ranges, maxStmt, th, track)
+			} else {
+				err = r.insertSelectWorker(ctx, ranges, th, track)
+			}
+			if err != nil {
+				fail(err)
+			}
+			for range ranges {
+				// drain: the walker stops at ctx's end
 			}
 		}()
 	}
-	walkErr := r.walk(ctx, r.conn, ranges)
+	saverDone := make(chan struct{})
+	go func() {
+		defer close(saverDone)
+		r.saveWatermarks(ctx, track)
+	}()
+	walkErr := r.walk(ctx, r.conn, r.cp.Watermark, func(seq int, kr keyRange) error {
+		track.cut(seq, kr.hi)
+		if seq == 2 {
+			// The fault tests' point: two ranges handed out, the first
+			// copied and in the checkpoint.
+			r.waitWatermark(ctx, track)
+			if err := r.stall(ctx, StageBackfill); err != nil {
+				return err
+			}
+		}
+		select {
+		case ranges <- seqRange{seq, kr}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
 	close(ranges)
 	wg.Wait()
+	cancel()
+	<-saverDone
 	if firstErr != nil {
 		return firstErr
 	}
 	if walkErr != nil {
 		return walkErr
 	}
-	return ctx.Err()
+	if err := outer.Err(); err != nil {
+		return err
+	}
+	mark, rows, end, _ := track.watermark()
+	if !end {
+		return errJob("backfill: the copy ended before the end of the table")
+	}
+	runs, err := r.flushSort()
+	if err != nil {
+		return err
+	}
+	r.cp.Watermark, r.cp.Rows, r.cp.CopyDone, r.cp.Runs = mark, rows, true, runs
+	return r.saveCheckpoint()
 }
 
-// walk cuts the table's key into ranges of ChunkRows rows, in key order,
-// and sends them to out until the end of the table, which the last range
-// leaves open.
-func (r *runner) walk(ctx context.Context, c *client.Conn, out chan<- keyRange) error {
-	var lo []string
+// insertSelectWorker copies ranges with INSERT ... SELECT.
+func (r *runner) insertSelectWorker(ctx context.Context, ranges <-chan seqRange, th *throttle, track *copyTracker) error {
+	c, err := r.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if len(r.sorters) > 0 {
+		if _, err := c.Execute("SET SESSION character_set_results = binary"); err != nil {
+			return err
+		}
+	}
+	insert := r.mark + "INSERT INTO " + tableName(r.t.Schema, r.shadow) + " (" + r.t.copyColumns() + ") SELECT " +
+		r.t.copyColumns() + " FROM " + r.t.name() + " WHERE "
+	order := " ORDER BY " + r.t.keyList()
+	for sr := range ranges {
+		if err := r.rec.gate.wait(ctx); err != nil {
+			return err
+		}
+		if err := th.wait(ctx); err != nil {
+			return err
+		}
+		res, err := c.Execute(insert + r.t.rangeCond(sr.keyRange) + order)
+		if err != nil {
+			return err
+		}
+		if len(r.sorters) > 0 {
+			if err := r.readSortKeys(c, sr.keyRange); err != nil {
+				return err
+			}
+		}
+		r.rec.rowsDone.Add(int64(res.AffectedRows))
+		track.finish(sr.seq, int64(res.AffectedRows))
+	}
+	return nil
+}
+
+// seqRange is a key range and its place in the walk.
+type seqRange struct {
+	seq int
+	keyRange
+}
+
+// saveWatermarks writes the copy's watermark to the checkpoint whenever it
+// moved, at most every checkpointEvery, until ctx ends.
+func (r *runner) saveWatermarks(ctx context.Context, track *copyTracker) {
+	tick := time.NewTicker(checkpointEvery)
+	defer tick.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r.saveWatermark(track)
+	}
+}
+
+func (r *runner) saveWatermark(track *copyTracker) {
+	mark, rows, _, changed := track.watermark()
+	if !changed {
+		return
+	}
+	r.cpMu.Lock()
+	defer r.cpMu.Unlock()
+	// Every range below the watermark gave its sort entries before it was
+	// counted; spilled now, the runs hold them all.
+	runs, err := r.flushSort()
+	if err != nil {
+		r.log.Warn("ddl: cannot spill the sort for a checkpoint", "err", err)
+		return
+	}
+	r.cp.Watermark, r.cp.Rows, r.cp.Runs = mark, rows, runs
+	if err := r.saveCheckpoint(); err != nil {
+		r.log.Warn("ddl: cannot save the copy's checkpoint", "err", err)
+	}
+}
+
+// waitWatermark waits until the watermark has moved and saves it; only the
+// fault tests' stall needs that.
+func (r *runner) waitWatermark(ctx context.Context, track *copyTracker) {
+	if sp, ok := r.p.stall, r.p.stallOn; !ok || sp.stage != StageBackfill {
+		return
+	}
+	for ctx.Err() == nil {
+		track.mu.Lock()
+		moved := track.next > 0
+		track.mu.Unlock()
+		if moved {
+			r.saveWatermark(track)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// trimShadow deletes what a stopped run copied above the watermark: those
+// ranges may be half done, and are copied again.
+func (r *runner) trimShadow() error {
+	shadow := tableName(r.t.Schema, r.shadow)
+	q := r.mark + "TRUNCATE TABLE " + shadow
+	if r.cp.Watermark != nil {
+		q = r.mark + "DELETE FROM " + shadow + " WHERE " + r.t.keyCompare(">", r.cp.Watermark)
+	}
+	_, err := r.conn.Execute(q)
+	return err
+}
+
+// walk cuts the table's key into ranges of BatchSize rows, in key order,
+// from the key after from (nil: the start), and hands them to out with
+// their sequence number until the end of the table, which the last range
+// leaves open.
+func (r *runner) walk(ctx context.Context, c *client.Conn, from []string, out func(seq int, kr keyRange) error) error {
+	lo := from
+	for seq := 0; ; seq++ {
 		where := ""
 		if lo != nil {
 			where = " WHERE " + r.t.keyCompare(">", lo)
 		}
 		res, err := c.Execute("SELECT " + r.t.keyList() + " FROM " + r.t.name() + where +
-			" ORDER BY " + r.t.keyList() + " LIMIT 1 OFFSET " + strconv.Itoa(r.p.opts.ChunkRows-1))
+			" ORDER BY " + r.t.keyList() + " LIMIT 1 OFFSET " + strconv.Itoa(r.set.BatchSize-1))
 		if err != nil {
 			return err
 		}
@@ -115,10 +280,8 @@ func (r *runner) walk(ctx context.Context, c *client.Conn, out chan<- keyRange) 
 		if err := r.rec.gate.wait(ctx); err != nil {
 			return err
 		}
-		select {
-		case out <- keyRange{lo, hi}:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := out(seq, keyRange{lo, hi}); err != nil {
+			return err
 		}
 		if hi == nil {
 			return nil

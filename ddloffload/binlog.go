@@ -320,19 +320,31 @@ func randomServerID() uint32 { return 3<<30 | rand.Uint32()>>2 }
 // stream. Without it, a transaction logged just before P0 but not yet
 // visible could be missed by both.
 func (r *runner) startBinlog(ctx context.Context) error {
+	user := r.p.opts.BinlogUser
+	if user == "" {
+		user = r.user
+	}
+	if r.cp.started() {
+		// A resumed job follows the log from where it first did: P0 was a
+		// clean cut then, and every change since is in the log.
+		var err error
+		if r.logConn, err = r.p.backend.Connect(ctx, user, ""); err != nil {
+			return err
+		}
+		if r.stream, err = startStream(r.p.backend, user, r.t, r.cp.position()); err != nil {
+			return err
+		}
+		return r.stream.waitFor(ctx, r.cp.position(), 10*time.Second)
+	}
 	l, err := r.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	if err := r.lockTables(ctx, l, r.t.name()+" READ", lockAttempts, r.p.lockWait()); err != nil {
+	if err := r.lockTables(ctx, l, r.t.name()+" READ", lockAttempts, r.lockWait()); err != nil {
 		return err
 	}
 	defer l.Execute("UNLOCK TABLES")
-	user := r.p.opts.BinlogUser
-	if user == "" {
-		user = r.user
-	}
 	if r.logConn, err = r.p.backend.Connect(ctx, user, ""); err != nil {
 		return err
 	}
@@ -348,7 +360,14 @@ func (r *runner) startBinlog(ctx context.Context) error {
 		return err
 	}
 	// Wait until the stream runs, so a refused login fails the job here.
-	return r.stream.waitFor(ctx, from, 10*time.Second)
+	if err := r.stream.waitFor(ctx, from, 10*time.Second); err != nil {
+		return err
+	}
+	r.cp.BinlogFile, r.cp.BinlogPos = from.Name, from.Pos
+	if err := r.saveCheckpoint(); err != nil {
+		return err
+	}
+	return r.stall(ctx, StageBinlog)
 }
 
 // requeue marks keys dirty again.

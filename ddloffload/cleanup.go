@@ -10,6 +10,7 @@ import (
 // The swap is done by now, so a failure here does not fail the job: the
 // janitor retries the drop.
 func (r *runner) cleanup(ctx context.Context) error {
+	_ = r.stall(ctx, StageCleanup)
 	retention := time.Duration(*r.p.opts.OldTableRetention)
 	if retention == 0 {
 		_, err := r.conn.Execute("DROP TABLE IF EXISTS " + tableName(r.t.Schema, r.old))

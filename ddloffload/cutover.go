@@ -91,12 +91,16 @@ func (r *runner) swap(ctx context.Context) error {
 		go func() {
 			_, err := rn.Execute("SET SESSION lock_wait_timeout = 60")
 			if err == nil {
-				_, err = rn.Execute("RENAME TABLE " + r.t.name() + " TO " + tableName(r.t.Schema, r.old) + ", " +
+				_, err = rn.Execute(r.mark + "RENAME TABLE " + r.t.name() + " TO " + tableName(r.t.Schema, r.old) + ", " +
 					tableName(r.t.Schema, r.shadow) + " TO " + r.t.name())
 			}
 			renamed <- err
 		}()
-		if err := r.waitQueued(rn.GetConnectionID(), deadline, renamed); err != nil {
+		err := r.waitQueued(rn.GetConnectionID(), deadline, renamed)
+		if err == nil {
+			err = r.stall(ctx, StageCutOver)
+		}
+		if err != nil {
 			_, _ = r.conn.Execute(fmt.Sprintf("KILL QUERY %d", rn.GetConnectionID()))
 			<-renamed
 			r.stream.setClosing(false)
@@ -167,6 +171,6 @@ func (r *runner) carryAutoIncrement() error {
 	if orig <= cur {
 		return nil
 	}
-	_, err = r.conn.Execute(fmt.Sprintf("ALTER TABLE %s AUTO_INCREMENT = %d", tableName(r.t.Schema, r.shadow), orig))
+	_, err = r.conn.Execute(fmt.Sprintf(r.mark+"ALTER TABLE %s AUTO_INCREMENT = %d", tableName(r.t.Schema, r.shadow), orig))
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,15 +27,17 @@ const (
 	StageShadow
 	StageBinlog
 	StageBackfill
+	StageSort
 	StageCatchUp
 	StageBuild
 	StageVerify
 	StageCutOver
 	StageCleanup
+	StageNative // the guarded native strategy's ALTER (see native.go)
 	StageDone
 )
 
-var stageNames = [...]string{"queued", "preflight", "shadow", "binlog", "backfill", "catch-up", "build", "verify", "cut-over", "cleanup", "done"}
+var stageNames = [...]string{"queued", "preflight", "shadow", "binlog", "backfill", "sort", "catch-up", "build", "verify", "cut-over", "cleanup", "native", "done"}
 
 func (s Stage) String() string {
 	if s >= 0 && int(s) < len(stageNames) {
@@ -49,7 +52,8 @@ const (
 	StateDone      = "done"
 	StateFailed    = "failed"
 	StateCancelled = "cancelled"
-	StatePaused    = "paused" // shown for a running job that is paused
+	StatePaused    = "paused"    // shown for a running job that is paused
+	StateThrottled = "throttled" // shown for a running job whose copy waits for the backend or its replicas
 )
 
 // Job is one ADD INDEX job as it is kept on disk and shown by ADMIN SHOW DDL
@@ -60,6 +64,7 @@ type Job struct {
 	Table        string             `json:"table"`
 	Type         string             `json:"type"`
 	Query        string             `json:"query"`
+	DB           string             `json:"db,omitempty"` // the session's database, for unqualified names in Query
 	User         string             `json:"user"`
 	State        string             `json:"state"`
 	Stage        string             `json:"stage"`
@@ -75,6 +80,15 @@ type Job struct {
 	Old          string             `json:"old,omitempty"`
 	DropOldAt    time.Time          `json:"drop_old_at,omitzero"` // when the kept old table is due to be dropped
 	StageSeconds map[string]float64 `json:"stage_seconds,omitempty"`
+	// Checkpoint is where a running job is, durably enough to resume it
+	// after a proxy stop.
+	Checkpoint Checkpoint `json:"checkpoint,omitzero"`
+	// CancelRequested and Paused are ADMIN CANCEL and PAUSE, kept so that
+	// a job stopped by a proxy stop is rolled back, or resumed paused.
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	Paused          bool   `json:"paused,omitempty"`
+	Resumes         int    `json:"resumes,omitempty"` // times resumed after a proxy stop
+	Strategy        string `json:"strategy,omitempty"`
 }
 
 // jobRec is a job in the registry: its record, and the live counters a
@@ -89,6 +103,7 @@ type jobRec struct {
 	stage     atomic.Int32
 	cancelled atomic.Bool
 	gate      gate
+	throttled atomic.Pointer[string] // why the copy waits, while it does
 }
 
 // snapshot returns a copy of the record with the live counters in it.
@@ -114,6 +129,9 @@ func (r *jobRec) snapshot() Job {
 	}
 	if j.State == StateRunning && r.gate.isPaused() {
 		j.State = StatePaused
+	}
+	if why := r.throttled.Load(); j.State == StateRunning && why != nil && *why != "" {
+		j.State = StateThrottled
 	}
 	j.StageSeconds = nil
 	return j
@@ -270,4 +288,84 @@ func (g *registry) saveLocked() error {
 		return fmt.Errorf("ddl jobs: %w", err)
 	}
 	return nil
+}
+
+// stageWeights is each stage's share of a job's time, roughly as measured
+// on 2M rows, so that the overall percent moves about evenly: the copy
+// dominates, then the index build.
+var stageWeights = map[Stage]float64{
+	StagePreflight: 0.5, StageShadow: 0.5, StageBinlog: 0.5, StageBackfill: 60, StageSort: 3,
+	StageCatchUp: 2, StageBuild: 25, StageVerify: 7, StageCutOver: 1, StageCleanup: 0.5,
+}
+
+// StageProgress is how far the job is within its stage, 0 to 1: the copy
+// by rows, the other stages 0 until they end.
+func (j Job) StageProgress() float64 {
+	if (j.Stage == StageBackfill.String() || j.Stage == StageNative.String()) && j.RowsEstimate > 0 {
+		return min(1, float64(j.RowsDone)/float64(j.RowsEstimate))
+	}
+	if j.Stage == StageDone.String() {
+		return 1
+	}
+	return 0
+}
+
+// progressReport is the job as a MariaDB progress report shows it: its
+// stage's number among its strategy's stages, their number, the percent
+// done within the stage, and the stage's name (and "paused" or
+// "throttled" when it waits).
+func (j Job) progressReport() (stage, maxStage int, percent float64, info string) {
+	stages := []Stage{StagePreflight, StageShadow, StageBinlog, StageBackfill, StageSort, StageCatchUp, StageBuild,
+		StageVerify, StageCutOver, StageCleanup}
+	if j.Strategy == StrategyNative {
+		stages = []Stage{StagePreflight, StageNative}
+	}
+	cur := stageByName(j.Stage)
+	stage = max(1, slices.Index(stages, cur)+1)
+	info = j.Stage
+	if j.State == StatePaused || j.State == StateThrottled {
+		info += " (" + j.State + ")"
+	}
+	return stage, len(stages), 100 * j.StageProgress(), info
+}
+
+// Progress is how far the job is overall, 0 to 100.
+func (j Job) Progress() float64 {
+	cur := stageByName(j.Stage)
+	if cur == StageDone {
+		return 100
+	}
+	if cur == StageNative {
+		return 1 + 99*j.StageProgress()
+	}
+	var total, done float64
+	for s, w := range stageWeights {
+		total += w
+		switch {
+		case s < cur:
+			done += w
+		case s == cur:
+			done += w * j.StageProgress()
+		}
+	}
+	return 100 * done / total
+}
+
+func stageByName(name string) Stage {
+	if i := slices.Index(stageNames[:], name); i >= 0 {
+		return Stage(i)
+	}
+	return StageQueued
+}
+
+// formatPercent renders a percent with one decimal.
+func formatPercent(p float64) string { return strconv.FormatFloat(p, 'f', 1, 64) }
+
+// persist saves the list as it is.
+func (p *Plugin) persist() {
+	p.jobs.mu.Lock()
+	defer p.jobs.mu.Unlock()
+	if err := p.jobs.saveLocked(); err != nil {
+		p.log.Error("ddl: cannot save the jobs file", "err", err)
+	}
 }

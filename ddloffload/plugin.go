@@ -12,18 +12,20 @@
 // converges whatever order copies and changes happened in); a write that
 // bypasses the proxy during the swap (the table is read-locked, so writers
 // wait and readers go on, while the last changes are applied and the
-// RENAME is queued behind that lock); a
-// duplicate for a UNIQUE index (the backend's own index build on the shadow
-// reports it, before anything is swapped); DDL on the table during the job,
-// or a break in the binary log (the job fails and drops its shadow; the
-// original table is never touched until the atomic RENAME).
+// RENAME is queued behind that lock); a duplicate for a UNIQUE index (the
+// external sort finds it after the copy, and the backend's own index build
+// on the shadow any made later, before anything is swapped); DDL on the
+// table during the job, or a break in the binary log (the job fails and
+// drops its shadow; the original table is never touched until the atomic
+// RENAME); a proxy stop, kill -9 included (the job's state and checkpoint
+// are in the jobs file, and the next start resumes it).
 package ddloffload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +36,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"tableproxy/configs"
 	"tableproxy/plugins"
 )
 
@@ -65,9 +68,66 @@ type Options struct {
 	LockWaitTimeout plugins.Duration `json:"lock_wait_timeout"`
 	// KeepJobs is how many past jobs ADMIN SHOW DDL JOBS lists (default 100).
 	KeepJobs int `json:"keep_jobs"`
+
+	// The defaults of the tableproxy_ddl_* variables (see vars.go) that
+	// have no option above.
+
+	// CopyMethod is insert_select (default) or read_ahead.
+	CopyMethod string `json:"copy_method"`
+	// Strategy is backfill (default) or native.
+	Strategy string `json:"strategy"`
+	// NativeRetries is how many times the native strategy tries its ALTER
+	// when it cannot get its metadata lock in time (default 10).
+	NativeRetries int `json:"native_retries"`
+	// SortMemory bounds the memory of a UNIQUE index's sort (default 64MB).
+	SortMemory string `json:"sort_memory"`
+	// TempDir is where sorted runs spill (default <data_dir>/ddl-tmp).
+	TempDir string `json:"temp_dir"`
+	// DiskQuota bounds the temp dir's use by all jobs (default 100GB).
+	DiskQuota string `json:"disk_quota"`
+	// MaxThreadsRunning pauses the copy while the backend's
+	// Threads_running is above it (default 0: off).
+	MaxThreadsRunning int `json:"max_threads_running"`
+	// MaxReplicaLag pauses the copy while a replica in Replicas lags by
+	// more seconds than this, or does not replicate (default 0: off).
+	MaxReplicaLag int `json:"max_replica_lag"`
+	// Replicas are the backend's replicas whose lag the throttle reads, as
+	// user:password@host:port (the user needs REPLICATION CLIENT, or
+	// SLAVE MONITOR on MariaDB 10.5 and later).
+	Replicas []string `json:"replicas"`
+
+	sortMemory, diskQuota int64
 }
 
-func (o *Options) setDefaults() {
+func (o *Options) setDefaults(dataDir string) error {
+	if o.CopyMethod == "" {
+		o.CopyMethod = CopyInsertSelect
+	}
+	if o.Strategy == "" {
+		o.Strategy = StrategyBackfill
+	}
+	if o.NativeRetries <= 0 {
+		o.NativeRetries = 10
+	}
+	if o.SortMemory == "" {
+		o.SortMemory = "64MB"
+	}
+	if o.DiskQuota == "" {
+		o.DiskQuota = "100GB"
+	}
+	if o.TempDir == "" {
+		o.TempDir = filepath.Join(dataDir, "ddl-tmp")
+	}
+	if abs, err := filepath.Abs(o.TempDir); err == nil {
+		o.TempDir = abs
+	}
+	var err error
+	if o.sortMemory, err = configs.ParseByteSize(o.SortMemory); err != nil {
+		return fmt.Errorf("sort_memory: %w", err)
+	}
+	if o.diskQuota, err = configs.ParseByteSize(o.DiskQuota); err != nil {
+		return fmt.Errorf("disk_quota: %w", err)
+	}
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
@@ -90,6 +150,22 @@ func (o *Options) setDefaults() {
 	if o.KeepJobs <= 0 {
 		o.KeepJobs = 100
 	}
+	// The options are the variables' initial global values: check them as
+	// SET GLOBAL would.
+	for name, v := range map[string]any{"workers": int64(o.Workers), "batch_size": int64(o.ChunkRows), "copy_method": o.CopyMethod,
+		"strategy": o.Strategy, "native_retries": int64(o.NativeRetries), "sort_memory": o.sortMemory, "disk_quota": o.diskQuota,
+		"max_threads_running": int64(o.MaxThreadsRunning), "max_replica_lag": int64(o.MaxReplicaLag)} {
+		d, _ := lookupVar(varPrefix + name)
+		if _, me := d.normalize(v); me != nil {
+			return fmt.Errorf("%s: %s", name, me.Message)
+		}
+	}
+	for _, r := range o.Replicas {
+		if _, err := parseReplica(r); err != nil {
+			return fmt.Errorf("replicas: %w", err)
+		}
+	}
+	return nil
 }
 
 // CachedFunc reports whether a table is cached by the cache plugin; the
@@ -107,10 +183,15 @@ type Plugin struct {
 	fence   fence
 	cached  CachedFunc
 
+	vars *vars
+
 	parsers sync.Pool
 	running atomic.Int32 // jobs running; DDL is checked against them only then
 
-	ctx    context.Context // cancelled by Close: running jobs fail and clean up
+	stall   stallPoint // the fault tests' hook (see stallEnv)
+	stallOn bool
+
+	ctx    context.Context // cancelled by Close: running jobs stop, kept for a resume
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -142,15 +223,18 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 }
 
 // New builds the plugin with its job registry in dataDir. Jobs that were
-// running when the proxy stopped are marked failed and their shadow tables
-// dropped.
+// running when the proxy stopped are settled in the background: resumed
+// from their checkpoints, or rolled back (see resume.go).
 func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options) (*Plugin, error) {
-	opts.setDefaults()
+	if err := opts.setDefaults(dataDir); err != nil {
+		return nil, err
+	}
 	reg, err := openRegistry(dataDir, opts.KeepJobs)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg}
+	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg, vars: newVars(opts)}
+	p.stall, p.stallOn = stallFromEnv()
 	p.parsers.New = func() any { return parser.New() }
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.recover()
@@ -165,8 +249,9 @@ func (p *Plugin) SetCachedFunc(f CachedFunc) { p.cached = f }
 // Name implements plugins.Plugin.
 func (p *Plugin) Name() string { return Name }
 
-// Close cancels running jobs (they fail and drop their shadows) and waits
-// for them.
+// Close stops running jobs and waits for them; they stay running in the
+// jobs file, with their shadows and checkpoints, and the next start
+// resumes them (see resume.go).
 func (p *Plugin) Close() error {
 	p.cancel()
 	p.wg.Wait()
@@ -179,6 +264,18 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		p.fence.wait(st, &p.parsers, 2*time.Duration(p.opts.CutOverHold))
 	}
 	switch st.Kind {
+	case plugins.KindSelect:
+		// Every SELECT passes here: only those with a system variable
+		// (a fast search) are looked at further.
+		if strings.Contains(st.SQL, "@@") {
+			if a, ok := p.onVars(st); ok {
+				return a
+			}
+		}
+	case plugins.KindSet, plugins.KindShow:
+		if a, ok := p.onVars(st); ok {
+			return a
+		}
 	case plugins.KindDDL:
 		if p.running.Load() > 0 {
 			if a, busy := p.refuseBusy(st); busy {
@@ -203,9 +300,16 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		if !sessionSeesBaseTable(st, req) {
 			return plugins.Continue
 		}
-		user, query := st.User, strings.Clone(st.SQL)
+		user, db, query, set := st.User, strings.Clone(st.DB), strings.Clone(st.SQL), p.vars.settings(st)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-			if err := p.runJob(user, query, req); err != nil {
+			var report func(Job)
+			if pw, ok := w.(plugins.ProgressWriter); ok && pw.ReportsProgress() {
+				report = func(j Job) {
+					stage, maxStage, percent, info := j.progressReport()
+					_ = pw.Progress(stage, maxStage, percent, info) // a client gone sees the end anyway
+				}
+			}
+			if err := p.runJob(user, db, query, req, set, report); err != nil {
 				return w.WriteError(err)
 			}
 			return w.WriteResult(nil)
@@ -342,18 +446,27 @@ func (p *Plugin) cancelJob(id int64) string {
 	if rec == nil {
 		return fmt.Sprintf("error: [ddl:8223]DDL Job:%d not found", id)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	switch {
-	case rec.job.State != StateRunning || rec.cancel == nil:
-		return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be cancelled", id)
-	case rec.swapped != nil && rec.swapped.Load():
-		return fmt.Sprintf("error: [ddl:8225]This job:%d has swapped its table in, so can't be cancelled", id)
-	case rec.cancelled.Load():
-		return fmt.Sprintf("error: [ddl:8226]This job:%d is almost finished, can't be cancelled now", id)
+	if msg := func() string {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		switch {
+		case rec.job.State != StateRunning || rec.cancel == nil:
+			return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be cancelled", id)
+		case rec.swapped != nil && rec.swapped.Load():
+			return fmt.Sprintf("error: [ddl:8225]This job:%d has swapped its table in, so can't be cancelled", id)
+		case rec.cancelled.Load():
+			return fmt.Sprintf("error: [ddl:8226]This job:%d is almost finished, can't be cancelled now", id)
+		}
+		rec.cancelled.Store(true)
+		rec.job.CancelRequested = true
+		rec.cancel()
+		return ""
+	}(); msg != "" {
+		return msg
 	}
-	rec.cancelled.Store(true)
-	rec.cancel()
+	// Recorded, so that a job the proxy stops before it has rolled back is
+	// rolled back at the next start, not resumed.
+	p.persist()
 	p.log.Info("ddl: job cancelled", "job", id)
 	return "successful"
 }
@@ -364,15 +477,24 @@ func (p *Plugin) pauseJob(id int64) string {
 	if rec == nil {
 		return fmt.Sprintf("error: [ddl:8223]DDL Job:%d not found", id)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	switch {
-	case rec.job.State != StateRunning || rec.cancel == nil:
-		return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be paused", id)
-	case Stage(rec.stage.Load()) >= StageCutOver:
-		return fmt.Sprintf("error: [ddl:8226]This job:%d is swapping its table in, can't be paused now", id)
+	if msg := func() string {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		switch {
+		case rec.job.State != StateRunning || rec.cancel == nil:
+			return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be paused", id)
+		case Stage(rec.stage.Load()) == StageNative:
+			return fmt.Sprintf("error: [ddl:8226]This job:%d runs the backend's own ALTER, can't be paused", id)
+		case Stage(rec.stage.Load()) >= StageCutOver:
+			return fmt.Sprintf("error: [ddl:8226]This job:%d is swapping its table in, can't be paused now", id)
+		}
+		rec.gate.pause()
+		rec.job.Paused = true
+		return ""
+	}(); msg != "" {
+		return msg
 	}
-	rec.gate.pause()
+	p.persist()
 	p.log.Info("ddl: job paused", "job", id)
 	return "successful"
 }
@@ -386,6 +508,7 @@ func (p *Plugin) resumeJob(id int64) string {
 	if !rec.gate.resume() {
 		return fmt.Sprintf("error: [ddl:8260]Job %d can't be resumed: it is not paused", id)
 	}
+	_ = p.jobs.update(rec, func(j *Job) { j.Paused = false })
 	p.log.Info("ddl: job resumed", "job", id)
 	return "successful"
 }
@@ -424,81 +547,6 @@ func jobsResultset(jobs []Job, limit int64) (*mysql.Resultset, error) {
 		return rs, nil
 	}
 	return mysql.BuildSimpleTextResultset(jobsColumns, rows)
-}
-
-// recover settles jobs that were running when the proxy stopped. A job
-// stopped before its RENAME failed: its shadow is dropped, the original was
-// never touched. A job stopped after it (the shadow's name is gone and the
-// old table is there, which preflight ruled out before the job) succeeded:
-// it is marked done and its old table kept for the retention like any other.
-func (p *Plugin) recover() {
-	for _, rec := range p.jobs.records() {
-		j := rec.snapshot()
-		if j.State != StateRunning {
-			continue
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.settle(rec, j)
-		}()
-	}
-}
-
-func (p *Plugin) settle(rec *jobRec, j Job) {
-	log := p.log.With("job", j.ID, "table", j.Schema+"."+j.Table, "stage", j.Stage)
-	swapped := false
-	if j.Shadow != "" {
-		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-		defer cancel()
-		c, err := p.backend.Connect(ctx, j.User, "")
-		if err != nil {
-			log.Error("ddl: cannot settle a job interrupted by a proxy stop; its shadow may remain", "err", err)
-			return // still running in the list: the next start tries again
-		}
-		defer c.Close()
-		exists := func(name string) (bool, error) {
-			r, err := c.Execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", j.Schema, name)
-			if err != nil {
-				return false, err
-			}
-			n, _ := r.GetInt(0, 0)
-			return n > 0, nil
-		}
-		hasShadow, err1 := exists(j.Shadow)
-		hasOld, err2 := exists(j.Old)
-		if err := errors.Join(err1, err2); err != nil {
-			log.Error("ddl: cannot settle a job interrupted by a proxy stop", "err", err)
-			return
-		}
-		switch {
-		case hasShadow:
-			if _, err := c.Execute("DROP TABLE IF EXISTS " + tableName(j.Schema, j.Shadow)); err != nil {
-				log.Error("ddl: cannot drop an interrupted job's shadow table", "err", err)
-				return
-			}
-		case hasOld && (j.Stage == StageCutOver.String() || j.Stage == StageCleanup.String()):
-			swapped = true
-		}
-	}
-	err := p.jobs.update(rec, func(j *Job) {
-		j.End = time.Now()
-		if swapped {
-			j.State, j.Stage = StateDone, StageDone.String()
-			j.DropOldAt = time.Now().Add(time.Duration(*p.opts.OldTableRetention))
-			return
-		}
-		j.State = StateFailed
-		j.Error = "interrupted by a proxy restart during stage " + j.Stage
-	})
-	if err != nil {
-		log.Error("ddl: cannot record how an interrupted job ended", "err", err)
-		return
-	}
-	log.Warn("ddl: job interrupted by a proxy stop settled", "swapped", swapped)
-	if swapped && *p.opts.OldTableRetention == 0 {
-		p.dropDueOldTables()
-	}
 }
 
 // janitor drops kept old tables when their retention ends.

@@ -35,18 +35,32 @@ func (r *runner) preflight(ctx context.Context) error {
 		return err
 	}
 	r.t = t
-	for _, check := range []func() error{r.checkIndexes, r.checkKey, r.checkCached, r.checkAttached, r.checkBinlog, r.checkNames} {
+	for _, check := range []func() error{r.checkIndexes, r.checkKey, r.checkCached, r.checkAttached, r.checkBinlog, r.checkNames, r.checkTempRoom} {
 		if err := check(); err != nil {
 			return err
 		}
 	}
-	return r.p.jobs.update(r.rec, func(j *Job) { j.RowsEstimate = t.RowsEstimate })
+	if err := r.p.jobs.update(r.rec, func(j *Job) { j.RowsEstimate = t.RowsEstimate }); err != nil {
+		return err
+	}
+	return r.stall(ctx, StagePreflight)
 }
 
 // checkIndexes names unnamed indexes as MySQL does (after the first
 // column, with _2, _3 ... when taken) and gives MySQL's errors for a name in
 // use (1061) and for a column that does not exist (1072).
 func (r *runner) checkIndexes() error {
+	if len(r.cp.IndexNames) == len(r.req.Indexes) {
+		for i := range r.req.Indexes {
+			r.req.Indexes[i].Name = r.cp.IndexNames[i]
+		}
+	}
+	defer func() {
+		r.cp.IndexNames = r.cp.IndexNames[:0]
+		for _, ix := range r.req.Indexes {
+			r.cp.IndexNames = append(r.cp.IndexNames, ix.Name)
+		}
+	}()
 	taken := func(name string, upto int) bool {
 		if r.t.hasIndex(name) {
 			return true
@@ -152,7 +166,9 @@ func (r *runner) checkBinlog() error {
 }
 
 // checkNames picks the shadow's and the old table's names and requires
-// that neither exists (a leftover, or another tool's table).
+// that neither exists (a leftover, or another tool's table). A resumed job
+// past its stream's start needs its own shadow instead, and the same walk
+// key as before.
 func (r *runner) checkNames() error {
 	r.shadow, r.old = "_"+r.t.Table+"_new", "_"+r.t.Table+"_old"
 	if len(r.old) > 64 {
@@ -163,7 +179,17 @@ func (r *runner) checkNames() error {
 		if err != nil {
 			return err
 		}
-		if n, _ := res.GetInt(0, 0); n > 0 {
+		n, _ := res.GetInt(0, 0)
+		switch {
+		case name == r.shadow && r.cp.started():
+			if n == 0 {
+				return errJob("cannot resume: the job's shadow table %s is gone", name)
+			}
+			if r.cp.KeyName != r.t.KeyName {
+				return errJob("cannot resume: the table's walk key changed from %s to %s", r.cp.KeyName, r.t.KeyName)
+			}
+			r.created = true
+		case n > 0:
 			return mysql.NewError(mysql.ER_TABLE_EXISTS_ERROR, fmt.Sprintf("Table '%s' already exists", name))
 		}
 	}

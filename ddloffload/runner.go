@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,19 @@ type runner struct {
 	req  *Request
 	user string
 	log  *slog.Logger
+	set  Settings   // the job's knobs
+	cp   Checkpoint // what the job has made durable (see checkpoint.go)
+	mark string     // jobMarker, prefixed to the statements that write
+
+	resumed    bool       // resumed after a proxy stop
+	nativeDone bool       // a resumed native job whose ALTER had finished
+	rowsBase   int64      // rows copied before this run, for the rate
+	cpMu       sync.Mutex // guards cp while the copy's goroutines save it
+
+	uniques   []uniqueIndex // the new UNIQUE indexes, checked by the sort
+	sorters   []*sorter     // one per unique index
+	sortBytes atomic.Int64  // bytes of runs on disk, against the quota
+	runSeq    atomic.Int64  // names runs
 
 	conn     *client.Conn // the job's control connection
 	logConn  *client.Conn // as the binary-log user, for log positions
@@ -40,11 +54,15 @@ type stageFunc struct {
 }
 
 func (r *runner) stages() []stageFunc {
+	if r.set.Strategy == StrategyNative {
+		return []stageFunc{{StagePreflight, r.nativePreflight}, {StageNative, r.nativeAlter}}
+	}
 	return []stageFunc{
 		{StagePreflight, r.preflight},
 		{StageShadow, r.createShadow},
 		{StageBinlog, r.startBinlog},
 		{StageBackfill, r.backfill},
+		{StageSort, r.sortStage},
 		{StageCatchUp, r.catchUp},
 		{StageBuild, r.buildIndexes},
 		{StageVerify, r.verify},
@@ -55,24 +73,75 @@ func (r *runner) stages() []stageFunc {
 
 // runJob registers a job for req, runs it to its end, and returns the
 // error the client gets (nil for OK).
-func (p *Plugin) runJob(user, query string, req *Request) *mysql.MyError {
-	rec, err := p.jobs.add(Job{Schema: req.Schema, Table: req.Table, Type: req.Kind(), Query: query, User: user,
-		State: StateRunning, Stage: StageQueued.String(), Start: time.Now()})
+func (p *Plugin) runJob(user, db, query string, req *Request, set Settings, report func(Job)) *mysql.MyError {
+	rec, err := p.jobs.add(Job{Schema: req.Schema, Table: req.Table, Type: req.Kind(), Query: query, DB: db, User: user,
+		State: StateRunning, Stage: StageQueued.String(), Start: time.Now(), Checkpoint: Checkpoint{Settings: set}, Strategy: set.Strategy})
 	if err != nil {
 		return clientError(err)
 	}
 	p.wg.Add(1)
 	defer p.wg.Done()
+	if report != nil {
+		defer p.reportProgress(rec, report)()
+	}
+	return p.execute(rec, req, false)
+}
+
+// progressEvery is how often a client that asked for progress reports gets
+// one (MariaDB's own progress_report_time is 5 s; a job's stages are
+// shorter).
+const progressEvery = time.Second
+
+// reportProgress calls report with the job every progressEvery while it
+// changes, until the returned func is called (before the job's answer is
+// written: the two share the client's connection).
+func (p *Plugin) reportProgress(rec *jobRec, report func(Job)) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		var last [4]any
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			j := rec.snapshot()
+			stage, maxStage, percent, info := j.progressReport()
+			if now := [4]any{stage, maxStage, percent, info}; now != last {
+				last = now
+				report(j)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
+
+// execute runs a registered job, new or resumed after a proxy stop, and
+// records how it ended. A job stopped by the proxy's shutdown (not by
+// ADMIN CANCEL) before its swap is left running in the jobs file with its
+// shadow and checkpoint: the next start resumes it.
+func (p *Plugin) execute(rec *jobRec, req *Request, resumed bool) *mysql.MyError {
 	p.running.Add(1)
 	defer p.running.Add(-1)
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
 	rec.mu.Lock()
 	rec.cancel = cancel
+	j := rec.job
 	rec.mu.Unlock()
-	r := &runner{p: p, rec: rec, req: req, user: user,
-		log: p.log.With("job", rec.job.ID, "table", req.Schema+"."+req.Table)}
-	r.log.Info("ddl: job started", "query", query)
+	r := &runner{p: p, rec: rec, req: req, user: j.User, cp: j.Checkpoint, resumed: resumed,
+		log: p.log.With("job", j.ID, "table", req.Schema+"."+req.Table)}
+	r.set = r.cp.Settings.withDefaults(p.opts)
+	r.cp.Settings = r.set // a resumed job keeps them, whatever the next proxy's defaults
+	r.mark = jobMarker(j.ID)
+	r.log.Info("ddl: job started", "query", j.Query, "resumed", resumed, "workers", r.set.Workers, "batch_size", r.set.BatchSize)
 	start := time.Now()
 	stopKiller := context.AfterFunc(ctx, r.interrupt)
 	rec.mu.Lock()
@@ -80,15 +149,23 @@ func (p *Plugin) runJob(user, query string, req *Request) *mysql.MyError {
 	rec.mu.Unlock()
 	runErr := r.run(ctx)
 	stopKiller()
+	if runErr == nil || !r.suspended() {
+		r.removeTemp() // a stopped job's runs are kept for its resume
+	}
+	if runErr != nil && r.suspended() {
+		r.log.Warn("ddl: job stopped by the proxy's shutdown; the next start resumes it", "stage", Stage(rec.stage.Load()).String(), "err", runErr)
+		return mysql.NewError(mysql.ER_SERVER_SHUTDOWN, fmt.Sprintf("Server shutdown in progress (tableproxy DDL job %d goes on when the proxy starts again)", j.ID))
+	}
 	if runErr != nil && rec.cancelled.Load() && !r.swapped.Load() {
-		runErr = mysql.NewError(mysql.ER_QUERY_INTERRUPTED, fmt.Sprintf("Query execution was interrupted (tableproxy DDL job %d cancelled)", rec.job.ID))
+		runErr = mysql.NewError(mysql.ER_QUERY_INTERRUPTED, fmt.Sprintf("Query execution was interrupted (tableproxy DDL job %d cancelled)", j.ID))
 	}
 	if err := p.jobs.update(rec, func(j *Job) {
 		j.End = time.Now()
 		j.RowsDone = rec.rowsDone.Load()
 		if secs := j.StageSeconds[StageBackfill.String()]; secs > 0 {
-			j.Rate = float64(j.RowsDone) / secs
+			j.Rate = float64(j.RowsDone-r.rowsBase) / secs
 		}
+		j.Checkpoint = Checkpoint{Settings: j.Checkpoint.Settings} // nothing to resume
 		if runErr != nil {
 			me := clientError(runErr)
 			j.State, j.Error, j.ErrorCode = StateFailed, me.Message, me.Code
@@ -109,13 +186,25 @@ func (p *Plugin) runJob(user, query string, req *Request) *mysql.MyError {
 	return nil
 }
 
+// suspended reports whether the job is stopping because the proxy is,
+// not because it failed or was cancelled: it is then kept for a resume.
+func (r *runner) suspended() bool {
+	return r.p.ctx.Err() != nil && !r.rec.cancelled.Load() && !r.swapped.Load()
+}
+
 func (r *runner) run(ctx context.Context) (err error) {
 	defer func() { r.release(err) }()
+	if r.resumed {
+		if err := r.prepareResume(ctx); err != nil {
+			return err
+		}
+	}
 	for _, s := range r.stages() {
 		if err := ctx.Err(); err != nil && !r.swapped.Load() {
 			return errJob("the proxy is shutting down")
 		}
-		if s.stage < StageCutOver {
+		if s.stage <= StageCutOver {
+			// A pause holds the job before the cut-over at the latest.
 			if err := r.rec.gate.wait(ctx); err != nil {
 				return err
 			}
@@ -144,7 +233,7 @@ func (r *runner) release(err error) {
 	if r.stream != nil {
 		r.stream.close()
 	}
-	if err != nil && r.created && !r.swapped.Load() {
+	if err != nil && r.created && !r.swapped.Load() && !r.suspended() {
 		if r.conn == nil || r.conn.Ping() != nil {
 			r.conn, _ = r.connect(context.Background())
 		}
@@ -215,7 +304,7 @@ func sessionSetup(c *client.Conn) error {
 // cut-over.
 const lockAttempts = 5
 
-func (p *Plugin) lockWait() time.Duration { return time.Duration(p.opts.LockWaitTimeout) }
+func (r *runner) lockWait() time.Duration { return time.Duration(r.set.LockWaitTimeout) * time.Second }
 
 // lockTables runs LOCK TABLES on c with a short lock_wait_timeout, trying
 // a few times: a long transaction on the table makes the job wait, never a

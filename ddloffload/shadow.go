@@ -26,19 +26,26 @@ import (
 // table's own order. FULLTEXT and SPATIAL indexes stay: they are never
 // unique.
 func (r *runner) createShadow(ctx context.Context) error {
+	if r.cp.started() {
+		r.deferred = r.cp.Deferred // the resumed job's shadow, as it left it
+		return nil
+	}
 	if err := r.p.jobs.update(r.rec, func(j *Job) { j.Shadow, j.Old = r.shadow, r.old }); err != nil {
 		return err
 	}
 	shadow := tableName(r.t.Schema, r.shadow)
-	if _, err := r.conn.Execute("CREATE TABLE " + shadow + " LIKE " + r.t.name()); err != nil {
+	if _, err := r.conn.Execute(r.mark + "CREATE TABLE " + shadow + " LIKE " + r.t.name()); err != nil {
 		return err
 	}
 	r.created = true
+	if err := r.stall(ctx, StageShadow); err != nil {
+		return err
+	}
 	clauses := make([]string, len(r.req.Indexes))
 	for i, ix := range r.req.Indexes {
 		clauses[i] = ix.clause()
 	}
-	if _, err := r.conn.Execute("ALTER TABLE " + shadow + " " + strings.Join(clauses, ", ")); err != nil {
+	if _, err := r.conn.Execute(r.mark + "ALTER TABLE " + shadow + " " + strings.Join(clauses, ", ")); err != nil {
 		return err
 	}
 	res, err := r.conn.Execute("SHOW CREATE TABLE " + shadow)
@@ -57,10 +64,11 @@ func (r *runner) createShadow(ctx context.Context) error {
 		drops = append(drops, "DROP INDEX "+quoteIdent(name))
 	}
 	if len(drops) > 0 {
-		if _, err := r.conn.Execute("ALTER TABLE " + shadow + " " + strings.Join(drops, ", ")); err != nil {
+		if _, err := r.conn.Execute(r.mark + "ALTER TABLE " + shadow + " " + strings.Join(drops, ", ")); err != nil {
 			return fmt.Errorf("defer the shadow's secondary indexes: %w", err)
 		}
 	}
+	r.cp.Deferred, r.cp.KeyName = r.deferred, r.t.KeyName
 	r.log.Info("ddl: shadow created", "shadow", r.shadow, "deferred_indexes", len(r.deferred))
 	return nil
 }
@@ -106,9 +114,38 @@ func (r *runner) buildIndexes(ctx context.Context) error {
 	if len(r.deferred) == 0 {
 		return nil
 	}
-	if err := r.syncFrozen(ctx, lockAttempts, r.p.lockWait(), streamWait, nil); err != nil {
+	if built, err := r.indexesBuilt(); err != nil || built {
+		return err // a resumed job whose build had finished
+	}
+	if err := r.syncFrozen(ctx, lockAttempts, r.lockWait(), streamWait, nil); err != nil {
 		return err
 	}
-	_, err := r.conn.Execute("ALTER TABLE " + tableName(r.t.Schema, r.shadow) + " " + strings.Join(r.deferred, ", "))
+	if err := r.stall(ctx, StageBuild); err != nil {
+		return err
+	}
+	_, err := r.conn.Execute(r.mark + "ALTER TABLE " + tableName(r.t.Schema, r.shadow) + " " + strings.Join(r.deferred, ", "))
 	return err
+}
+
+// indexesBuilt reports whether the shadow has its deferred indexes: one
+// ALTER adds them all or none.
+func (r *runner) indexesBuilt() (bool, error) {
+	res, err := r.conn.Execute("SHOW CREATE TABLE " + tableName(r.t.Schema, r.shadow))
+	if err != nil {
+		return false, err
+	}
+	ddl, _ := res.GetString(0, 1)
+	have := map[string]bool{}
+	for _, line := range strings.Split(ddl, "\n") {
+		if name, ok := secondaryKeyName(strings.TrimSpace(line)); ok {
+			have[name] = true
+		}
+	}
+	for _, d := range r.deferred {
+		name, _ := secondaryKeyName(strings.TrimPrefix(d, "ADD "))
+		if !have[name] {
+			return false, nil
+		}
+	}
+	return true, nil
 }

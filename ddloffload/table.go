@@ -141,15 +141,20 @@ func (t *tableInfo) chooseKey() bool {
 
 // copyColumns are the columns a copy writes: every stored, non-generated one.
 func (t *tableInfo) copyColumns() string {
+	return t.copyList(func(c *column) string { return quoteIdent(c.Name) })
+}
+
+// copyList renders each column a copy writes with f, comma-separated.
+func (t *tableInfo) copyList(f func(c *column) string) string {
 	var b strings.Builder
-	for _, c := range t.Columns {
-		if c.Generated {
+	for i := range t.Columns {
+		if t.Columns[i].Generated {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quoteIdent(c.Name))
+		b.WriteString(f(&t.Columns[i]))
 	}
 	return b.String()
 }
@@ -336,6 +341,8 @@ func (t *tableInfo) checksumExpr() string {
 		}
 		q := quoteIdent(c.Name)
 		switch {
+		case c.DataType == "float":
+			parts = append(parts, "CAST("+q+" AS DOUBLE)") // its text has six digits
 		case c.Charset != "" || strings.Contains(c.DataType, "binary") || strings.Contains(c.DataType, "blob") ||
 			c.DataType == "bit" || c.DataType == "enum" || c.DataType == "set":
 			parts = append(parts, "CAST("+q+" AS BINARY)")

@@ -58,7 +58,7 @@ func (r *runner) verify(ctx context.Context) error {
 	if err := r.catchUp(ctx); err != nil {
 		return err
 	}
-	conns := make([]*client.Conn, r.p.opts.Workers)
+	conns := make([]*client.Conn, r.set.Workers)
 	defer func() {
 		for _, c := range conns {
 			if c != nil {
@@ -76,7 +76,7 @@ func (r *runner) verify(ctx context.Context) error {
 			return err
 		}
 	}
-	err := r.syncFrozen(ctx, lockAttempts, r.p.lockWait(), streamWait, func(func()) error {
+	err := r.syncFrozen(ctx, lockAttempts, r.lockWait(), streamWait, func(func()) error {
 		for _, c := range conns {
 			if _, err := c.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
 				return err
@@ -87,17 +87,11 @@ func (r *runner) verify(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ranges := make(chan keyRange, len(conns))
-	var all []keyRange
-	walkErr := make(chan error, 1)
-	go func() {
-		defer close(ranges)
-		walkErr <- r.walk(ctx, conns[0], ranges)
-	}()
-	for kr := range ranges {
-		all = append(all, kr)
+	if err := r.stall(ctx, StageVerify); err != nil {
+		return err
 	}
-	if err := <-walkErr; err != nil {
+	var all []keyRange
+	if err := r.walk(ctx, conns[0], nil, func(_ int, kr keyRange) error { all = append(all, kr); return nil }); err != nil {
 		return err
 	}
 	work := make(chan keyRange, len(all))

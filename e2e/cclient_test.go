@@ -79,7 +79,11 @@ func TestCClient(t *testing.T) {
 
 // buildCClient compiles cclient.c against libmariadb into a temporary
 // directory.
-func buildCClient(t *testing.T) string {
+func buildCClient(t *testing.T) string { return buildC(t, "cclient/cclient.c") }
+
+// buildC compiles one C source file (relative to e2e/) against libmariadb
+// into a temporary directory.
+func buildC(t *testing.T, src string) string {
 	t.Helper()
 	gcc := requireTool(t, "gcc", "gcc")
 	flags, err := exec.Command("mariadb_config", "--cflags", "--libs").Output()
@@ -93,8 +97,8 @@ func buildCClient(t *testing.T) string {
 		}
 		t.Skip(msg)
 	}
-	bin := filepath.Join(t.TempDir(), "cclient")
-	args := append([]string{"-O1", "-Wall", "-Wextra", "-Werror", "-o", bin, "cclient/cclient.c"}, strings.Fields(string(flags))...)
+	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
+	args := append([]string{"-O1", "-Wall", "-Wextra", "-Werror", "-o", bin, src}, strings.Fields(string(flags))...)
 	if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

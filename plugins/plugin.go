@@ -307,6 +307,19 @@ type ResponseWriter interface {
 	ExtendedMetadata() bool
 }
 
+// ProgressWriter is implemented by the ResponseWriter of a session whose
+// client asked for MariaDB's progress reports (MARIADB_CLIENT_PROGRESS, as
+// the mariadb command-line client does): a plugin whose answer takes long
+// (an ALTER run as a job) may send any number of reports before the one
+// answer. Check ReportsProgress first: other clients would take a report
+// for an error.
+type ProgressWriter interface {
+	ReportsProgress() bool
+	// Progress sends one report, at once: stage of maxStage (counted from
+	// 1), percent done within the stage, and what the stage is.
+	Progress(stage, maxStage int, percent float64, info string) error
+}
+
 // Responder produces an answer for the client.
 type Responder interface {
 	Respond(w ResponseWriter) error

@@ -104,6 +104,18 @@ func isProgressReport(p []byte) bool {
 	return len(p) >= 3 && p[0] == markErr && p[1] == 0xff && p[2] == 0xff
 }
 
+// appendProgress appends a progress report: the ERR marker, code 0xFFFF,
+// then (as MariaDB's server writes it) one string follows, the stage and
+// the number of stages, the percent done in thousandths (three bytes), and
+// the stage's name.
+func appendProgress(b []byte, stage, maxStage int, percent float64, info string) []byte {
+	clamp := func(v int) byte { return byte(min(max(v, 1), 255)) }
+	p := uint32(min(max(percent, 0), 100) * 1000)
+	b = append(b, markErr, 0xff, 0xff, 1, clamp(stage), clamp(max(stage, maxStage)), byte(p), byte(p>>8), byte(p>>16))
+	b = mysql.AppendLengthEncodedInteger(b, uint64(len(info)))
+	return append(b, info...)
+}
+
 // withEmptyExtendedMetadata inserts an empty extended-metadata field into a
 // column definition payload (after its six length-encoded strings), for a
 // client that negotiated MARIADB_CLIENT_EXTENDED_METADATA.

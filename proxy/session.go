@@ -667,6 +667,24 @@ func (w *answerWriter) ExtendedMetadata() bool {
 	return w.s.client.extCaps&mariadbExtendedMetadata != 0
 }
 
+// ReportsProgress implements plugins.ProgressWriter.
+func (w *answerWriter) ReportsProgress() bool { return w.s.client.extCaps&mariadbProgress != 0 }
+
+// Progress implements plugins.ProgressWriter: the packet MariaDB sends
+// during a long ALTER TABLE, flushed at once.
+func (w *answerWriter) Progress(stage, maxStage int, percent float64, info string) error {
+	if !w.ReportsProgress() {
+		return nil
+	}
+	if err := w.s.client.writePacket(appendProgress(newPacket(16+len(info)), stage, maxStage, percent, info)); err != nil {
+		return errClientGone
+	}
+	if err := w.s.client.flush(); err != nil {
+		return errClientGone
+	}
+	return nil
+}
+
 func (w *answerWriter) WriteError(e *mysql.MyError) error {
 	w.err = e
 	if err := w.s.client.writeError(e); err != nil {

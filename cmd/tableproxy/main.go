@@ -25,7 +25,8 @@ func init() {
 }
 
 // wirePlugins connects plugins that know of each other: the DDL jobs
-// refuse cached tables.
+// refuse cached tables, and are listed in the cache's virtual schema as
+// tableproxy.ddl_jobs.
 func wirePlugins(chain *plugins.Chain) {
 	var cp *cache.Plugin
 	var dp *ddloffload.Plugin
@@ -38,6 +39,7 @@ func wirePlugins(chain *plugins.Chain) {
 		}
 	}
 	if cp != nil && dp != nil {
+		cp.AddVirtual("ddl_jobs", dp.JobsTable())
 		dp.SetCachedFunc(func(schema, table string) bool {
 			for _, st := range cp.Tables() {
 				if st.Schema == schema && st.Table == table {
@@ -61,6 +63,8 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serve(os.Args[2:])
+	case "ddl":
+		err = ddl(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("tableproxy", version)
 	case "help", "-h", "--help":
@@ -81,6 +85,7 @@ func usage() {
 
 commands:
   serve     run the proxy (tableproxy serve --help for flags)
+  ddl watch show the running DDL jobs with progress, rate and ETA (tableproxy ddl watch --help)
   version   print the version
 `)
 }

@@ -1,0 +1,207 @@
+package ddloffload
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Checkpoint is what a job has made durable, in its record in the jobs
+// file, so that after a proxy stop it goes on from there instead of from
+// the start:
+//
+//   - The binary-log position the job's stream started at (P0). Every
+//     change to the table after P0 is in the log, so a resumed job follows
+//     the log from P0 again and finds every key changed since, whatever it
+//     had already applied: copying a key again is harmless. A log purged
+//     since then fails the resumed job, which then rolls back.
+//   - The secondary indexes the shadow defers, which the shadow itself no
+//     longer shows.
+//   - The copy's watermark: every row whose key is at most Watermark was
+//     copied (ranges finish out of order; the watermark is the end of the
+//     longest run of finished ranges from the start). Rows above it may be
+//     half copied, and are deleted from the shadow before the copy goes on.
+//   - The sort's runs (see sort.go): files in the temp dir that hold the
+//     sorted keys of every range up to the watermark.
+//
+// Before any of it exists (the job stopped in preflight, shadow or
+// binlog), a resumed job starts over, dropping whatever shadow it made.
+type Checkpoint struct {
+	BinlogFile string   `json:"binlog_file,omitempty"`
+	BinlogPos  uint32   `json:"binlog_pos,omitempty"`
+	KeyName    string   `json:"key_name,omitempty"` // the key the copy walks; a resumed job needs the same
+	Deferred   []string `json:"deferred,omitempty"`
+	Watermark  []string `json:"watermark,omitempty"` // key literals; nil: nothing copied yet
+	CopyDone   bool     `json:"copy_done,omitempty"`
+	Rows       int64    `json:"rows,omitempty"` // rows copied up to the watermark
+	Runs       []string `json:"runs,omitempty"`
+	IndexNames []string `json:"index_names,omitempty"` // as preflight named them, so a resumed job adds the same
+	Settings   Settings `json:"settings,omitzero"`     // the job's settings, kept across a resume
+}
+
+// started reports whether the stream's start is recorded: from there on a
+// resumed job keeps its shadow.
+func (c Checkpoint) started() bool { return c.BinlogFile != "" }
+
+func (c Checkpoint) position() mysql.Position {
+	return mysql.Position{Name: c.BinlogFile, Pos: c.BinlogPos}
+}
+
+// checkpointEvery is how often the copy's watermark is written to the jobs
+// file at most: each write is an fsync, and a resumed job redoes at most
+// what the workers copied since.
+const checkpointEvery = time.Second
+
+// saveCheckpoint records the runner's checkpoint in the job's record.
+func (r *runner) saveCheckpoint() error {
+	cp := r.cp
+	cp.Deferred, cp.Watermark, cp.Runs = slices.Clone(cp.Deferred), slices.Clone(cp.Watermark), slices.Clone(cp.Runs)
+	cp.IndexNames = slices.Clone(cp.IndexNames)
+	return r.p.jobs.update(r.rec, func(j *Job) { j.Checkpoint = cp })
+}
+
+// copyTracker follows which key ranges the copy has finished, and moves
+// the watermark past every range finished with all before it.
+type copyTracker struct {
+	mu      sync.Mutex // guards the fields below; taken once per range
+	his     map[int][]string
+	rows    map[int]int64
+	next    int // sequence number of the first unfinished range
+	mark    []string
+	markRow int64
+	end     bool // the last range is below the watermark: the copy is done
+	changed bool
+}
+
+func newCopyTracker(from []string, rows int64) *copyTracker {
+	return &copyTracker{his: map[int][]string{}, rows: map[int]int64{}, mark: from, markRow: rows}
+}
+
+// cut records range seq's upper bound (nil: the end of the table).
+func (c *copyTracker) cut(seq int, hi []string) {
+	c.mu.Lock()
+	c.his[seq] = hi
+	c.mu.Unlock()
+}
+
+// finish records that range seq is copied, with n rows.
+func (c *copyTracker) finish(seq int, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rows[seq] = n
+	for {
+		n, ok := c.rows[c.next]
+		if !ok {
+			return
+		}
+		hi := c.his[c.next]
+		delete(c.rows, c.next)
+		delete(c.his, c.next)
+		c.next++
+		c.markRow += n
+		c.changed = true
+		if hi == nil {
+			c.end = true
+			return
+		}
+		c.mark = hi
+	}
+}
+
+// watermark returns the watermark, its row count, whether the copy is
+// done, and whether any of it changed since the last call.
+func (c *copyTracker) watermark() ([]string, int64, bool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	changed := c.changed
+	c.changed = false
+	return c.mark, c.markRow, c.end, changed
+}
+
+// jobMarker begins every statement a job sends that writes, so that one
+// still running on the backend after the proxy that sent it died can be
+// found in the process list (see killOrphans).
+func jobMarker(id int64) string { return fmt.Sprintf("/* tableproxy ddl job %d */ ", id) }
+
+// killOrphans ends the statements that a stopped run of job id left on the
+// backend: after a kill -9 of the proxy, a copy statement or an index
+// build goes on there until it ends, and would otherwise write into the
+// shadow behind the resumed job's back. It returns once none is left.
+func killOrphans(ctx context.Context, c *client.Conn, id int64) error {
+	like := strings.TrimSpace(jobMarker(id)) + "%"
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		res, err := c.Execute("SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()", like)
+		if err != nil {
+			return err
+		}
+		if res.RowNumber() == 0 {
+			return nil
+		}
+		for i := 0; i < res.RowNumber(); i++ {
+			cid, _ := res.GetUint(i, 0)
+			// A connection gone meanwhile is fine (1094, unknown thread).
+			_, _ = c.Execute(fmt.Sprintf("KILL %d", cid))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("statements of an earlier run of job %d still run on the backend", id)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stallEnv names the fault tests' hook: TABLEPROXY_DDL_STALL=<stage> or
+// <stage>:<duration> stops every job at one point inside that stage (one
+// where the stage has done part of its work) for the duration (default
+// 30s), so that a test can kill the proxy, or cancel or pause the job,
+// there and nowhere else. Unset, it costs nothing.
+const stallEnv = "TABLEPROXY_DDL_STALL"
+
+type stallPoint struct {
+	stage Stage
+	d     time.Duration
+}
+
+func parseStall(v string) (stallPoint, bool) {
+	if v == "" {
+		return stallPoint{}, false
+	}
+	name, dur, _ := strings.Cut(v, ":")
+	i := slices.Index(stageNames[:], name)
+	if i < 0 {
+		return stallPoint{}, false
+	}
+	sp := stallPoint{stage: Stage(i), d: 30 * time.Second}
+	if d, err := time.ParseDuration(dur); err == nil {
+		sp.d = d
+	}
+	return sp, true
+}
+
+func stallFromEnv() (stallPoint, bool) { return parseStall(os.Getenv(stallEnv)) }
+
+// stall waits at the fault tests' point in stage s, if one is set there.
+func (r *runner) stall(ctx context.Context, s Stage) error {
+	sp, ok := r.p.stall, r.p.stallOn
+	if !ok || sp.stage != s || Stage(r.rec.stage.Load()) != s {
+		return nil
+	}
+	r.log.Warn("ddl: stalled for a fault test", "stage", s.String(), "for", sp.d)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(sp.d):
+		return nil
+	}
+}

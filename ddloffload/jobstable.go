@@ -1,0 +1,48 @@
+package ddloffload
+
+import (
+	"time"
+)
+
+// JobsTable is tableproxy.ddl_jobs: every job the proxy knows, newest
+// first, as ADMIN SHOW DDL JOBS lists them, for any client to query and
+// filter (the cache plugin answers it from its virtual schema). Unlike the
+// admin statement it needs no admin privilege: it shows what runs, as
+// information_schema.PROCESSLIST does.
+type JobsTable struct{ p *Plugin }
+
+// JobsTable returns the plugin's tableproxy.ddl_jobs.
+func (p *Plugin) JobsTable() JobsTable { return JobsTable{p} }
+
+var jobsTableColumns = []string{"job_id", "db_name", "table_name", "job_type", "state", "stage",
+	"row_count", "rows_estimated", "progress", "rate", "eta_seconds", "start_time", "end_time", "query", "error"}
+
+// Columns names the table's columns.
+func (JobsTable) Columns() []string { return jobsTableColumns }
+
+// Numeric marks the BIGINT columns; the others are VARCHAR.
+func (JobsTable) Numeric() map[string]bool {
+	return map[string]bool{"job_id": true, "row_count": true, "rows_estimated": true, "rate": true, "eta_seconds": true}
+}
+
+// Rows lists the jobs. Times are UTC; progress is the job's overall
+// percent done with one decimal; eta_seconds is -1 when unknown.
+func (t JobsTable) Rows() [][]any {
+	ts := func(v time.Time) string {
+		if v.IsZero() {
+			return ""
+		}
+		return v.UTC().Format("2006-01-02 15:04:05")
+	}
+	jobs := t.p.jobs.list()
+	rows := make([][]any, 0, len(jobs))
+	for _, j := range jobs {
+		eta := int64(-1)
+		if j.ETA > 0 {
+			eta = int64(j.ETA.Round(time.Second) / time.Second)
+		}
+		rows = append(rows, []any{j.ID, j.Schema, j.Table, j.Type, j.State, j.Stage, j.RowsDone, j.RowsEstimate,
+			formatPercent(j.Progress()), int64(j.Rate), eta, ts(j.Start), ts(j.End), j.Query, j.Error})
+	}
+	return rows
+}

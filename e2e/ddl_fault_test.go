@@ -1,0 +1,201 @@
+package e2e
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"tableproxy/internal/testdb"
+)
+
+// ddlStages are the stages of a job, in order, where the fault tests stop
+// it (the proxy's TABLEPROXY_DDL_STALL hook holds the job at a point inside
+// the stage where part of its work is done).
+var ddlStages = []string{"preflight", "shadow", "binlog", "backfill", "sort", "catch-up", "build", "verify", "cut-over", "cleanup"}
+
+// launchDDL starts a proxy with the ddloffload plugin (options extra) that
+// the test may kill: it is not stopped for the test. stall sets the
+// TABLEPROXY_DDL_STALL hook of that process ("" for none).
+func (e *ddlEnv) launchDDL(t *testing.T, extra, stall string) *proxyProc {
+	t.Helper()
+	t.Setenv("TABLEPROXY_DDL_STALL", stall)
+	cfg := filepath.Join(t.TempDir(), "tableproxy.yaml")
+	if err := writeFile(cfg, "plugins:\n"+e.ddlOptions(extra)); err != nil {
+		t.Fatal(err)
+	}
+	p := launchProxy(t, cfg, e.dataDir, e.backend.Addr, freePort(t), []account{e.app}, []account{e.admin})
+	if err := p.waitReady(15 * time.Second); err != nil {
+		_ = p.cmd.Process.Kill()
+		t.Fatalf("%v\n%s", err, p.stderr.String())
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("proxy stderr:\n%s", p.stderr.String())
+		}
+	})
+	return p
+}
+
+// waitLog waits until the proxy has logged s.
+func waitLog(t *testing.T, p *proxyProc, timeout time.Duration, s string) {
+	t.Helper()
+	waitFor(t, timeout, "the proxy to log "+s, func() (bool, error) {
+		return strings.Contains(p.stderr.String(), s), nil
+	})
+}
+
+// TestDDLFaults stops a job in each stage in turn, by killing the proxy
+// (kill -9), cancelling the job or pausing it there, while a writer changes
+// the table directly on the backend throughout. Every write is made again
+// to a reference table; afterwards the table holds exactly the reference's
+// rows, has the new index if and only if the job succeeded, and no shadow
+// or old table is left.
+//
+//   - kill: the restarted proxy resumes the job from its checkpoint (or
+//     settles a job whose swap happened), and it succeeds;
+//   - cancel: the job is rolled back, its client gets 1317 (in cleanup,
+//     once swapped, the cancel is refused and the job succeeds);
+//   - pause: the job stops at its next check and stays there until resumed,
+//     then succeeds (from the cut-over on, the pause is refused).
+func TestDDLFaults(t *testing.T) {
+	for _, fault := range []string{"kill", "cancel", "pause"} {
+		for _, stage := range ddlStages {
+			t.Run(fault+"/"+stage, func(t *testing.T) { testDDLFault(t, fault, stage) })
+		}
+	}
+}
+
+func testDDLFault(t *testing.T, fault, stage string) {
+	e := newDDLEnv(t)
+	e.proxy.stop(t)
+	rows := 4000
+	if n, err := strconv.Atoi(os.Getenv("TABLEPROXY_DDL_FAULT_ROWS")); err == nil && n > 0 {
+		rows = n // scripts/ddl-faults.sh runs the matrix on larger tables
+	}
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
+		"CREATE TABLE `"+e.db+"`.ref "+ddlTestTable,
+		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 100, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_"+fmt.Sprint(rows),
+		"INSERT INTO `"+e.db+"`.ref SELECT * FROM `"+e.db+"`.t")
+	direct := e.direct(t)
+	stall := stage + ":30s"
+	if fault == "pause" {
+		stall = stage + ":1s"
+	}
+	p := e.launchDDL(t, ", chunk_rows: 300", stall)
+	app := testdb.Open(t, testdb.DSN(p.addr, e.app.name, e.app.password, e.db, nil))
+	admin := testdb.Open(t, testdb.DSN(p.addr, e.admin.name, e.admin.password, e.db, nil))
+
+	next := rows
+	m := startMirrored([]*sql.DB{direct}, direct, func(_, i int) string {
+		id := (i*37)%rows + 1
+		switch i % 3 {
+		case 0:
+			next++
+			return fmt.Sprintf("INSERT INTO %%s (id, k, c, pad, u) VALUES (%d, 1, 'new', 'x', %d)", next, next)
+		case 1:
+			return fmt.Sprintf("UPDATE %%s SET c = CONCAT(LEFT(c, 50), '+'), u = u + 1000000 WHERE id = %d", id)
+		}
+		return fmt.Sprintf("DELETE FROM %%s WHERE id = %d", id)
+	})
+	defer m.stop()
+	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c), ADD UNIQUE INDEX uq_u (u)")
+	waitLog(t, p, 30*time.Second, `stalled for a fault test" job=1 table=`+e.db+".t stage="+stage)
+	wantDone := true
+	switch fault {
+	case "kill":
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		e.proxy = e.launchDDL(t, "", "")
+		admin = e.open(t, e.admin)
+	case "cancel":
+		got := adminDDL(t, admin, "CANCEL", 1)
+		if stage == "cleanup" {
+			if !strings.Contains(got, "swapped") {
+				t.Errorf("cancel in cleanup: %s", got)
+			}
+			break
+		}
+		if got != "successful" {
+			t.Fatalf("cancel: %s", got)
+		}
+		wantDone = false
+		wantError(t, <-done, 1317, "interrupted")
+	case "pause":
+		got := adminDDL(t, admin, "PAUSE", 1)
+		if stage == "cut-over" || stage == "cleanup" {
+			if !strings.Contains(got, "can't be paused now") {
+				t.Errorf("pause in %s: %s", stage, got)
+			}
+			break
+		}
+		if got != "successful" {
+			t.Fatalf("pause: %s", got)
+		}
+		// The stall ends after a second; the job then stops at its next
+		// check and stays there.
+		time.Sleep(1500 * time.Millisecond)
+		j1, err := lastJob(admin)
+		time.Sleep(500 * time.Millisecond)
+		j2, err2 := lastJob(admin)
+		if err != nil || err2 != nil || j1.State != "paused" || j2.State != "paused" || j1.Stage != j2.Stage || j1.RowsDone != j2.RowsDone {
+			t.Errorf("paused job moved or is not paused: %+v then %+v (%v, %v)", j1, j2, err, err2)
+		}
+		if r := adminDDL(t, admin, "RESUME", 1); r != "successful" {
+			t.Errorf("resume: %s", r)
+		}
+	}
+	j := waitJob(t, admin, 60*time.Second, "the job to end", func(j ddlJob) bool { return j.State != "running" && j.State != "paused" })
+	time.Sleep(100 * time.Millisecond) // writes after the swap reach the new table
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	ddl := showCreate(t, direct, "t")
+	if wantDone {
+		if j.State != "done" || !strings.Contains(ddl, "KEY `idx_c` (`c`)") || !strings.Contains(ddl, "UNIQUE KEY `uq_u` (`u`)") {
+			t.Errorf("job %+v; definition:\n%s", j, ddl)
+		}
+	} else if j.State != "cancelled" || strings.Contains(ddl, "idx_c") || strings.Contains(ddl, "uq_u") {
+		t.Errorf("job %+v; definition:\n%s", j, ddl)
+	}
+	if got, want := tableSum(t, direct, "t"), tableSum(t, direct, "ref"); got != want {
+		t.Errorf("rows: %s, want %s; differences:\n%s", got, want, rowDiff(t, direct, "t", "ref"))
+	}
+	waitFor(t, 10*time.Second, "no tables left behind", func() (bool, error) {
+		l := leftovers(t, direct)
+		return len(l) == 0, fmt.Errorf("left: %v", l)
+	})
+	if fault == "kill" && stage != "cleanup" && !strings.Contains(e.proxy.stderr.String(), "resuming a job interrupted by a proxy stop") &&
+		!strings.Contains(e.proxy.stderr.String(), `swapped=true`) {
+		t.Errorf("the restarted proxy neither resumed nor settled the job")
+	}
+	// A job stopped in the copy or later goes on from its checkpoint.
+	if fault == "kill" {
+		log := e.proxy.stderr.String()
+		switch stage {
+		case "backfill":
+			if !regexp.MustCompile(`resuming a job .* checkpoint_rows=[1-9]`).MatchString(log) {
+				t.Errorf("the job did not resume from a copy checkpoint")
+			}
+		case "sort", "catch-up", "build", "verify":
+			if !strings.Contains(log, "copy_done=true") {
+				t.Errorf("the job copied again")
+			}
+		}
+	}
+	if testing.Verbose() {
+		for _, line := range strings.Split(e.proxy.stderr.String(), "\n") {
+			if strings.Contains(line, "ddl:") {
+				t.Log(line)
+			}
+		}
+	}
+}
