@@ -27,7 +27,7 @@ func startMember(t *testing.T, id, dir, join string) *member {
 	m := lease.NewRaft(testLease)
 	n, err := Open(Config{ID: id, RaftListen: "127.0.0.1:0", DataDir: dir, Join: join,
 		LeaseHold: testLease.Hold(), HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
-		Events: events{m}, Revoke: m.Revoke})
+		Events: events{m}, Revoke: m.Revoke, RevokeIntent: m.RevokeIntent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,5 +186,29 @@ func TestRemovedNodeLosesItsLease(t *testing.T) {
 	time.Sleep(testLease.Lease)
 	if ms[2].m.LeaseValid() {
 		t.Fatal("a removed node renewed its lease")
+	}
+}
+
+// A bump of a table with an open intent (the binary log reporting a write
+// made under it) costs no commit of its own, but still raises the version
+// once the intent has closed.
+func TestDeferredBumpStillBumps(t *testing.T) {
+	ms := threeNodes(t)
+	in, err := ms[2].m.BeginWrite(context.Background(), tA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ms[1].n.Bump(context.Background(), []lease.TableID{tA}); err != nil { // through a follower
+		t.Fatal(err)
+	}
+	if ms[0].n.deferred.Load() != 1 {
+		t.Error("a bump under an open intent was committed on its own")
+	}
+	in.End()
+	for _, mb := range ms {
+		waitUntil(t, 3*time.Second, "the close and the deferred bump", func() bool {
+			v, ok := mb.m.Table(tA).Servable()
+			return ok && v == 3
+		})
 	}
 }
