@@ -204,7 +204,7 @@ if ((WRITES)); then
 		echo "### UPDATE latency: cached table vs uncached table"
 		echo
 		echo "One connection, single-row UPDATEs alternating between \`wkv\` (cached) and \`wplain\` (not cached), 100 rows each, $WRITES_N per table and pattern."
-		echo "back-to-back: no pause; spaced: $GAP after each statement (longer than the 50 ms an intent lingers, so every cached write opens its own)."
+		echo "back-to-back: no pause; spaced: $GAP after each statement (longer than the 20 ms an intent lingers, so every cached write opens its own)."
 		echo
 		echo "| pattern | table | p50 ms | p90 ms | p99 ms | max ms |"
 		echo "|---|---|---:|---:|---:|---:|"

@@ -47,6 +47,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -132,10 +133,16 @@ func Open(cfg Config) (*Node, error) {
 	if cfg.LeaseHold <= 0 {
 		cfg.LeaseHold = 3 * time.Second
 	}
-	// hashicorp/raft's defaults (1 s): shorter ones made leadership flap
-	// on a loaded two-core machine, and a failover costs a lease anyway.
+	// A follower notices a dead leader between one and two heartbeat
+	// timeouts after its last contact (hashicorp/raft checks on a random
+	// timer), so the heartbeat timeout sets how soon a failover starts.
+	// 500 ms keeps that near a second; the leader lease (below) stays at
+	// the heartbeat timeout, since the leader stepping down on a short
+	// stall is what made leadership flap on a loaded two-core machine. An
+	// election that splits the vote waits one to two election timeouts
+	// more.
 	if cfg.HeartbeatTimeout <= 0 {
-		cfg.HeartbeatTimeout = time.Second
+		cfg.HeartbeatTimeout = 500 * time.Millisecond
 	}
 	if cfg.ElectionTimeout <= 0 {
 		cfg.ElectionTimeout = time.Second
@@ -199,7 +206,7 @@ func (n *Node) start(dir string) error {
 	rc.Logger = hlog
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout
 	// Followers learn that an entry committed from the next append: keep
 	// the wait short, since a proxy serves a table again only once it has
 	// applied the close of the write's intent.
@@ -572,16 +579,8 @@ func (n *Node) revoke(ctx context.Context, tables []lease.TableID, index uint64,
 				err = n.post(rctx, h.addr, "/cluster/v1/revoke", body, nil)
 				cancel()
 			}
-			if err == nil {
-				return
-			}
-			// No answer: wait until its lease has run out.
-			t := time.NewTimer(time.Until(h.expires))
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			case <-n.stop:
+			if err != nil {
+				n.awaitGone(ctx, h, body)
 			}
 		}(h, early[h.node])
 	}
@@ -594,6 +593,40 @@ func (n *Node) revoke(ctx context.Context, tables []lease.TableID, index uint64,
 
 // revokeRequest asks a proxy to stop serving tables until it has applied
 // the log up to Index or, when Index is 0, the intent named Intent.
+// awaitGone returns once h, which did not acknowledge a revocation, no
+// longer serves: it acknowledges a retry, or nothing listens at its
+// address any more, or its lease has expired by this node's clock. A
+// proxy keeps its cluster address open for as long as it may serve from
+// memory (lease.Raft stops serving in Close, before Node.Close closes the
+// listener, and the listener never closes by itself), so a refused
+// connection means its process is gone: a killed leader's successor need
+// not wait out its lease. A paused or unreachable proxy still accepts
+// connections in its kernel, or times out, and is waited out.
+func (n *Node) awaitGone(ctx context.Context, h holder, body []byte) {
+	for time.Now().Before(h.expires) {
+		c, err := net.DialTimeout("tcp", h.addr, min(time.Until(h.expires), 250*time.Millisecond))
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return
+		}
+		if c != nil {
+			c.Close()
+			rctx, cancel := context.WithDeadline(ctx, h.expires)
+			err = n.post(rctx, h.addr, "/cluster/v1/revoke", body, nil)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		case <-n.stop:
+			return
+		}
+	}
+}
+
 type revokeRequest struct {
 	Tables []lease.TableID `json:"tables"`
 	Index  uint64          `json:"index,omitempty"`
