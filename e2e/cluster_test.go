@@ -48,13 +48,7 @@ func newClusterEnv(t *testing.T, n int) *clusterEnv {
 		if i > 0 {
 			join = e.nodes[0].raft
 		}
-		yaml := fmt.Sprintf("shutdown_timeout: %s\nplugins:\n  - name: cache\n    options: {max_table_size: 1MB}\ncluster:\n  node_id: %s\n  raft_listen: %s\n  join: %q\n",
-			shutdownTimeout, nd.id, nd.raft, join)
-		if err := os.WriteFile(nd.cfg, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		e.nodes = append(e.nodes, nd)
-		e.startNode(t, nd)
+		e.addNode(t, nd, join, false)
 	}
 	t.Cleanup(func() {
 		for _, nd := range e.nodes {
@@ -65,6 +59,19 @@ func newClusterEnv(t *testing.T, n int) *clusterEnv {
 	})
 	e.proxy = e.nodes[0].p
 	return e
+}
+
+// addNode writes nd's config (joining through join, as a non-voter if
+// asked) and starts it.
+func (e *clusterEnv) addNode(t *testing.T, nd *clusterNode, join string, nonvoter bool) {
+	t.Helper()
+	yaml := fmt.Sprintf("shutdown_timeout: %s\nplugins:\n  - name: cache\n    options: {max_table_size: 1MB}\ncluster:\n  node_id: %s\n  raft_listen: %s\n  join: %q\n  nonvoter: %v\n",
+		shutdownTimeout, nd.id, nd.raft, join, nonvoter)
+	if err := os.WriteFile(nd.cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.nodes = append(e.nodes, nd)
+	e.startNode(t, nd)
 }
 
 func (e *clusterEnv) startNode(t *testing.T, nd *clusterNode) {
@@ -152,6 +159,76 @@ func TestClusterMembershipAndAdmin(t *testing.T) {
 		var id string
 		err := admin.QueryRow("SELECT id FROM tableproxy.cluster_members WHERE id = 'n3'").Scan(&id)
 		return err == sql.ErrNoRows, err
+	})
+}
+
+// A sidecar joins three voters as a non-voter: the membership table says
+// so, it answers cached reads from memory, and it never serves a row that a
+// write through another proxy (or through itself) has replaced.
+func TestClusterNonVoterSidecar(t *testing.T) {
+	e := newClusterEnv(t, 3)
+	use := "USE `" + e.cacheEnv.db + "`; "
+	e.backend.Exec(t, use+"CREATE TABLE kv (id INT PRIMARY KEY, v INT NOT NULL)", use+"INSERT INTO kv VALUES (1, 0)")
+	admin := e.conn(t, e.nodes[0], e.admin)
+	if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	side := &clusterNode{id: "sidecar", raft: freePort(t), dataDir: filepath.Join(dir, "data"), cfg: filepath.Join(dir, "tableproxy.yaml")}
+	e.addNode(t, side, e.nodes[1].raft, true) // joining through a follower
+	e.waitReadyEverywhere(t, "kv", 1)
+
+	members := map[string]string{}
+	waitFor(t, 20*time.Second, "four members, the sidecar without a vote", func() (bool, error) {
+		rows, err := admin.Query("SELECT id, voter FROM tableproxy.cluster_members")
+		if err != nil {
+			return false, err
+		}
+		defer rows.Close()
+		clear(members)
+		for rows.Next() {
+			var id, voter string
+			if err := rows.Scan(&id, &voter); err != nil {
+				return false, err
+			}
+			members[id] = voter
+		}
+		return len(members) == 4 && members["sidecar"] == "NO" && members["n1"] == "YES", fmt.Errorf("members %v", members)
+	})
+
+	sdb := e.conn(t, side, e.app)
+	sdb.SetMaxOpenConns(1)
+	read := func() int {
+		var v int
+		if err := sdb.QueryRow("SELECT v FROM kv WHERE id = 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := e.hits(t, sdb)
+	waitFor(t, 10*time.Second, "reads from memory on the sidecar", func() (bool, error) {
+		read()
+		return e.hits(t, sdb) > before, nil
+	})
+	vdb := e.conn(t, e.nodes[2], e.app)
+	for i := 1; i <= 20; i++ {
+		db := vdb
+		if i%2 == 0 {
+			db = sdb // the sidecar's own writes open intents like anyone's
+		}
+		if _, err := db.Exec("UPDATE kv SET v = ? WHERE id = 1", i); err != nil {
+			t.Fatal(err)
+		}
+		if v := read(); v != i {
+			t.Fatalf("after write %d completed, the sidecar read %d", i, v)
+		}
+	}
+	before = e.hits(t, sdb)
+	waitFor(t, 10*time.Second, "memory reads on the sidecar after the writes", func() (bool, error) {
+		if v := read(); v != 20 {
+			return false, fmt.Errorf("read %d", v)
+		}
+		return e.hits(t, sdb) > before, nil
 	})
 }
 
