@@ -113,6 +113,12 @@ type Node struct {
 	flushC   chan struct{}
 	deferred atomic.Int64 // bumps deferred, for tests
 
+	// leaderC is closed (and replaced) whenever this node sees the leader
+	// change, so that a proposal forwarded to a leader that stopped
+	// answering is abandoned for its successor at once; guarded by lmu.
+	lmu     sync.Mutex
+	leaderC chan struct{}
+
 	stop    chan struct{}
 	stopped sync.Once
 	wg      sync.WaitGroup
@@ -163,7 +169,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), inc: randomUint64(), stop: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}},
-		dirty:  map[lease.TableID]bool{}, flushC: make(chan struct{}, 1)}
+		dirty:  map[lease.TableID]bool{}, flushC: make(chan struct{}, 1), leaderC: make(chan struct{})}
 	n.fsm = newFSM(cfg.Events)
 	n.fsm.idle = n.kickFlush
 	if err := n.start(dir); err != nil {
@@ -222,6 +228,13 @@ func (n *Node) start(dir string) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	obs := make(chan raft.Observation, 16)
+	n.raft.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	}))
+	n.wg.Add(1)
+	go n.watchLeader(obs)
 	n.http = &http.Server{Handler: n.routes(), ReadHeaderTimeout: 5 * time.Second}
 	n.wg.Add(1)
 	go n.flusher()
@@ -467,17 +480,54 @@ func (n *Node) proposeOnce(ctx context.Context, c command, data []byte) (uint64,
 	if n.raft.State() == raft.Leader {
 		return n.applyAsLeader(ctx, c, data)
 	}
+	changed := n.leaderChanged()
 	addr, _ := n.raft.LeaderWithID()
 	if addr == "" {
 		return 0, ErrNoLeader
 	}
+	// A leader that stopped answering (paused, partitioned) holds the
+	// request until this node notices and the cluster elects another:
+	// give up on it then, and send the proposal to the successor.
+	// Retrying is safe: every entry is idempotent, and an intent's open
+	// that commits after its close is ignored.
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-changed:
+			cancel()
+		case <-fctx.Done():
+		}
+	}()
 	var out struct {
 		Index uint64 `json:"index"`
 	}
-	if err := n.post(ctx, string(addr), "/cluster/v1/propose", data, &out); err != nil {
+	if err := n.post(fctx, string(addr), "/cluster/v1/propose", data, &out); err != nil {
 		return 0, err
 	}
 	return out.Index, nil
+}
+
+// leaderChanged returns a channel that is closed when the leader changes.
+func (n *Node) leaderChanged() <-chan struct{} {
+	n.lmu.Lock()
+	defer n.lmu.Unlock()
+	return n.leaderC
+}
+
+func (n *Node) watchLeader(obs chan raft.Observation) {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-obs:
+		}
+		n.lmu.Lock()
+		close(n.leaderC)
+		n.leaderC = make(chan struct{})
+		n.lmu.Unlock()
+	}
 }
 
 // applyAsLeader appends c and, for an intent, revokes it.
