@@ -16,11 +16,11 @@
 // --join it asks any member to add it (idempotently) and never bootstraps.
 //
 // Revocation (Chubby's, instead of waiting out every lease as TiDB does):
-// the leader commits a write intent, then asks every proxy whose lease may
-// still be valid to stop serving the intent's tables until it has applied
-// the intent; a proxy that does not answer is waited out until its lease
-// has expired by the leader's clock. Only then does the writer run its
-// statement on the backend.
+// the leader queues a write intent and, while it commits, asks every proxy
+// whose lease may still be valid to stop serving the intent's tables until
+// it has applied the intent; a proxy that does not answer is waited out
+// until its lease has expired by the leader's clock. Only then does the
+// writer run its statement on the backend.
 //
 // What can go wrong: a leader that lost its quorum cannot commit intents
 // (writes wait, then pass through and their tables are bumped when the
@@ -46,6 +46,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -83,6 +85,10 @@ type Config struct {
 	// Revoke is called when the leader asks this proxy to stop serving
 	// tables until it has applied the log up to index.
 	Revoke func(tables []lease.TableID, index uint64)
+	// RevokeIntent is called when the leader asks this proxy to stop
+	// serving tables until it has applied intent (whose index the leader
+	// does not know yet: it asks while the intent commits).
+	RevokeIntent func(tables []lease.TableID, intent string)
 }
 
 // Node is one member of the cluster.
@@ -99,6 +105,19 @@ type Node struct {
 	http      *http.Server
 	client    *http.Client
 	advertise string
+
+	// dirty holds the bumps this node deferred as leader (see Bump),
+	// guarded by dmu; flushC wakes the flusher.
+	dmu      sync.Mutex
+	dirty    map[lease.TableID]bool
+	flushC   chan struct{}
+	deferred atomic.Int64 // bumps deferred, for tests
+
+	// leaderC is closed (and replaced) whenever this node sees the leader
+	// change, so that a proposal forwarded to a leader that stopped
+	// answering is abandoned for its successor at once; guarded by lmu.
+	lmu     sync.Mutex
+	leaderC chan struct{}
 
 	stop    chan struct{}
 	stopped sync.Once
@@ -120,10 +139,16 @@ func Open(cfg Config) (*Node, error) {
 	if cfg.LeaseHold <= 0 {
 		cfg.LeaseHold = 3 * time.Second
 	}
-	// hashicorp/raft's defaults (1 s): shorter ones made leadership flap
-	// on a loaded two-core machine, and a failover costs a lease anyway.
+	// A follower notices a dead leader between one and two heartbeat
+	// timeouts after its last contact (hashicorp/raft checks on a random
+	// timer), so the heartbeat timeout sets how soon a failover starts.
+	// 500 ms keeps that near a second; the leader lease (below) stays at
+	// the heartbeat timeout, since the leader stepping down on a short
+	// stall is what made leadership flap on a loaded two-core machine. An
+	// election that splits the vote waits one to two election timeouts
+	// more.
 	if cfg.HeartbeatTimeout <= 0 {
-		cfg.HeartbeatTimeout = time.Second
+		cfg.HeartbeatTimeout = 500 * time.Millisecond
 	}
 	if cfg.ElectionTimeout <= 0 {
 		cfg.ElectionTimeout = time.Second
@@ -143,8 +168,10 @@ func Open(cfg Config) (*Node, error) {
 		cfg.ID = id
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), inc: randomUint64(), stop: make(chan struct{}),
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}}}
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}},
+		dirty:  map[lease.TableID]bool{}, flushC: make(chan struct{}, 1), leaderC: make(chan struct{})}
 	n.fsm = newFSM(cfg.Events)
+	n.fsm.idle = n.kickFlush
 	if err := n.start(dir); err != nil {
 		n.Close()
 		return nil, err
@@ -185,17 +212,32 @@ func (n *Node) start(dir string) error {
 	rc.Logger = hlog
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
-	// Followers learn that an entry committed from the next append; do not
-	// let an intent wait long for it.
+	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout
+	// Followers learn that an entry committed from the next append: keep
+	// the wait short, since a proxy serves a table again only once it has
+	// applied the close of the write's intent.
 	rc.CommitTimeout = 5 * time.Millisecond
+	// Apply returns once the entry is queued, not once the leader's loop
+	// has taken it (which waits for the fsync of the batch before): the
+	// leader then asks for revocations while the entry commits, and
+	// entries that arrive during an fsync go out together in the next one.
+	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = 4096
 	rc.TrailingLogs = 2048
 	n.raft, err = raft.NewRaft(rc, n.fsm, w, w, snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	obs := make(chan raft.Observation, 16)
+	n.raft.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	}))
+	n.wg.Add(1)
+	go n.watchLeader(obs)
 	n.http = &http.Server{Handler: n.routes(), ReadHeaderTimeout: 5 * time.Second}
+	n.wg.Add(1)
+	go n.flusher()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -312,10 +354,82 @@ func (n *Node) CloseIntent(ctx context.Context, id string) error {
 	return err
 }
 
-// Bump commits a version bump of tables.
+// Bump makes tables' versions go up in an entry that the leader appends
+// after this call, so every proxy loads them again after applying it.
+//
+// The leader defers a bump of tables that all have a write intent open:
+// no proxy serves them until the intent closes, and the deferred bump
+// rides on the next entry the leader appends (a renewal, an intent, the
+// close itself), or goes alone once their intents are closed. The binary
+// log reports every write made through the proxies too, and would
+// otherwise cost a Raft commit (an fsync on every voter) per write.
 func (n *Node) Bump(ctx context.Context, tables []lease.TableID) error {
 	_, err := n.propose(ctx, command{Op: opBump, Tables: tables})
 	return err
+}
+
+func (n *Node) kickFlush() {
+	select {
+	case n.flushC <- struct{}{}:
+	default:
+	}
+}
+
+// takeDirty empties the deferred bumps.
+func (n *Node) takeDirty() []lease.TableID {
+	n.dmu.Lock()
+	defer n.dmu.Unlock()
+	if len(n.dirty) == 0 {
+		return nil
+	}
+	out := make([]lease.TableID, 0, len(n.dirty))
+	for id := range n.dirty {
+		out = append(out, id)
+	}
+	clear(n.dirty)
+	return out
+}
+
+func (n *Node) markDirty(ids []lease.TableID) {
+	n.dmu.Lock()
+	for _, id := range ids {
+		n.dirty[id] = true
+	}
+	n.dmu.Unlock()
+}
+
+// flusher commits the deferred bumps of tables whose intents have all
+// closed (woken by the log's applier), and retries the ones an entry
+// could not carry.
+func (n *Node) flusher() {
+	defer n.wg.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.flushC:
+		case <-t.C:
+		}
+		n.dmu.Lock()
+		var due []lease.TableID
+		for id := range n.dirty {
+			if n.fsm.table(id).Intents == 0 {
+				due = append(due, id)
+			}
+		}
+		n.dmu.Unlock()
+		if len(due) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := n.Bump(ctx, due); err != nil {
+			n.log.Warn("cluster: a deferred version bump failed; retrying", "err", err)
+			n.markDirty(due)
+		}
+		cancel()
+	}
 }
 
 // Catalog lists the cached tables, as this node has applied them.
@@ -366,21 +480,58 @@ func (n *Node) proposeOnce(ctx context.Context, c command, data []byte) (uint64,
 	if n.raft.State() == raft.Leader {
 		return n.applyAsLeader(ctx, c, data)
 	}
+	changed := n.leaderChanged()
 	addr, _ := n.raft.LeaderWithID()
 	if addr == "" {
 		return 0, ErrNoLeader
 	}
+	// A leader that stopped answering (paused, partitioned) holds the
+	// request until this node notices and the cluster elects another:
+	// give up on it then, and send the proposal to the successor.
+	// Retrying is safe: every entry is idempotent, and an intent's open
+	// that commits after its close is ignored.
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-changed:
+			cancel()
+		case <-fctx.Done():
+		}
+	}()
 	var out struct {
 		Index uint64 `json:"index"`
 	}
-	if err := n.post(ctx, string(addr), "/cluster/v1/propose", data, &out); err != nil {
+	if err := n.post(fctx, string(addr), "/cluster/v1/propose", data, &out); err != nil {
 		return 0, err
 	}
 	return out.Index, nil
 }
 
+// leaderChanged returns a channel that is closed when the leader changes.
+func (n *Node) leaderChanged() <-chan struct{} {
+	n.lmu.Lock()
+	defer n.lmu.Unlock()
+	return n.leaderC
+}
+
+func (n *Node) watchLeader(obs chan raft.Observation) {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-obs:
+		}
+		n.lmu.Lock()
+		close(n.leaderC)
+		n.leaderC = make(chan struct{})
+		n.lmu.Unlock()
+	}
+}
+
 // applyAsLeader appends c and, for an intent, revokes it.
-func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (uint64, error) {
+func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (_ uint64, err error) {
 	timeout := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
@@ -388,7 +539,32 @@ func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (uint6
 	if c.Op == opRenew && !n.isMember(c.Node) {
 		return 0, fmt.Errorf("%w: %q", ErrNotMember, c.Node)
 	}
+	if c.Op == opBump && n.fsm.allWritten(c.Tables) {
+		n.deferred.Add(1)
+		n.markDirty(c.Tables)
+		return 0, nil
+	}
+	// Deferred bumps ride on this entry: it is appended after they were
+	// asked for, which is all a bump needs.
+	if extra := n.takeDirty(); len(extra) > 0 {
+		defer func() {
+			if err != nil {
+				n.markDirty(extra) // the flusher tries again
+			}
+		}()
+		c.Bumps = append(c.Bumps, extra...)
+		if data, err = json.Marshal(c); err != nil {
+			return 0, err
+		}
+	}
 	f := n.raft.Apply(data, timeout)
+	var early map[string]chan error
+	if c.Op == opOpen {
+		// The entry is queued: any renewal queued from now on commits
+		// after it. Ask the proxies that hold leases now to stop serving
+		// while it commits, instead of after.
+		early = n.revokeEarly(ctx, c.Tables, c.Intent)
+	}
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrEnqueueTimeout) {
 			return 0, ctx.Err()
@@ -397,18 +573,41 @@ func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (uint6
 	}
 	idx := f.Index()
 	if c.Op == opOpen {
-		if err := n.revoke(ctx, c.Tables, idx); err != nil {
+		if err := n.revoke(ctx, c.Tables, idx, early); err != nil {
 			return 0, err
 		}
 	}
 	return idx, nil
 }
 
-// revoke makes every proxy whose lease may still be valid stop serving
-// tables: each is asked to, and one that does not answer is waited out
-// until its lease has expired by this node's clock. This node applied the
-// intent before Apply returned, so its own copies are already stopped.
-func (n *Node) revoke(ctx context.Context, tables []lease.TableID, index uint64) error {
+// revokeEarly asks every other proxy whose lease may be valid now to stop
+// serving tables until it has applied intent, and returns where each
+// answer (nil: it acknowledged) will arrive.
+func (n *Node) revokeEarly(ctx context.Context, tables []lease.TableID, intent string) map[string]chan error {
+	body, _ := json.Marshal(revokeRequest{Tables: tables, Intent: intent})
+	out := map[string]chan error{}
+	for _, h := range n.fsm.holders(time.Now(), n.cfg.LeaseHold) {
+		if h.node == n.cfg.ID {
+			continue
+		}
+		ch := make(chan error, 1)
+		out[h.node] = ch
+		go func(h holder) {
+			rctx, cancel := context.WithDeadline(ctx, h.expires)
+			defer cancel()
+			ch <- n.post(rctx, h.addr, "/cluster/v1/revoke", body, nil)
+		}(h)
+	}
+	return out
+}
+
+// revoke makes every proxy whose lease may still be valid, now that the
+// intent at index is applied here, stop serving tables: the ones asked
+// early have answered or are waited for; the others (a renewal applied in
+// between) are asked now, by index. One that does not answer is waited
+// out until its lease has expired by this node's clock. This node applied
+// the intent before Apply returned, so its own copies are already stopped.
+func (n *Node) revoke(ctx context.Context, tables []lease.TableID, index uint64, early map[string]chan error) error {
 	body, _ := json.Marshal(revokeRequest{Tables: tables, Index: index})
 	var wg sync.WaitGroup
 	for _, h := range n.fsm.holders(time.Now(), n.cfg.LeaseHold) {
@@ -416,23 +615,24 @@ func (n *Node) revoke(ctx context.Context, tables []lease.TableID, index uint64)
 			continue
 		}
 		wg.Add(1)
-		go func(h holder) {
+		go func(h holder, asked chan error) {
 			defer wg.Done()
-			rctx, cancel := context.WithDeadline(ctx, h.expires)
-			defer cancel()
-			err := n.post(rctx, h.addr, "/cluster/v1/revoke", body, nil)
-			if err == nil {
-				return
+			var err error
+			if asked != nil {
+				select {
+				case err = <-asked:
+				case <-ctx.Done():
+					return
+				}
+			} else {
+				rctx, cancel := context.WithDeadline(ctx, h.expires)
+				err = n.post(rctx, h.addr, "/cluster/v1/revoke", body, nil)
+				cancel()
 			}
-			// No answer: wait until its lease has run out.
-			t := time.NewTimer(time.Until(h.expires))
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			case <-n.stop:
+			if err != nil {
+				n.awaitGone(ctx, h, body)
 			}
-		}(h)
+		}(h, early[h.node])
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -441,9 +641,46 @@ func (n *Node) revoke(ctx context.Context, tables []lease.TableID, index uint64)
 	return nil
 }
 
+// revokeRequest asks a proxy to stop serving tables until it has applied
+// the log up to Index or, when Index is 0, the intent named Intent.
+// awaitGone returns once h, which did not acknowledge a revocation, no
+// longer serves: it acknowledges a retry, or nothing listens at its
+// address any more, or its lease has expired by this node's clock. A
+// proxy keeps its cluster address open for as long as it may serve from
+// memory (lease.Raft stops serving in Close, before Node.Close closes the
+// listener, and the listener never closes by itself), so a refused
+// connection means its process is gone: a killed leader's successor need
+// not wait out its lease. A paused or unreachable proxy still accepts
+// connections in its kernel, or times out, and is waited out.
+func (n *Node) awaitGone(ctx context.Context, h holder, body []byte) {
+	for time.Now().Before(h.expires) {
+		c, err := net.DialTimeout("tcp", h.addr, min(time.Until(h.expires), 250*time.Millisecond))
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return
+		}
+		if c != nil {
+			c.Close()
+			rctx, cancel := context.WithDeadline(ctx, h.expires)
+			err = n.post(rctx, h.addr, "/cluster/v1/revoke", body, nil)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		case <-n.stop:
+			return
+		}
+	}
+}
+
 type revokeRequest struct {
 	Tables []lease.TableID `json:"tables"`
-	Index  uint64          `json:"index"`
+	Index  uint64          `json:"index,omitempty"`
+	Intent string          `json:"intent,omitempty"`
 }
 
 type joinRequest struct {
@@ -507,7 +744,10 @@ func (n *Node) routes() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if n.cfg.Revoke != nil {
+		switch {
+		case rr.Index == 0 && n.cfg.RevokeIntent != nil:
+			n.cfg.RevokeIntent(rr.Tables, rr.Intent)
+		case rr.Index > 0 && n.cfg.Revoke != nil:
 			n.cfg.Revoke(rr.Tables, rr.Index)
 		}
 		writeJSON(w, map[string]bool{"ok": true})
@@ -647,6 +887,22 @@ func (n *Node) RemoveNode(ctx context.Context, id string) error {
 	}
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 5*time.Second).Error(); err != nil {
 		return err
+	}
+	// Closing its intents lets the others serve their tables again. If the
+	// node is still running (it was not dead after all) it may be writing
+	// under them: wait until it has lost its lease, which it cannot renew
+	// any more, and with it the right to write under an intent it holds.
+	for _, h := range n.fsm.holders(time.Now(), n.cfg.LeaseHold) {
+		if h.node != id {
+			continue
+		}
+		t := time.NewTimer(time.Until(h.expires))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
 	}
 	_, err := n.propose(ctx, command{Op: opForget, Node: id})
 	n.log.Info("cluster: member removed", "id", id, "err", err)

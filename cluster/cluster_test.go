@@ -24,10 +24,22 @@ var testLease = lease.RaftConfig{Lease: 600 * time.Millisecond, Margin: 100 * ti
 
 func startMember(t *testing.T, id, dir, join string) *member {
 	t.Helper()
+	return startMemberHung(t, id, dir, join, nil)
+}
+
+// startMemberHung starts a member whose answers to revocations wait until
+// hung is closed (nil: they do not wait), as a paused proxy's would.
+func startMemberHung(t *testing.T, id, dir, join string, hung chan struct{}) *member {
+	t.Helper()
 	m := lease.NewRaft(testLease)
+	revoke, revokeIntent := m.Revoke, m.RevokeIntent
+	if hung != nil {
+		revoke = func(ts []lease.TableID, i uint64) { <-hung; m.Revoke(ts, i) }
+		revokeIntent = func(ts []lease.TableID, name string) { <-hung; m.RevokeIntent(ts, name) }
+	}
 	n, err := Open(Config{ID: id, RaftListen: "127.0.0.1:0", DataDir: dir, Join: join,
 		LeaseHold: testLease.Hold(), HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
-		Events: events{m}, Revoke: m.Revoke})
+		Events: events{m}, Revoke: revoke, RevokeIntent: revokeIntent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,17 +121,44 @@ func TestWriteRevokesEveryProxy(t *testing.T) {
 	}
 }
 
-func TestDeadProxyIsWaitedOut(t *testing.T) {
+// A proxy whose process is gone (its cluster address refuses connections)
+// serves nothing: a write does not wait out its lease.
+func TestDeadProxyIsNotWaitedOut(t *testing.T) {
 	ms := threeNodes(t)
-	ms[1].close() // its lease is not revoked: it must run out
+	ms[1].close()
 	start := time.Now()
 	in, err := ms[0].m.BeginWrite(context.Background(), tB)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in.End()
-	if took := time.Since(start); took > testLease.Hold()+300*time.Millisecond {
-		t.Errorf("write took %s with one proxy dead, want at most about lease + margin (%s)", took, testLease.Hold())
+	if took := time.Since(start); took > testLease.Hold()/2 {
+		t.Errorf("write took %s with one proxy gone, want well under its lease (%s)", took, testLease.Hold())
+	}
+}
+
+// A proxy that holds a lease and does not answer (paused, partitioned) is
+// waited out until its lease has expired, and no longer.
+func TestHungProxyIsWaitedOut(t *testing.T) {
+	a := startMember(t, "a", t.TempDir(), "")
+	waitUntil(t, 5*time.Second, "a leads", a.n.IsLeader)
+	hung := make(chan struct{})
+	defer close(hung)
+	b := startMemberHung(t, "b", t.TempDir(), a.n.Addr(), hung)
+	waitUntil(t, 10*time.Second, "b holds a lease", b.m.LeaseValid)
+	start := time.Now()
+	in, err := a.m.BeginWrite(context.Background(), tB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.End()
+	took := time.Since(start)
+	// b renewed at most RenewEvery (plus a commit) before the write.
+	if least := testLease.Hold() - testLease.RenewEvery - 50*time.Millisecond; took < least {
+		t.Errorf("write took %s with a proxy not answering; it must wait out its lease (at least %s)", took, least)
+	}
+	if took > testLease.Hold()+300*time.Millisecond {
+		t.Errorf("write took %s with a proxy not answering, want at most about lease + margin (%s)", took, testLease.Hold())
 	}
 }
 
@@ -186,5 +225,29 @@ func TestRemovedNodeLosesItsLease(t *testing.T) {
 	time.Sleep(testLease.Lease)
 	if ms[2].m.LeaseValid() {
 		t.Fatal("a removed node renewed its lease")
+	}
+}
+
+// A bump of a table with an open intent (the binary log reporting a write
+// made under it) costs no commit of its own, but still raises the version
+// once the intent has closed.
+func TestDeferredBumpStillBumps(t *testing.T) {
+	ms := threeNodes(t)
+	in, err := ms[2].m.BeginWrite(context.Background(), tA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ms[1].n.Bump(context.Background(), []lease.TableID{tA}); err != nil { // through a follower
+		t.Fatal(err)
+	}
+	if ms[0].n.deferred.Load() != 1 {
+		t.Error("a bump under an open intent was committed on its own")
+	}
+	in.End()
+	for _, mb := range ms {
+		waitUntil(t, 3*time.Second, "the close and the deferred bump", func() bool {
+			v, ok := mb.m.Table(tA).Servable()
+			return ok && v == 3
+		})
 	}
 }

@@ -36,6 +36,9 @@ type command struct {
 	Applied uint64          `json:"applied,omitempty"` // the node's applied index, for cluster_members
 	Tables  []lease.TableID `json:"tables,omitempty"`
 	Entry   *CatalogEntry   `json:"entry,omitempty"`
+	// Bumps raises these tables' versions too, whatever Op is: bumps the
+	// leader deferred ride on the next entry it writes (see Node.Bump).
+	Bumps []lease.TableID `json:"bumps,omitempty"`
 }
 
 // CatalogEntry is one cached table in the replicated catalog.
@@ -78,8 +81,15 @@ type state struct {
 	Catalog map[lease.TableID]CatalogEntry `json:"-"`
 	Intents map[string]intentRec           `json:"intents"`
 	Members map[string]*memberRec          `json:"members"`
-	TableL  []tableSnap                    `json:"tables"`
-	CatL    []CatalogEntry                 `json:"catalog"`
+	// Closed lists the intents closed last, oldest first, so that an open
+	// that commits after its own close (a retried proposal that was still
+	// on its way) is ignored instead of keeping the tables off memory
+	// until its proxy restarts. Bounded: such a retry is seconds old at
+	// most.
+	Closed []string `json:"closed,omitempty"`
+	closed map[string]bool
+	TableL []tableSnap    `json:"tables"`
+	CatL   []CatalogEntry `json:"catalog"`
 }
 
 type tableSnap struct {
@@ -89,13 +99,33 @@ type tableSnap struct {
 
 func newState() *state {
 	return &state{Tables: map[lease.TableID]*tableRec{}, Catalog: map[lease.TableID]CatalogEntry{},
-		Intents: map[string]intentRec{}, Members: map[string]*memberRec{}}
+		Intents: map[string]intentRec{}, Members: map[string]*memberRec{}, closed: map[string]bool{}}
+}
+
+// keepClosed is how many closed intent names the state remembers.
+const keepClosed = 4096
+
+// remember records a closed intent's name, forgetting the oldest beyond
+// keepClosed; every node does the same in log order, so the states agree.
+func (st *state) remember(name string) {
+	if st.closed[name] {
+		return
+	}
+	st.closed[name] = true
+	st.Closed = append(st.Closed, name)
+	if len(st.Closed) > keepClosed {
+		delete(st.closed, st.Closed[0])
+		st.Closed = st.Closed[1:]
+	}
 }
 
 // Events receives what the log changed, in log order, from the goroutine
 // that applies it. lease.Raft implements it.
 type Events interface {
 	TableState(id lease.TableID, v lease.Version, intents int)
+	// IntentApplied names an intent whose open or close was applied (after
+	// the TableState calls of that entry).
+	IntentApplied(name string)
 	Applied(index uint64)
 	CatalogChanged()
 }
@@ -104,6 +134,9 @@ type Events interface {
 type fsm struct {
 	ev  Events
 	now func() time.Time
+	// idle is called after an entry left some table without open intents
+	// (the node flushes the bumps it deferred on it).
+	idle func()
 
 	mu sync.RWMutex // guards st; Apply writes, readers (members, catalog, leases) read
 	st *state
@@ -121,9 +154,20 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if err := json.Unmarshal(l.Data, &c); err != nil {
 		panic(fmt.Sprintf("cluster: undecodable log entry %d: %v", l.Index, err))
 	}
-	changed, catalog := f.apply(c)
+	changed, intents, catalog := f.apply(c)
 	for id, t := range changed {
 		f.ev.TableState(id, t.Version, t.Intents)
+	}
+	for _, name := range intents {
+		f.ev.IntentApplied(name)
+	}
+	if f.idle != nil {
+		for _, t := range changed {
+			if t.Intents == 0 {
+				f.idle()
+				break
+			}
+		}
 	}
 	if catalog {
 		f.ev.CatalogChanged()
@@ -132,13 +176,14 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return nil
 }
 
-// apply changes the state for c and returns the tables it changed (copies)
-// and whether the catalog changed.
-func (f *fsm) apply(c command) (map[lease.TableID]tableRec, bool) {
+// apply changes the state for c and returns the tables it changed (copies),
+// the intents it opened or closed, and whether the catalog changed.
+func (f *fsm) apply(c command) (map[lease.TableID]tableRec, []string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.st
 	changed := map[lease.TableID]tableRec{}
+	var intents []string
 	table := func(id lease.TableID) *tableRec {
 		t := st.Tables[id]
 		if t == nil {
@@ -148,6 +193,10 @@ func (f *fsm) apply(c command) (map[lease.TableID]tableRec, bool) {
 		return t
 	}
 	closeIntent := func(name string) {
+		// Named even when it was never open here: a revocation that
+		// waits for an intent whose open failed ends with its close.
+		intents = append(intents, name)
+		st.remember(name)
 		in, ok := st.Intents[name]
 		if !ok {
 			return
@@ -177,6 +226,11 @@ func (f *fsm) apply(c command) (map[lease.TableID]tableRec, bool) {
 			closeIntent(name)
 		}
 	}
+	for _, id := range c.Bumps {
+		t := table(id)
+		t.Version++
+		changed[id] = *t
+	}
 	catalog := false
 	switch c.Op {
 	case opRenew:
@@ -190,8 +244,9 @@ func (f *fsm) apply(c command) (map[lease.TableID]tableRec, bool) {
 		}
 		m.Addr, m.Inc, m.Applied, m.renewed = c.Addr, c.Inc, c.Applied, f.now()
 	case opOpen:
-		if _, dup := st.Intents[c.Intent]; dup {
-			break // a retried open: idempotent
+		intents = append(intents, c.Intent)
+		if _, dup := st.Intents[c.Intent]; dup || st.closed[c.Intent] {
+			break // a retried open, or one that lost the race with its close
 		}
 		st.Intents[c.Intent] = intentRec{Node: c.Node, Inc: c.Inc, Tables: c.Tables}
 		for _, id := range c.Tables {
@@ -227,7 +282,7 @@ func (f *fsm) apply(c command) (map[lease.TableID]tableRec, bool) {
 	default:
 		panic(fmt.Sprintf("cluster: unknown log operation %q", c.Op))
 	}
-	return changed, catalog
+	return changed, intents, catalog
 }
 
 // fsmSnapshot is the state, encoded when the snapshot was taken.
@@ -277,6 +332,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	if st.Members == nil {
 		st.Members = map[string]*memberRec{}
+	}
+	for _, name := range st.Closed {
+		st.closed[name] = true
 	}
 	now := f.now()
 	for _, m := range st.Members {
@@ -341,6 +399,18 @@ func (f *fsm) holders(now time.Time, d time.Duration) []holder {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].node < out[j].node })
 	return out
+}
+
+// allWritten reports whether every one of ids has an open intent.
+func (f *fsm) allWritten(ids []lease.TableID) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, id := range ids {
+		if t := f.st.Tables[id]; t == nil || t.Intents == 0 {
+			return false
+		}
+	}
+	return len(ids) > 0
 }
 
 func (f *fsm) table(id lease.TableID) tableRec {

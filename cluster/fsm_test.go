@@ -27,8 +27,9 @@ func (r *recorder) TableState(id lease.TableID, v lease.Version, intents int) {
 	r.tables[id] = [2]int64{int64(v), int64(intents)}
 	r.mu.Unlock()
 }
-func (r *recorder) Applied(i uint64) { r.mu.Lock(); r.applied = i; r.mu.Unlock() }
-func (r *recorder) CatalogChanged()  { r.mu.Lock(); r.catalog++; r.mu.Unlock() }
+func (r *recorder) IntentApplied(string) {}
+func (r *recorder) Applied(i uint64)     { r.mu.Lock(); r.applied = i; r.mu.Unlock() }
+func (r *recorder) CatalogChanged()      { r.mu.Lock(); r.catalog++; r.mu.Unlock() }
 
 func (r *recorder) get(id lease.TableID) [2]int64 {
 	r.mu.Lock()
@@ -66,6 +67,24 @@ func TestFSMIntentsAndVersions(t *testing.T) {
 	applyAll(t, f, command{Op: opBump, Tables: []lease.TableID{tB}})
 	if got := r.get(tB); got != [2]int64{3, 0} {
 		t.Fatalf("after bump: %v", got)
+	}
+}
+
+// An open that commits after its own close (a retried proposal still on
+// its way) opens nothing; bumps deferred by the leader ride on any entry.
+func TestFSMLateOpenAndCarriedBumps(t *testing.T) {
+	r := newRecorder()
+	f := newFSM(r)
+	applyAll(t, f,
+		command{Op: opClose, Intent: "i1"},
+		command{Op: opOpen, Node: "n1", Inc: 7, Intent: "i1", Tables: []lease.TableID{tA}},
+	)
+	if got := r.get(tA); got[1] != 0 {
+		t.Fatalf("an open after its close left an intent: %v", got)
+	}
+	applyAll(t, f, command{Op: opRenew, Node: "n1", Inc: 7, Addr: "x", Bumps: []lease.TableID{tA, tB}})
+	if a, b := r.get(tA), r.get(tB); a[0] != 2 || b[0] != 2 {
+		t.Fatalf("bumps carried by a renewal: %v %v, want version 2", a, b)
 	}
 }
 

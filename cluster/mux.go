@@ -31,13 +31,26 @@ func newMux(ln net.Listener) *muxListener {
 	return m
 }
 
+// serve accepts until the node closes the mux. It never gives the address
+// up on its own: the leader takes a refused connection to mean that the
+// proxy is gone and serves nothing (see Node.revoke), so only Node.Close,
+// which runs after the proxy stopped serving, may close the listener.
 func (m *muxListener) serve() {
+	backoff := 5 * time.Millisecond
 	for {
 		c, err := m.ln.Accept()
 		if err != nil {
-			m.close()
-			return
+			select {
+			case <-m.done:
+				return
+			case <-time.After(backoff):
+			}
+			if backoff < time.Second {
+				backoff *= 2
+			}
+			continue
 		}
+		backoff = 5 * time.Millisecond
 		go m.route(c)
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"testing"
 )
 
-var t1 = TableID{"shop", "rates"}
+var (
+	t1 = TableID{"shop", "rates"}
+	t2 = TableID{"shop", "branches"}
+)
 
 func TestIntentBlocksServingAndBumpsVersion(t *testing.T) {
 	m := NewLocal()

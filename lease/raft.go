@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,15 +45,25 @@ type RaftConfig struct {
 	// intent (through an election); after that it passes through and its
 	// tables are bumped.
 	OpenTimeout time.Duration
-	Logger      *slog.Logger
+	// Linger is how long this proxy keeps a write intent open after its
+	// last write ended, so that the next write to the same tables joins it
+	// instead of paying a Raft commit and a round of revocations. The
+	// tables stay off memory everywhere meanwhile, as they would while
+	// reloading after the close anyway. Negative: close at once.
+	Linger time.Duration
+	Logger *slog.Logger
 }
 
 // DefaultRaftConfig is a 2 s lease with a 250 ms margin, renewed every
 // 500 ms: a proxy that stops answering holds writes up for at most
 // 2.25 s, and a renewal may fail three times in a row before serving stops.
+// Intents linger 20 ms: longer than the gaps between the statements of a
+// busy writer (back-to-back UPDATEs on one connection come every 1-3 ms
+// here, and sysbench's oltp_read_write writes every few milliseconds),
+// short enough that a table written now and then is soon back in memory.
 func DefaultRaftConfig() RaftConfig {
 	return RaftConfig{Lease: 2 * time.Second, Margin: 250 * time.Millisecond, RenewEvery: 500 * time.Millisecond,
-		OpenTimeout: 5 * time.Second}
+		OpenTimeout: 5 * time.Second, Linger: 20 * time.Millisecond}
 }
 
 // Hold is how long a leader must assume a lease it cannot revoke may
@@ -71,6 +82,11 @@ func (c RaftConfig) Hold() time.Duration { return c.Lease + c.Margin }
 //
 // Versions only go up here, whatever the log replays: a table keeps the
 // highest version it was ever told.
+//
+// This proxy's writes to a table share one intent in the log (see
+// shared): concurrent writers, the statements of a transaction and
+// back-to-back writes pay one Raft commit and one round of revocations
+// between them, not one each.
 type Raft struct {
 	cfg  RaftConfig
 	log  Log
@@ -80,6 +96,7 @@ type Raft struct {
 
 	validUntil atomic.Int64  // lease end, in now() units
 	applied    atomic.Uint64 // highest log index applied here
+	closed     atomic.Bool   // Close has begun: nothing is served any more
 
 	mu     sync.RWMutex // guards tables and subs; the hot path takes it only to find a handle
 	tables map[TableID]*raftTable
@@ -90,11 +107,58 @@ type Raft struct {
 	pendMu  sync.Mutex // guards pending
 	pending map[TableID]bool
 
+	// wmu guards active and every shared's refs, gen, opened and closed;
+	// writers take it twice per statement, never the read path.
+	wmu     sync.Mutex
+	active  map[TableID]*shared
+	closing bool // Close has begun: no new closes are started
+
+	// revMu guards revokes and seen: revocations by intent name that wait
+	// for their intent to be applied here, and the names of the intents
+	// applied last (a revocation can arrive after its intent).
+	revMu   sync.Mutex
+	revokes map[string]*namedRevoke
+	seen    map[string]struct{}
+	seenL   []string
+
+	// appliedWake is closed and replaced each time applied moves, so a
+	// renewal waits for the log without polling.
+	wakeMu      sync.Mutex
+	appliedWake chan struct{}
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	ctx      context.Context // canceled by Close: ends the log calls in flight
 	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // the renewal loop
+	closers  sync.WaitGroup // closes of intents in flight; Add only under wmu, before closing
+}
+
+// shared is one write intent in the log that this proxy's writes to its
+// tables share. A write to tables that already have one joins it (no Raft
+// round trip, no revocation: every other proxy already stopped serving
+// them when it opened); it closes once no write has used it for Linger.
+// The other proxies see one longer write: their copies stay unservable
+// from its open until its close applies, and the close bumps the versions
+// once, after every write that used it has ended.
+type shared struct {
+	name  string
+	ids   []TableID
+	ready chan struct{} // closed once the open committed or failed
+	err   error         // the open's error; written before ready closes
+
+	refs   int    // writes between BeginWrite and End that use it
+	gen    uint64 // counts its idle periods: a linger timer of an older one does nothing
+	opened bool   // the open committed
+	closed bool   // no write may join it any more
+}
+
+// namedRevoke is a revocation received before its intent was committed:
+// its tables stay off memory until the intent (open or close) is applied
+// here, or until a renewal started after it was received is applied.
+type namedRevoke struct {
+	tables []*raftTable
+	at     time.Duration // when it arrived, in now() units
 }
 
 type raftTable struct {
@@ -104,6 +168,7 @@ type raftTable struct {
 	intents      atomic.Int64  // open in the log, as applied here
 	local        atomic.Int64  // this proxy's writes between BeginWrite and End
 	revokedUntil atomic.Uint64 // not servable until applied reaches this index
+	named        atomic.Int64  // revocations by intent name still waiting (namedRevoke)
 	dirtyBelow   atomic.Uint64 // not servable until version reaches this (a bump that could not be committed)
 }
 
@@ -123,11 +188,15 @@ func NewRaft(cfg RaftConfig) *Raft {
 	if cfg.OpenTimeout <= 0 {
 		cfg.OpenTimeout = d.OpenTimeout
 	}
+	if cfg.Linger == 0 {
+		cfg.Linger = d.Linger
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	m := &Raft{cfg: cfg, lg: cfg.Logger, base: time.Now(), tables: map[TableID]*raftTable{},
-		pending: map[TableID]bool{}, stop: make(chan struct{})}
+		pending: map[TableID]bool{}, active: map[TableID]*shared{}, revokes: map[string]*namedRevoke{},
+		seen: map[string]struct{}{}, appliedWake: make(chan struct{}), stop: make(chan struct{})}
 	m.now = func() time.Duration { return time.Since(m.base) }
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
@@ -143,17 +212,45 @@ func (m *Raft) Start(l Log) {
 	go m.renewLoop()
 }
 
-// Close stops renewing; the lease runs out on its own.
+// Close stops serving at once (the leader may take this node's closed
+// cluster address, which follows, to mean it serves nothing), closes the
+// intents that linger, giving the closes in flight a few seconds to commit
+// (an intent left open keeps its tables off memory on every proxy until
+// this node restarts or is removed), then stops renewing.
 func (m *Raft) Close() {
+	m.closed.Store(true)
+	m.wmu.Lock()
+	m.closing = true
+	for _, s := range m.active {
+		if s.closed {
+			continue
+		}
+		s.closed = true
+		if s.refs == 0 && s.opened {
+			m.closers.Add(1)
+			go m.closeLoop(s.name)
+		}
+	}
+	clear(m.active)
+	m.wmu.Unlock()
+	done := make(chan struct{})
+	go func() { m.closers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+	}
 	m.stopOnce.Do(func() {
 		close(m.stop)
 		m.cancel()
 	})
 	m.wg.Wait()
+	<-done
 }
 
 // LeaseValid reports whether this proxy's lease is valid now.
-func (m *Raft) LeaseValid() bool { return int64(m.now()) < m.validUntil.Load() }
+func (m *Raft) LeaseValid() bool {
+	return int64(m.now()) < m.validUntil.Load() && !m.closed.Load()
+}
 
 // FollowBinlog reports whether this proxy should follow the backend's
 // binary log: only the leader does, so each bypassing write is proposed
@@ -191,15 +288,12 @@ func (m *Raft) renewOnce() {
 	// the renewal: a proxy that lagged while its lease was out was not
 	// asked to stop serving the tables written meanwhile, and must see
 	// those intents and versions first.
-	for m.applied.Load() < index {
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.stop:
-			return
-		case <-time.After(time.Millisecond):
-		}
+	if !m.waitApplied(ctx, index) {
+		return
 	}
+	// Every intent committed before this renewal is applied now, and one
+	// announced before it started but not applied yet never will be.
+	m.dropNamedRevokes(start)
 	wasValid := m.LeaseValid()
 	end := int64(start + m.cfg.Lease - m.cfg.Margin)
 	for {
@@ -211,6 +305,26 @@ func (m *Raft) renewOnce() {
 	if !wasValid && m.LeaseValid() {
 		// Loads were skipped while the lease was out: ask for them again.
 		m.notifyAll()
+	}
+}
+
+// waitApplied waits until this proxy has applied the log up to index, and
+// reports whether it has.
+func (m *Raft) waitApplied(ctx context.Context, index uint64) bool {
+	for {
+		m.wakeMu.Lock()
+		wake := m.appliedWake
+		m.wakeMu.Unlock()
+		if m.applied.Load() >= index {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-m.stop:
+			return false
+		case <-wake:
+		}
 	}
 }
 
@@ -245,7 +359,7 @@ func (t *raftTable) Servable() (Version, bool) {
 	if t.intents.Load() != 0 || t.local.Load() != 0 {
 		return 0, false
 	}
-	if t.m.applied.Load() < t.revokedUntil.Load() {
+	if t.m.applied.Load() < t.revokedUntil.Load() || t.named.Load() != 0 {
 		return 0, false
 	}
 	v := t.version.Load()
@@ -256,8 +370,8 @@ func (t *raftTable) Servable() (Version, bool) {
 }
 
 // BeginWrite implements Manager: it stops this proxy serving ids at once,
-// then opens the intent through the log, which returns once every other
-// proxy has stopped too.
+// then joins the intent this proxy already holds on them or opens one
+// through the log, which returns once every other proxy has stopped too.
 func (m *Raft) BeginWrite(ctx context.Context, ids ...TableID) (*Intent, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -267,20 +381,41 @@ func (m *Raft) BeginWrite(ctx context.Context, ids ...TableID) (*Intent, error) 
 		ts[i] = m.table(id)
 		ts[i].local.Add(1)
 	}
-	release := func() {
-		for _, t := range ts {
-			t.local.Add(-1)
+	uses, mine := m.join(ts)
+	var err error
+	if mine != nil {
+		octx, cancel := context.WithTimeout(ctx, m.cfg.OpenTimeout)
+		err = m.log.OpenIntent(octx, mine.name, mine.ids)
+		cancel()
+		m.wmu.Lock()
+		mine.err, mine.opened = err, err == nil
+		if err != nil {
+			// It may have committed after all: close it (a close of an
+			// intent that never opened changes nothing).
+			mine.closed = true
+			m.forgetLocked(mine)
+			m.closeLaterLocked(mine.name)
+		}
+		m.wmu.Unlock()
+		close(mine.ready)
+	}
+	for _, s := range uses {
+		if s == mine {
+			continue
+		}
+		select {
+		case <-s.ready:
+			if s.err != nil && err == nil {
+				err = s.err
+			}
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
 		}
 	}
-	name := fmt.Sprintf("%s/%x/%d", m.log.ID(), m.log.Incarnation(), m.seq.Add(1))
-	octx, cancel := context.WithTimeout(ctx, m.cfg.OpenTimeout)
-	err := m.log.OpenIntent(octx, name, ids)
-	cancel()
 	if err != nil {
-		release()
-		// It may have committed after all: close it (a close of an intent
-		// that never opened changes nothing).
-		m.closeLater(name)
+		m.release(ts, uses)
 		return nil, fmt.Errorf("lease: write intent on %v: %w", ids, err)
 	}
 	in := &Intent{tables: append([]TableID(nil), ids...)}
@@ -289,40 +424,129 @@ func (m *Raft) BeginWrite(ctx context.Context, ids ...TableID) (*Intent, error) 
 		for _, t := range ts {
 			out[t.id] = t.Version() + 1
 		}
-		// The intent stays open in the log until the close commits, so
-		// no proxy serves these tables meanwhile, this one included: the
+		// The intent stays open in the log until its close commits, so no
+		// proxy serves these tables meanwhile, this one included: the
 		// write's answer need not wait for it.
-		release()
-		m.closeLater(name)
+		m.release(ts, uses)
 		return out
 	}
 	return in, nil
 }
 
-// closeLater commits the close of intent name, retrying until it has.
-func (m *Raft) closeLater(name string) {
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		backoff := 20 * time.Millisecond
-		for {
-			ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
-			err := m.log.CloseIntent(ctx, name)
-			cancel()
-			if err == nil {
-				return
-			}
-			m.lg.Warn("lease: closing a write intent failed; retrying", "intent", name, "err", err)
-			select {
-			case <-m.stop:
-				return // a restart of this node closes its intents
-			case <-time.After(backoff):
-			}
-			if backoff < time.Second {
-				backoff *= 2
-			}
+// join finds, for each table, the intent of this proxy that a new write
+// may share, and takes a reference on each. The tables left over get a new
+// intent (mine), registered before it opens so that concurrent writers
+// wait for its open instead of opening their own.
+//
+// An intent that has opened is joined only while this proxy's lease is
+// valid: the log keeps it open until this proxy closes it, unless this
+// proxy is removed from the cluster, and a removed proxy loses its lease
+// before the leader closes the intents it left (see cluster.RemoveNode).
+func (m *Raft) join(ts []*raftTable) (uses []*shared, mine *shared) {
+	valid := m.LeaseValid()
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	var missing []TableID
+	for _, t := range ts {
+		s := m.active[t.id]
+		if s == nil || s.closed || (s.opened && !valid) {
+			missing = append(missing, t.id)
+			continue
 		}
-	}()
+		if !slices.Contains(uses, s) {
+			s.refs++
+			uses = append(uses, s)
+		}
+	}
+	if len(missing) == 0 {
+		return uses, nil
+	}
+	mine = &shared{name: fmt.Sprintf("%s/%x/%d", m.log.ID(), m.log.Incarnation(), m.seq.Add(1)),
+		ids: missing, ready: make(chan struct{}), refs: 1}
+	for _, id := range missing {
+		m.active[id] = mine
+	}
+	return append(uses, mine), mine
+}
+
+// release ends one write's use of its intents; an intent no write uses
+// closes after Linger unless a write joins it first.
+func (m *Raft) release(ts []*raftTable, uses []*shared) {
+	for _, t := range ts {
+		t.local.Add(-1)
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	for _, s := range uses {
+		s.refs--
+		if s.refs > 0 || s.closed {
+			continue
+		}
+		if m.cfg.Linger < 0 {
+			s.closed = true
+			m.forgetLocked(s)
+			m.closeLaterLocked(s.name)
+			continue
+		}
+		s.gen++
+		gen := s.gen
+		time.AfterFunc(m.cfg.Linger, func() { m.idle(s, gen) })
+	}
+}
+
+// idle closes s if no write has used it since its idle period gen began.
+func (m *Raft) idle(s *shared, gen uint64) {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if s.gen != gen || s.refs > 0 || s.closed {
+		return
+	}
+	s.closed = true
+	m.forgetLocked(s)
+	m.closeLaterLocked(s.name)
+}
+
+// forgetLocked unregisters s from the tables it is the intent of.
+func (m *Raft) forgetLocked(s *shared) {
+	for _, id := range s.ids {
+		if m.active[id] == s {
+			delete(m.active, id)
+		}
+	}
+}
+
+// closeLaterLocked starts committing the close of intent name in the
+// background. The caller holds wmu. After Close has begun, nothing is
+// started: a restart of this node closes its intents.
+func (m *Raft) closeLaterLocked(name string) {
+	if m.closing {
+		return
+	}
+	m.closers.Add(1)
+	go m.closeLoop(name)
+}
+
+// closeLoop commits the close of intent name, retrying until it has.
+func (m *Raft) closeLoop(name string) {
+	defer m.closers.Done()
+	backoff := 20 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+		err := m.log.CloseIntent(ctx, name)
+		cancel()
+		if err == nil {
+			return
+		}
+		m.lg.Warn("lease: closing a write intent failed; retrying", "intent", name, "err", err)
+		select {
+		case <-m.stop:
+			return // a restart of this node closes its intents
+		case <-time.After(backoff):
+		}
+		if backoff < time.Second {
+			backoff *= 2
+		}
+	}
 }
 
 // Invalidate implements Manager. A bump that cannot be committed now keeps
@@ -406,13 +630,85 @@ func (m *Raft) TableState(id TableID, v Version, intents int) {
 }
 
 // Applied is told the index of each entry applied, after its effects.
-func (m *Raft) Applied(index uint64) { raiseTo(&m.applied, index) }
+func (m *Raft) Applied(index uint64) {
+	if raiseTo(&m.applied, index) {
+		m.wakeMu.Lock()
+		close(m.appliedWake)
+		m.appliedWake = make(chan struct{})
+		m.wakeMu.Unlock()
+	}
+}
+
+// IntentApplied is told, after the tables' states, each intent whose open
+// or close was applied: a revocation waiting for it is over.
+func (m *Raft) IntentApplied(name string) {
+	m.revMu.Lock()
+	defer m.revMu.Unlock()
+	if _, ok := m.seen[name]; !ok {
+		// Enough to cover the revocations in flight; older names only
+		// cost a revocation that waits for the next renewal.
+		const keep = 4096
+		m.seen[name] = struct{}{}
+		m.seenL = append(m.seenL, name)
+		if len(m.seenL) > keep {
+			delete(m.seen, m.seenL[0])
+			m.seenL = m.seenL[1:]
+		}
+	}
+	if r := m.revokes[name]; r != nil {
+		delete(m.revokes, name)
+		for _, t := range r.tables {
+			t.named.Add(-1)
+		}
+	}
+}
 
 // Revoke stops this proxy serving tables until it has applied index (the
 // intent that announced the write).
 func (m *Raft) Revoke(tables []TableID, index uint64) {
 	for _, id := range tables {
 		raiseTo(&m.table(id).revokedUntil, index)
+	}
+}
+
+// RevokeIntent stops this proxy serving tables until it has applied intent
+// name, which the leader announces before it has committed it (so that
+// revocation and commit overlap). If the intent never commits (the leader
+// lost it), the revocation ends with the first renewal started after it
+// arrived: every intent committed before that renewal is applied by then,
+// and one enqueued before the revocation was sent and not committed
+// before the renewal never will be.
+func (m *Raft) RevokeIntent(tables []TableID, name string) {
+	ts := make([]*raftTable, len(tables))
+	for i, id := range tables {
+		ts[i] = m.table(id)
+	}
+	m.revMu.Lock()
+	defer m.revMu.Unlock()
+	if _, applied := m.seen[name]; applied {
+		return // its open is applied here: the intent itself stops serving
+	}
+	if m.revokes[name] != nil {
+		return
+	}
+	for _, t := range ts {
+		t.named.Add(1)
+	}
+	m.revokes[name] = &namedRevoke{tables: ts, at: m.now()}
+}
+
+// dropNamedRevokes ends the revocations by name that arrived before a
+// renewal started at start, now applied.
+func (m *Raft) dropNamedRevokes(start time.Duration) {
+	m.revMu.Lock()
+	defer m.revMu.Unlock()
+	for name, r := range m.revokes {
+		if r.at < start {
+			delete(m.revokes, name)
+			for _, t := range r.tables {
+				t.named.Add(-1)
+			}
+		}
 	}
 }
 

@@ -17,6 +17,8 @@ type fakeLog struct {
 	down   atomic.Bool
 	lag    atomic.Bool // commit without applying here
 	renews atomic.Int64
+	opens  atomic.Int64
+	closes atomic.Int64
 	opened map[string][]TableID
 	vers   map[TableID]Version
 	ints   map[TableID]int
@@ -64,16 +66,19 @@ func (f *fakeLog) Renew(context.Context) (uint64, error) {
 }
 
 func (f *fakeLog) OpenIntent(_ context.Context, id string, ts []TableID) error {
+	f.opens.Add(1)
 	return f.commit(func() {
 		f.opened[id] = ts
 		for _, t := range ts {
 			f.ints[t]++
 			f.state(t)
 		}
+		f.m.IntentApplied(id)
 	})
 }
 
 func (f *fakeLog) CloseIntent(_ context.Context, id string) error {
+	f.closes.Add(1)
 	return f.commit(func() {
 		for _, t := range f.opened[id] {
 			f.state(t)
@@ -82,6 +87,7 @@ func (f *fakeLog) CloseIntent(_ context.Context, id string) error {
 			f.state(t)
 		}
 		delete(f.opened, id)
+		f.m.IntentApplied(id)
 	})
 }
 
@@ -102,7 +108,12 @@ func (c *clock) now() time.Duration      { return time.Duration(c.d.Load()) }
 func (c *clock) advance(d time.Duration) { c.d.Add(int64(d)) }
 
 func newTestRaft(t *testing.T) (*Raft, *fakeLog, *clock) {
-	m := NewRaft(RaftConfig{Lease: time.Second, Margin: 100 * time.Millisecond, RenewEvery: time.Hour, OpenTimeout: 100 * time.Millisecond})
+	return newTestRaftLinger(t, -1)
+}
+
+func newTestRaftLinger(t *testing.T, linger time.Duration) (*Raft, *fakeLog, *clock) {
+	m := NewRaft(RaftConfig{Lease: time.Second, Margin: 100 * time.Millisecond, RenewEvery: time.Hour, OpenTimeout: 100 * time.Millisecond,
+		Linger: linger})
 	c := &clock{}
 	c.d.Store(int64(time.Second))
 	m.now = c.now
@@ -165,7 +176,7 @@ func TestRaftIntentBlocksUntilClosed(t *testing.T) {
 		t.Fatal("servable during an intent")
 	}
 	in.End()
-	m.wg.Wait() // the close commits in the background
+	m.closers.Wait() // the close commits in the background
 	if v, ok := tb.Servable(); !ok || v != 2 {
 		t.Fatalf("after the write: %d %v", v, ok)
 	}
@@ -256,5 +267,134 @@ func TestRaftRenewalWaitsForTheLogToCatchUp(t *testing.T) {
 	m.renewOnce()
 	if m.LeaseValid() {
 		t.Fatal("a lease from a renewal this proxy has not applied")
+	}
+}
+
+// Writes to the same table share one intent: a write that starts while
+// another holds it, or within Linger of the last one ending, opens
+// nothing; the table stays unservable throughout and its version goes up
+// once, when the shared intent closes.
+func TestRaftWritesShareAnIntent(t *testing.T) {
+	m, f, _ := newTestRaftLinger(t, 50*time.Millisecond)
+	m.renewOnce()
+	tb := m.Table(t1)
+	ctx := context.Background()
+	a, err := m.BeginWrite(ctx, t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.BeginWrite(ctx, t1, t2) // t1 shared, t2 opened
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.opens.Load(); got != 2 {
+		t.Fatalf("%d opens, want 2 (t1 once, t2 once)", got)
+	}
+	a.End()
+	b.End()
+	c, err := m.BeginWrite(ctx, t1) // within the linger: joins
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.opens.Load(); got != 2 {
+		t.Fatalf("a write within the linger opened a new intent (%d opens)", got)
+	}
+	c.End()
+	if _, ok := tb.Servable(); ok {
+		t.Fatal("servable while the shared intent lingers")
+	}
+	waitFor(t, func() bool { v, ok := tb.Servable(); return ok && v == 2 })
+	if got := f.closes.Load(); got != 2 {
+		t.Fatalf("%d closes, want 2", got)
+	}
+	// Once closed, the next write opens anew.
+	d, err := m.BeginWrite(ctx, t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.End()
+	if got := f.opens.Load(); got != 3 {
+		t.Fatalf("%d opens after the linger, want 3", got)
+	}
+}
+
+// An intent that has opened is not joined once this proxy's lease has run
+// out (it may have been removed, and its intents closed by the leader):
+// the write opens its own.
+func TestRaftNoSharingWithoutALease(t *testing.T) {
+	m, f, c := newTestRaftLinger(t, time.Hour)
+	m.renewOnce()
+	a, err := m.BeginWrite(context.Background(), t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.End()
+	c.advance(2 * time.Second)
+	b, err := m.BeginWrite(context.Background(), t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.End()
+	if got := f.opens.Load(); got != 2 {
+		t.Fatalf("%d opens, want 2: joined an intent without a lease", got)
+	}
+}
+
+// Close commits the close of an intent that lingers, so other proxies do
+// not wait for this one to restart.
+func TestRaftCloseEndsLingeringIntents(t *testing.T) {
+	m, f, _ := newTestRaftLinger(t, time.Hour)
+	m.renewOnce()
+	a, err := m.BeginWrite(context.Background(), t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.End()
+	m.Close()
+	if f.closes.Load() != 1 || len(f.opened) != 0 {
+		t.Fatalf("after Close: %d closes, %d intents open", f.closes.Load(), len(f.opened))
+	}
+}
+
+// A revocation by name (sent while its intent commits) holds until the
+// intent is applied; one that arrives after it changes nothing; one whose
+// intent never commits ends with the next renewal started after it.
+func TestRaftRevokeByIntentName(t *testing.T) {
+	m, f, c := newTestRaft(t)
+	m.renewOnce()
+	tb := m.Table(t1)
+	m.RevokeIntent([]TableID{t1}, "x")
+	if _, ok := tb.Servable(); ok {
+		t.Fatal("servable after a revocation by name")
+	}
+	_ = f.OpenIntent(context.Background(), "x", []TableID{t1})
+	_ = f.CloseIntent(context.Background(), "x")
+	if v, ok := tb.Servable(); !ok || v != 2 {
+		t.Fatalf("after the intent's open and close: %d %v", v, ok)
+	}
+	m.RevokeIntent([]TableID{t1}, "x") // late: already applied
+	if _, ok := tb.Servable(); !ok {
+		t.Fatal("a revocation of an applied intent stopped serving")
+	}
+	m.RevokeIntent([]TableID{t1}, "lost")
+	m.renewOnce() // started at the same instant: does not count
+	if _, ok := tb.Servable(); ok {
+		t.Fatal("a renewal that did not start after the revocation ended it")
+	}
+	c.advance(time.Millisecond)
+	m.renewOnce()
+	if _, ok := tb.Servable(); !ok {
+		t.Fatal("the revocation of an intent that never committed outlived a later renewal")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -36,7 +36,7 @@ func startCluster(cfg configs.Config, log *slog.Logger) (func(), error) {
 	n, err := cluster.Open(cluster.Config{
 		ID: cfg.Cluster.NodeID, RaftListen: cfg.Cluster.RaftListen, DataDir: cfg.DataDir,
 		Join: cfg.Cluster.Join, NonVoter: cfg.Cluster.NonVoter, LeaseHold: lc.Hold(), Logger: log,
-		Events: events{Raft: leases, cat: cat}, Revoke: leases.Revoke,
+		Events: events{Raft: leases, cat: cat}, Revoke: leases.Revoke, RevokeIntent: leases.RevokeIntent,
 	})
 	if err != nil {
 		return nil, err
