@@ -496,9 +496,14 @@ func ddlName(sql string) string {
 // reloads may take: a table written all the time would otherwise be
 // reloaded back to back, each load made stale by the next write, taking a
 // core from the statements themselves. After a load that took d, the next
-// waits until d*(100-loadDuty)/loadDuty has passed; meanwhile reads go to
+// waits until d*(100-loadDuty)/loadDuty (at most maxLoadPause) has passed; meanwhile reads go to
 // the backend, as they do while a table loads.
 const loadDuty = 5
+
+// maxLoadPause caps that wait: a load slowed by a busy machine or a
+// backend hiccup (seconds, once) must not keep the table off memory for
+// twenty times as long.
+const maxLoadPause = time.Second
 
 // requestLoad queues a (re)load of id, once however often it is asked.
 func (p *Plugin) requestLoad(id lease.TableID) {
@@ -568,7 +573,7 @@ func (p *Plugin) load(id lease.TableID) {
 	}
 	ts.snap.Store(s)
 	ts.lastErr.Store(nil)
-	ts.nextLoad.Store(time.Now().Add(s.LoadDuration * (100 - loadDuty) / loadDuty).UnixNano())
+	ts.nextLoad.Store(time.Now().Add(min(s.LoadDuration*(100-loadDuty)/loadDuty, maxLoadPause)).UnixNano())
 	p.log.Info("cache: table loaded", "table", id.String(), "version", s.Version, "rows", len(s.Rows),
 		"bytes", s.Bytes, "took", s.LoadDuration)
 }
