@@ -116,13 +116,9 @@ type tableState struct {
 	lease   lease.Table
 	snap    atomic.Pointer[Snapshot]
 	pending atomic.Bool // a load is queued or running
-	// nextLoad is when the table may be loaded again (Unix nanoseconds),
-	// and paced that a load waits for it (see loadDuty).
-	nextLoad atomic.Int64
-	paced    atomic.Bool
-	lastErr  atomic.Pointer[string]
-	hits     atomic.Uint64
-	passes   atomic.Uint64
+	lastErr atomic.Pointer[string]
+	hits    atomic.Uint64
+	passes  atomic.Uint64
 	// gen is new each time the table is cached: its version does not move
 	// while it is not cached, so result-cache keys hold both.
 	gen        uint64
@@ -492,19 +488,6 @@ func ddlName(sql string) string {
 	return "DDL"
 }
 
-// loadDuty is the largest share of time, in percent, that one table's
-// reloads may take: a table written all the time would otherwise be
-// reloaded back to back, each load made stale by the next write, taking a
-// core from the statements themselves. After a load that took d, the next
-// waits until d*(100-loadDuty)/loadDuty (at most maxLoadPause) has passed; meanwhile reads go to
-// the backend, as they do while a table loads.
-const loadDuty = 5
-
-// maxLoadPause caps that wait: a load slowed by a busy machine or a
-// backend hiccup (seconds, once) must not keep the table off memory for
-// twenty times as long.
-const maxLoadPause = time.Second
-
 // requestLoad queues a (re)load of id, once however often it is asked.
 func (p *Plugin) requestLoad(id lease.TableID) {
 	ts := p.table(id)
@@ -545,15 +528,6 @@ func (p *Plugin) load(id lease.TableID) {
 	if s := ts.snap.Load(); s != nil && s.Version == v {
 		return
 	}
-	if wait := time.Until(time.Unix(0, ts.nextLoad.Load())); wait > 0 {
-		if ts.paced.CompareAndSwap(false, true) {
-			time.AfterFunc(wait, func() {
-				ts.paced.Store(false)
-				p.requestLoad(id)
-			})
-		}
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.opts.LoadTimeout))
 	defer cancel()
 	conn, err := p.backend.Connect(ctx, ts.entry.CachedBy, "")
@@ -573,7 +547,6 @@ func (p *Plugin) load(id lease.TableID) {
 	}
 	ts.snap.Store(s)
 	ts.lastErr.Store(nil)
-	ts.nextLoad.Store(time.Now().Add(min(s.LoadDuration*(100-loadDuty)/loadDuty, maxLoadPause)).UnixNano())
 	p.log.Info("cache: table loaded", "table", id.String(), "version", s.Version, "rows", len(s.Rows),
 		"bytes", s.Bytes, "took", s.LoadDuration)
 }

@@ -223,7 +223,9 @@ func TestResultCacheSeesWrites(t *testing.T) {
 					return
 				}
 				acked[id].Store(n)
-				time.Sleep(time.Duration(id) * 30 * time.Millisecond) // let the cache warm between writes
+				// Let the cache warm between writes: an intent outlives its
+				// write by a few tens of milliseconds, then the table reloads.
+				time.Sleep(time.Duration(id) * 120 * time.Millisecond)
 			}
 		}()
 	}
