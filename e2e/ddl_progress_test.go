@@ -67,7 +67,7 @@ func TestDDLWatch(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ddl watch: %v\n%s", err, out)
 	}
-	re := regexp.MustCompile(`(?m)^#1 +` + regexp.QuoteMeta(e.db) + `\.t  add index  running +backfill +\[#*-+\] +\d+\.\d%  [1-9]\d*/2\d{4} rows  [1-9]\d* rows/s  ETA \d+`)
+	re := regexp.MustCompile(`(?m)^#1 +` + regexp.QuoteMeta(e.db) + `\.t  add index  running +backfill +\[#*-+\] +\d+\.\d%  [1-9]\d*/\d+ rows  [1-9]\d* rows/s  ETA \d+`)
 	if !re.Match(out) {
 		t.Errorf("ddl watch output:\n%s", out)
 	}
