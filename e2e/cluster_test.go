@@ -687,7 +687,11 @@ func TestClusterWriteOverhead(t *testing.T) {
 	p := func(d []time.Duration, q float64) time.Duration { return d[int(q*float64(len(d)-1))] }
 	t.Logf("UPDATE through a follower of a 3-proxy cluster, %d each: uncached p50 %s p99 %s; cached p50 %s p99 %s; p99 overhead %s",
 		n, p(plain, .5), p(plain, .99), p(cached, .5), p(cached, .99), p(cached, .99)-p(plain, .99))
-	if over := p(cached, .99) - p(plain, .99); over > 100*time.Millisecond {
+	// Not a speed target (bench/cluster.sh measures that): a write that
+	// waited out the other proxies' leases would cost a lease, 2 s; the
+	// bound sits well below that and well above what a loaded machine
+	// adds to a Raft commit.
+	if over := p(cached, .99) - p(plain, .99); over > time.Second {
 		t.Errorf("a cached write costs %s more at p99: revocation is waiting out leases", over)
 	}
 }
