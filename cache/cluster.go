@@ -1,10 +1,6 @@
 package cache
 
 import (
-	"fmt"
-	"time"
-
-	"tableproxy/configs"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -60,22 +56,14 @@ type Cluster struct {
 // NewFactory returns the cache plugin's factory for a cluster.
 func NewFactory(c Cluster) plugins.Factory {
 	return func(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
-		opts := Options{MaxTableSize: "64MB", LoadTimeout: plugins.Duration(60 * time.Second)}
-		if err := plugins.DecodeOptions(raw, &opts); err != nil {
+		opts, limit, err := parseOptions(raw, env)
+		if err != nil {
 			return nil, err
 		}
-		limit, err := configs.ParseByteSize(opts.MaxTableSize)
-		if err != nil || limit <= 0 {
-			return nil, fmt.Errorf("max_table_size: %q: want a size like 64MB", opts.MaxTableSize)
-		}
-		if env.Backend == nil {
-			return nil, fmt.Errorf("needs a backend connector")
-		}
-		p := New(env.Logger, env.Backend, c.Leases, c.Catalog, limit, opts)
+		// (The virtual tables are set before the proxy serves, as
+		// AddVirtual requires.)
+		p := build(env, c.Leases, c.Catalog, limit, opts)
 		p.virtual = c.Virtual
-		if env.Metrics != nil {
-			p.registerMetrics(env.Metrics)
-		}
 		return p, nil
 	}
 }

@@ -125,18 +125,12 @@ type tableState struct {
 	resultHits atomic.Uint64 // hits answered by the result cache
 }
 
-// Factory builds the cache plugin; register it with plugins.Register(Name, Factory).
+// Factory builds the cache plugin of a single proxy, with its catalog in
+// the data directory; register it with plugins.Register(Name, Factory).
 func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
-	opts := Options{MaxTableSize: "64MB", LoadTimeout: plugins.Duration(60 * time.Second)}
-	if err := plugins.DecodeOptions(raw, &opts); err != nil {
+	opts, limit, err := parseOptions(raw, env)
+	if err != nil {
 		return nil, err
-	}
-	limit, err := configs.ParseByteSize(opts.MaxTableSize)
-	if err != nil || limit <= 0 {
-		return nil, fmt.Errorf("max_table_size: %q: want a size like 64MB", opts.MaxTableSize)
-	}
-	if env.Backend == nil {
-		return nil, fmt.Errorf("needs a backend connector")
 	}
 	if env.DataDir == "" {
 		return nil, fmt.Errorf("needs a data directory")
@@ -145,18 +139,40 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
+	return build(env, lease.NewLocal(), cat, limit, opts), nil
+}
+
+// parseOptions reads the plugin's options, with their defaults, and
+// checks them and the environment: what both factories need.
+func parseOptions(raw plugins.Options, env plugins.Env) (Options, int64, error) {
+	opts := Options{MaxTableSize: "64MB", LoadTimeout: plugins.Duration(60 * time.Second)}
+	if err := plugins.DecodeOptions(raw, &opts); err != nil {
+		return opts, 0, err
+	}
+	limit, err := configs.ParseByteSize(opts.MaxTableSize)
+	if err != nil || limit <= 0 {
+		return opts, 0, fmt.Errorf("max_table_size: %q: want a size like 64MB", opts.MaxTableSize)
+	}
+	if _, _, err := resultCacheSizes(opts); err != nil {
+		return opts, 0, err
+	}
+	if env.Backend == nil {
+		return opts, 0, fmt.Errorf("needs a backend connector")
+	}
+	return opts, limit, nil
+}
+
+// build makes the plugin for the environment and exposes its metrics.
+func build(env plugins.Env, leases lease.Manager, cat CatalogSource, limit int64, opts Options) *Plugin {
 	log := env.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	if _, _, err := resultCacheSizes(opts); err != nil {
-		return nil, err
-	}
-	p := New(log, env.Backend, lease.NewLocal(), cat, limit, opts)
+	p := New(log, env.Backend, leases, cat, limit, opts)
 	if env.Metrics != nil {
 		p.registerMetrics(env.Metrics)
 	}
-	return p, nil
+	return p
 }
 
 // New builds the plugin and starts loading the catalog's tables.
