@@ -569,16 +569,22 @@ func (si *sessionInfo) afterBackend(st *plugins.Statement, out *plugins.Outcome)
 	case uses || st.Kind.IsWrite():
 		si.diagDirty = false
 	}
-	if out.Err != nil && singleStatement(st.SQL) {
+	single := singleStatement(st.SQL)
+	if out.Err != nil && single {
 		return
 	}
-	switch w := plugins.FirstKeyword(st.SQL); {
-	case !singleStatement(st.SQL) && containsFold(st.SQL, "LOCK"):
+	switch {
+	case !single && containsFold(st.SQL, "LOCK"):
 		si.tableLocks = true // one of them may lock: assume so until UNLOCK TABLES
-	case strings.EqualFold(w, "LOCK") || strings.EqualFold(w, "FLUSH") && containsFold(st.SQL, "LOCK"):
-		si.tableLocks = true
-	case strings.EqualFold(w, "UNLOCK") || st.Kind == plugins.KindBegin:
-		si.tableLocks = false // (BEGIN releases table locks in the backend)
+	case st.Kind == plugins.KindBegin:
+		si.tableLocks = false // BEGIN releases table locks in the backend
+	case st.Kind == plugins.KindOther: // (LOCK, UNLOCK and FLUSH are of no other kind)
+		switch w := plugins.FirstKeyword(st.SQL); {
+		case strings.EqualFold(w, "LOCK") || strings.EqualFold(w, "FLUSH") && containsFold(st.SQL, "LOCK"):
+			si.tableLocks = true
+		case strings.EqualFold(w, "UNLOCK"):
+			si.tableLocks = false
+		}
 	}
 }
 
