@@ -304,6 +304,10 @@ func TestRaftWritesShareAnIntent(t *testing.T) {
 		t.Fatal("servable while the shared intent lingers")
 	}
 	waitFor(t, func() bool { v, ok := tb.Servable(); return ok && v == 2 })
+	// t1 and t2 linger on timers of their own, so t2's close may land a
+	// moment after t1 is servable again; a third close would be a bug.
+	waitFor(t, func() bool { return f.closes.Load() >= 2 })
+	time.Sleep(100 * time.Millisecond)
 	if got := f.closes.Load(); got != 2 {
 		t.Fatalf("%d closes, want 2", got)
 	}
