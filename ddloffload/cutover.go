@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -57,14 +56,18 @@ func (r *runner) cutOver(ctx context.Context) error {
 //     while readers go on.
 //  3. The last dirty keys are applied up to the binary log's current end:
 //     the shadow now equals the table, and nothing can change the table.
-//  4. Connection R sends RENAME TABLE t TO old, shadow TO t. MariaDB
-//     refuses RENAME under LOCK TABLES, so it cannot run on L; R takes
-//     its exclusive locks in name order, gets the free _t_new and _t_old,
-//     and queues for t behind L. Once R is seen waiting, L unlocks, and
-//     the metadata-lock queue grants R's pending exclusive lock before any
-//     waiting writer's shared one; writers then reach the new table.
-//     (Were L to hold _t_new too, R would queue on _t_new first, and a
-//     writer waiting on t could slip in between: measured, and lost.)
+//  4. Connection R sends RENAME TABLE t TO t__old, t__new TO t. MariaDB
+//     refuses RENAME under LOCK TABLES, so it cannot run on L. R takes its
+//     exclusive metadata locks one by one in name order, and t sorts
+//     first (the other names extend it), so R queues for t behind L while
+//     holding nothing. Once R is seen waiting, L unlocks, and the lock
+//     queue grants R's pending exclusive lock before any waiting writer's
+//     shared one; R then takes t__new and t__old (waiting, if it must,
+//     for InnoDB's purge or statistics threads, which lock the shadow for
+//     moments) while every writer of t waits behind it, and the writers
+//     reach the new table. Were the shadow's name to sort before t, R
+//     could be seen waiting for such a moment on the shadow, L would
+//     unlock, and a writer would slip into the old table: lost.
 //  5. Release the held statements; they now reach the new table.
 //
 // If R is not waiting in time, it is killed before L unlocks: nothing has
@@ -137,7 +140,7 @@ func (r *runner) waitQueued(id uint32, deadline time.Time, done <-chan error) er
 			return err
 		}
 		if res.RowNumber() > 0 {
-			if state, _ := res.GetString(0, 0); strings.Contains(state, "metadata lock") {
+			if state, _ := res.GetString(0, 0); state == "Waiting for table metadata lock" {
 				return nil
 			}
 		}

@@ -54,7 +54,7 @@ type Options struct {
 	// by default the user who sent the ALTER.
 	BinlogUser string `json:"binlog_user"`
 	// OldTableRetention is how long the original table is kept, renamed to
-	// _<table>_old, after the swap (default 24h; 0 drops it at once).
+	// <table>__old, after the swap (default 24h; 0 drops it at once).
 	OldTableRetention *plugins.Duration `json:"old_table_retention"`
 	// CutOverHold bounds how long statements on the table are held at the
 	// proxy during the swap (default 5s); past it the attempt is abandoned

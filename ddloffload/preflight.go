@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -167,12 +168,21 @@ func (r *runner) checkBinlog() error {
 
 // checkNames picks the shadow's and the old table's names and requires
 // that neither exists (a leftover, or another tool's table). A resumed job
-// past its stream's start needs its own shadow instead, and the same walk
-// key as before.
+// past its stream's start needs its own shadow instead (under the names it
+// recorded), and the same walk key as before.
+//
+// Both names extend the table's own, so they sort after it: the cut-over's
+// RENAME takes its metadata locks in name order, and must queue for the
+// table before anything else (see swap).
 func (r *runner) checkNames() error {
-	r.shadow, r.old = "_"+r.t.Table+"_new", "_"+r.t.Table+"_old"
-	if len(r.old) > 64 {
-		return errUnsupported(fmt.Sprintf("table name %s is too long for the job's _%s_new and _%s_old tables", r.t.Table, r.t.Table, r.t.Table))
+	r.shadow, r.old = shadowNames(r.t.Table)
+	r.rec.mu.Lock()
+	if j := r.rec.job; r.cp.started() && j.Shadow != "" {
+		r.shadow, r.old = j.Shadow, j.Old
+	}
+	r.rec.mu.Unlock()
+	if utf8.RuneCountInString(r.old) > 64 || utf8.RuneCountInString(r.shadow) > 64 { // identifiers hold 64 characters
+		return errUnsupported(fmt.Sprintf("table name %s is too long for the job's %s and %s tables", r.t.Table, r.shadow, r.old))
 	}
 	for _, name := range []string{r.shadow, r.old} {
 		res, err := r.conn.Execute(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, r.t.Schema, name)
@@ -194,4 +204,12 @@ func (r *runner) checkNames() error {
 		}
 	}
 	return nil
+}
+
+// shadowNames returns the names of a job's shadow and of the original
+// once swapped out: <table>__new and <table>__old. MariaDB and MySQL lock
+// the tables of a RENAME in the byte order of their names, and a name
+// sorts after every name it is a prefix of.
+func shadowNames(table string) (shadow, old string) {
+	return table + "__new", table + "__old"
 }

@@ -38,8 +38,8 @@ type runner struct {
 	conn     *client.Conn // the job's control connection
 	logConn  *client.Conn // as the binary-log user, for log positions
 	t        *tableInfo
-	shadow   string // _<table>_new: the table with the final schema
-	old      string // _<table>_old: what the original is renamed to
+	shadow   string // <table>__new: the table with the final schema
+	old      string // <table>__old: what the original is renamed to
 	deferred []string
 	stream   *stream
 	created  bool        // the shadow exists and is the job's

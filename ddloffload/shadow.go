@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// createShadow creates _<table>_new with the table's final schema, then
+// createShadow creates <table>__new with the table's final schema, then
 // drops its secondary B-tree indexes again until the build stage:
 //
 //   - Rows go in in key order, so a key-only shadow takes them at the speed

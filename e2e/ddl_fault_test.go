@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -197,5 +198,62 @@ func testDDLFault(t *testing.T, fault, stage string) {
 				t.Log(line)
 			}
 		}
+	}
+}
+
+// TestDDLCutOverWhileShadowIsLocked: the shadow is under a metadata lock
+// when the cut-over's RENAME is sent (InnoDB's purge and statistics threads
+// take one for moments; here a transaction that read the shadow holds it).
+// A writer that bypasses the proxy and sends a DELETE once the RENAME waits
+// must not reach the original table after the shadow stopped following
+// it: the row must be gone from the table the job leaves in place.
+func TestDDLCutOverWhileShadowIsLocked(t *testing.T) {
+	e := newDDLEnv(t)
+	e.proxy.stop(t)
+	e.seed(t, 5000)
+	p := e.launchDDL(t, "", "verify:2s")
+	app := testdb.Open(t, testdb.DSN(p.addr, e.app.name, e.app.password, e.db, nil))
+	direct := e.direct(t)
+	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
+	waitLog(t, p, 60*time.Second, `stalled for a fault test" job=1 table=`+e.db+".t stage=verify")
+
+	ctx := context.Background()
+	holder, err := direct.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	var shadow string
+	if err := holder.QueryRowContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME NOT IN ('t')").Scan(&shadow); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if _, err := holder.ExecContext(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+shadow+"` WHERE id = 1").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the cut-over's RENAME to wait for a metadata lock", func() (bool, error) {
+		err := direct.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%RENAME TABLE%' AND STATE = 'Waiting for table metadata lock'").Scan(&n)
+		return n > 0, err
+	})
+	time.Sleep(300 * time.Millisecond) // the job unlocks the table once it sees the RENAME wait
+	deleted := goExec(direct, "DELETE FROM t WHERE id = 1")
+	time.Sleep(500 * time.Millisecond)
+	if _, err := holder.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatalf("DELETE: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("ALTER: %v", err)
+	}
+	if err := direct.QueryRow("SELECT COUNT(*) FROM t WHERE id = 1").Scan(&n); err != nil || n != 0 {
+		t.Errorf("row 1, deleted during the cut-over, is in the table after it: %d %v", n, err)
+	}
+	if ddl := showCreate(t, direct, "t"); !strings.Contains(ddl, "KEY `idx_c` (`c`)") {
+		t.Errorf("index missing:\n%s", ddl)
 	}
 }

@@ -123,7 +123,7 @@ func lastJob(db *sql.DB) (ddlJob, error) {
 
 func leftovers(t *testing.T, db *sql.DB) []string {
 	t.Helper()
-	rows, err := db.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND (TABLE_NAME LIKE '\\_%\\_new' OR TABLE_NAME LIKE '\\_%\\_old')")
+	rows, err := db.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND (TABLE_NAME LIKE '%\\_\\_new' OR TABLE_NAME LIKE '%\\_\\_old' OR TABLE_NAME LIKE '\\_%\\_new' OR TABLE_NAME LIKE '\\_%\\_old')")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestDDLDuplicateDuringJob(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "the job to copy rows", func() (bool, error) {
 		var n int
-		err := direct.QueryRow("SELECT COUNT(*) FROM `_t_new`").Scan(&n)
+		err := direct.QueryRow("SELECT COUNT(*) FROM `t__new`").Scan(&n)
 		return err == nil && n > 0, err
 	})
 	if _, err := direct.Exec("UPDATE t SET u = 777 WHERE id = 59999"); err != nil {
@@ -526,7 +526,7 @@ func TestDDLProxyKilledDuringJob(t *testing.T) {
 	go app.Exec("ALTER TABLE t ADD INDEX idx_c (c)")
 	waitFor(t, 10*time.Second, "the job to copy rows", func() (bool, error) {
 		var n int
-		err := direct.QueryRow("SELECT COUNT(*) FROM `_t_new`").Scan(&n)
+		err := direct.QueryRow("SELECT COUNT(*) FROM `t__new`").Scan(&n)
 		return err == nil && n > 0, err
 	})
 	// Other sessions watch it run.
@@ -574,7 +574,7 @@ func TestDDLTableChangedDuringJob(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "the job to copy rows", func() (bool, error) {
 		var n int
-		err := direct.QueryRow("SELECT COUNT(*) FROM `_t_new`").Scan(&n)
+		err := direct.QueryRow("SELECT COUNT(*) FROM `t__new`").Scan(&n)
 		return err == nil && n > 0, err
 	})
 	// Through the proxy, DDL on the table waits for the job's end instead.
