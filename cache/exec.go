@@ -216,7 +216,7 @@ func (p *plan) run(snap *Snapshot, args []arg, env runEnv) (rows []int, why stri
 			return nil, why
 		}
 	}
-	lo, hi := p.scanRange(snap, r)
+	lo, hi, exact := p.scanRange(snap, r)
 	var out []int
 	check := func(i int) bool {
 		if !r.setRow(snap.Rows[i]) {
@@ -227,7 +227,12 @@ func (p *plan) run(snap *Snapshot, args []arg, env runEnv) (rows []int, why stri
 		}
 		return !r.fail
 	}
-	if cand, ok := p.candidates(snap, r); ok && len(cand) < hi-lo {
+	if exact && p.join == nil {
+		out = make([]int, hi-lo)
+		for i := range out {
+			out[i] = lo + i
+		}
+	} else if cand, ok := p.candidates(snap, r); ok && len(cand) < hi-lo {
 		for _, i := range cand {
 			if i >= lo && i < hi && !check(i) {
 				return nil, r.failure()
@@ -512,12 +517,16 @@ func sameValues(r *rowCtx, cols []int, a, b []byte) bool {
 }
 
 // scanRange narrows the scan to a primary-key range when the condition's
-// top-level conjuncts bound a single integer primary key.
-func (p *plan) scanRange(snap *Snapshot, r *rowCtx) (int, int) {
-	lo, hi := 0, len(snap.Rows)
-	if len(snap.pkNums) != len(snap.Rows) || len(snap.PK) != 1 {
-		return lo, hi
+// top-level conjuncts bound a single integer primary key. exact reports
+// that the condition is nothing but such bounds: every row in the range
+// matches, and none needs evaluating (the bounds compare integers exactly
+// as cmpExpr and betweenExpr do, and a primary key is never NULL).
+func (p *plan) scanRange(snap *Snapshot, r *rowCtx) (lo, hi int, exact bool) {
+	lo, hi = 0, len(snap.Rows)
+	if len(snap.pkNums) != len(snap.Rows) || len(snap.PK) != 1 || p.where == nil {
+		return lo, hi, false
 	}
+	exact = true
 	pk := snap.PK[0]
 	var visit func(e expr)
 	visit = func(e expr) {
@@ -525,13 +534,14 @@ func (p *plan) scanRange(snap *Snapshot, r *rowCtx) (int, int) {
 		case andExpr:
 			visit(x.l)
 			visit(x.r)
+			return
 		case cmpExpr:
 			col, val, op := x.l, x.r, x.op
 			if col.kind != opColumn {
 				col, val, op = x.r, x.l, flip(op)
 			}
 			if col.kind != opColumn || col.col != pk || !val.constant() {
-				return
+				break
 			}
 			v, ok := r.operand(val)
 			if !ok {
@@ -549,10 +559,13 @@ func (p *plan) scanRange(snap *Snapshot, r *rowCtx) (int, int) {
 				hi = min(hi, snap.upperBound(v))
 			case opcode.LT:
 				hi = min(hi, snap.lowerBound(v))
+			default:
+				exact = false
 			}
+			return
 		case betweenExpr:
 			if x.not || x.x.col != pk {
-				return
+				break
 			}
 			l, okl := r.operand(x.lo)
 			h, okh := r.operand(x.hi)
@@ -561,15 +574,15 @@ func (p *plan) scanRange(snap *Snapshot, r *rowCtx) (int, int) {
 				return
 			}
 			lo, hi = max(lo, snap.lowerBound(l)), min(hi, snap.upperBound(h))
+			return
 		}
+		exact = false
 	}
-	if p.where != nil {
-		visit(p.where)
-	}
+	visit(p.where)
 	if hi < lo {
 		hi = lo
 	}
-	return lo, hi
+	return lo, hi, exact
 }
 
 func flip(op opcode.Op) opcode.Op {
