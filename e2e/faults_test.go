@@ -20,16 +20,24 @@ import (
 // its own run directory and port), which the test may kill and restart
 // without disturbing the shared backend other tests use.
 type privateMariaDB struct {
-	runDir string
-	port   string
+	runDir   string
+	port     string
+	serverID string // "" for the script's default, 1
 }
 
 func startPrivateMariaDB(t *testing.T) *privateMariaDB {
 	t.Helper()
+	return startPrivateMariaDBWithID(t, "")
+}
+
+// startPrivateMariaDBWithID starts one with the given server id, as a
+// replica of the shared backend needs.
+func startPrivateMariaDBWithID(t *testing.T, serverID string) *privateMariaDB {
+	t.Helper()
 	testdb.Get(t) // same skip/fail rule as every backend test
 	port := freePort(t)
 	_, p, _ := strings.Cut(port, ":")
-	m := &privateMariaDB{runDir: t.TempDir(), port: p}
+	m := &privateMariaDB{runDir: t.TempDir(), port: p, serverID: serverID}
 	m.script(t, "start")
 	t.Cleanup(func() { m.script(t, "stop") })
 	return m
@@ -41,6 +49,9 @@ func (m *privateMariaDB) script(t *testing.T, verb string) {
 	t.Helper()
 	cmd := exec.Command("../scripts/mariadb.sh", verb)
 	cmd.Env = append(os.Environ(), "TABLEPROXY_RUN_DIR="+m.runDir, "TABLEPROXY_MARIADB_PORT="+m.port)
+	if m.serverID != "" {
+		cmd.Env = append(cmd.Env, "TABLEPROXY_MARIADB_SERVER_ID="+m.serverID)
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("mariadb.sh %s: %v\n%s", verb, err, out)
 	}

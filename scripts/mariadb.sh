@@ -8,12 +8,15 @@
 #
 # The instance never touches the system MariaDB: it runs with --no-defaults,
 # keeps all of its state under ${TABLEPROXY_RUN_DIR:-<repo>/.run}/mariadb and
-# listens on 127.0.0.1:${TABLEPROXY_MARIADB_PORT:-3307} only.
+# listens on 127.0.0.1:${TABLEPROXY_MARIADB_PORT:-3307} only. Its server id
+# is ${TABLEPROXY_MARIADB_SERVER_ID:-1} (a second instance set up as a replica
+# needs another).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RUN_DIR="${TABLEPROXY_RUN_DIR:-$ROOT/.run}"
 PORT="${TABLEPROXY_MARIADB_PORT:-3307}"
+SERVER_ID="${TABLEPROXY_MARIADB_SERVER_ID:-1}"
 
 ADMIN_USER=tproot
 ADMIN_PASS=tproot
@@ -24,6 +27,7 @@ log() { printf 'mariadb.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 [[ "$PORT" =~ ^[0-9]+$ ]] || die "TABLEPROXY_MARIADB_PORT must be a number, got '$PORT'"
+[[ "$SERVER_ID" =~ ^[1-9][0-9]*$ ]] || die "TABLEPROXY_MARIADB_SERVER_ID must be a positive number, got '$SERVER_ID'"
 
 mkdir -p "$RUN_DIR"
 RUN_DIR="$(cd "$RUN_DIR" && pwd)"
@@ -185,7 +189,7 @@ cmd_start() {
 			--bind-address=127.0.0.1 --port="$PORT" --socket="$SOCKET" \
 			--datadir="$DATADIR" --pid-file="$PIDFILE" --log-error="$LOG" \
 			--log-bin="$BASE/binlog" --binlog-format=ROW --binlog-row-image=FULL \
-			--server-id=1 --local-infile=1 --max-allowed-packet=64M \
+			--server-id="$SERVER_ID" --local-infile=1 --max-allowed-packet=64M \
 			--innodb-buffer-pool-size=256M --skip-name-resolve \
 			--ssl-ca="$TLS_DIR/ca.pem" --ssl-cert="$TLS_DIR/server-cert.pem" --ssl-key="$TLS_DIR/server-key.pem" \
 			</dev/null >>"$LOG" 2>&1 &
