@@ -252,6 +252,11 @@ func (p *Plugin) Name() string { return Name }
 // Close stops running jobs and waits for them; they stay running in the
 // jobs file, with their shadows and checkpoints, and the next start
 // resumes them (see resume.go).
+// Drain implements plugins.Drainer: running jobs stop where they are,
+// kept for the next start to resume, and their clients get 1053 (server
+// shutdown) at once instead of holding the proxy's shutdown up.
+func (p *Plugin) Drain() { p.cancel() }
+
 func (p *Plugin) Close() error {
 	p.cancel()
 	p.wg.Wait()

@@ -72,6 +72,11 @@ func TestDDLFaults(t *testing.T) {
 			t.Run(fault+"/"+stage, func(t *testing.T) { testDDLFault(t, fault, stage) })
 		}
 	}
+	// A clean stop (SIGTERM) ends the job's work at once and leaves it to
+	// the next start, as kill -9 does, but the proxy exits 0.
+	for _, stage := range []string{"backfill", "catch-up", "cut-over"} {
+		t.Run("term/"+stage, func(t *testing.T) { testDDLFault(t, "term", stage) })
+	}
 }
 
 func testDDLFault(t *testing.T, fault, stage string) {
@@ -112,9 +117,14 @@ func testDDLFault(t *testing.T, fault, stage string) {
 	waitLog(t, p, 30*time.Second, `stalled for a fault test" job=1 table=`+e.db+".t stage="+stage)
 	wantDone := true
 	switch fault {
-	case "kill":
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	case "kill", "term":
+		if fault == "kill" {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		} else {
+			p.stop(t)
+			wantError(t, <-done, 1053, "shutdown")
+		}
 		e.proxy = e.launchDDL(t, "", "")
 		admin = e.open(t, e.admin)
 	case "cancel":
@@ -174,12 +184,12 @@ func testDDLFault(t *testing.T, fault, stage string) {
 		l := leftovers(t, direct)
 		return len(l) == 0, fmt.Errorf("left: %v", l)
 	})
-	if fault == "kill" && stage != "cleanup" && !strings.Contains(e.proxy.stderr.String(), "resuming a job interrupted by a proxy stop") &&
+	if (fault == "kill" || fault == "term") && stage != "cleanup" && !strings.Contains(e.proxy.stderr.String(), "resuming a job interrupted by a proxy stop") &&
 		!strings.Contains(e.proxy.stderr.String(), `swapped=true`) {
 		t.Errorf("the restarted proxy neither resumed nor settled the job")
 	}
 	// A job stopped in the copy or later goes on from its checkpoint.
-	if fault == "kill" {
+	if fault == "kill" || fault == "term" {
 		log := e.proxy.stderr.String()
 		switch stage {
 		case "backfill":

@@ -55,6 +55,16 @@ type Closer interface {
 	Close() error
 }
 
+// Drainer is implemented by plugins whose work can keep a session waiting
+// for long (a DDL job's client waits for the whole job). Drain is called
+// once, when the proxy begins to shut down and before it waits for the
+// sessions to end: the plugin stops such work now, in a way its next start
+// takes up again, so that the waiting sessions get their answer within the
+// shutdown timeout.
+type Drainer interface {
+	Drain()
+}
+
 // Command is the protocol command that carried a statement.
 type Command uint8
 
@@ -463,6 +473,18 @@ func (c *Chain) Conn(ev ConnEvent) {
 	}
 	for _, o := range c.conns {
 		o.OnConn(ev)
+	}
+}
+
+// Drain tells the plugins that the proxy is shutting down (see Drainer).
+func (c *Chain) Drain() {
+	if c == nil {
+		return
+	}
+	for _, p := range c.all {
+		if d, ok := p.(Drainer); ok {
+			d.Drain()
+		}
 	}
 }
 
