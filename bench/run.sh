@@ -581,6 +581,38 @@ NOTES=()
 ROWS=()
 CACHE_ROWS=()
 
+# cpu_ticks PID: the process's user+system CPU time so far, in clock ticks
+# (0 when there is no such process).
+cpu_ticks() {
+	local stat
+	if [[ -n "$1" ]] && stat="$(cat "/proc/$1/stat" 2>/dev/null)"; then
+		# Fields after the command name, which is in parentheses and may hold
+		# spaces: utime and stime are the 12th and 13th of them.
+		stat="${stat##*) }"
+		awk '{ print $12 + $13 }' <<<"$stat"
+	else
+		echo 0
+	fi
+}
+
+# children_ticks: sets R_CHILD_TICKS to the user+system CPU time of this
+# shell's finished children, in clock ticks. The times builtin must run in
+# this shell itself (a subshell starts from zero), so it writes to a file.
+children_ticks() {
+	times >"$LOG_DIR/.times"
+	R_CHILD_TICKS="$(tail -n 1 "$LOG_DIR/.times" | awk -v hz="$CLK_TCK" '{
+		n = 0
+		for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] }
+		printf "%.0f", n * hz
+	}')"
+}
+CLK_TCK="$(getconf CLK_TCK)"
+
+# cpu_per_query TICKS QUERIES: microseconds of CPU per query.
+cpu_per_query() {
+	awk -v t="$1" -v q="$2" -v hz="$CLK_TCK" 'BEGIN { if (q > 0) printf "%.1f", t / hz * 1e6 / q; else print "-" }'
+}
+
 # run_sysbench WORKLOAD PS TARGET PORT [SUFFIX [SYSBENCH ARGS...]]: runs one
 # measurement and sets R_QPS, R_TPS, R_P95 and R_QUERIES (empty when the run
 # failed). SUFFIX ends the log file's name (e.g. the repetition).
@@ -592,9 +624,18 @@ run_sysbench() {
 	local rc=0 errors reconnects writes
 	R_QPS="" R_TPS="" R_P95="" R_QUERIES=""
 	printf 'bench: %-22s ps=%-8s %-6s %s... ' "$workload" "$ps" "$target" "${suffix:+($suffix) }" >&2
+	# CPU time of sysbench, MariaDB and the proxy over the run, to say
+	# where each query's time goes on a machine they share.
+	local db_pid proxy_pid="${PROXY_PID:-}" sb0 db0 px0
+	db_pid="$(tr -dc '0-9' <"$RUN_DIR/mariadb/mariadb.pid" 2>/dev/null || true)"
+	case "$target" in direct | relay | nodelay) proxy_pid="" ;; esac
+	children_ticks
+	sb0="$R_CHILD_TICKS" db0="$(cpu_ticks "$db_pid")" px0="$(cpu_ticks "$proxy_pid")"
 	timeout --kill-after=10 $((TIME + 60)) sysbench "$workload" "${SB_COMMON[@]}" \
 		--mysql-port="$port" --threads="$THREADS" --time="$TIME" --report-interval=0 \
 		--percentile=95 --db-ps-mode="$ps" "$@" run >"$out" 2>&1 || rc=$?
+	children_ticks
+	R_CPU_SB=$((R_CHILD_TICKS - sb0)) R_CPU_DB=$(($(cpu_ticks "$db_pid") - db0)) R_CPU_PX=$(($(cpu_ticks "$proxy_pid") - px0))
 	R_QPS="$(sb_field "$out" qps)"
 	R_TPS="$(sb_field "$out" tps)"
 	R_P95="$(sb_field "$out" p95)"
@@ -631,7 +672,11 @@ run_sysbench() {
 		NOTES+=("$workload ps=$ps $target$suffix: $errors deadlock/lock-wait retries")
 	fi
 	printf '%s qps, %s tps, p95 %s ms\n' "$R_QPS" "$R_TPS" "$R_P95" >&2
+	local cpu="sysbench $(cpu_per_query "$R_CPU_SB" "$R_QUERIES"), MariaDB $(cpu_per_query "$R_CPU_DB" "$R_QUERIES")"
+	[[ -n "$proxy_pid" ]] && cpu+=", proxy $(cpu_per_query "$R_CPU_PX" "$R_QUERIES")"
+	CPU_ROWS+=("$workload|$ps|$target$suffix|$cpu")
 }
+CPU_ROWS=()
 
 ratio() {
 	if [[ -n "$1" && -n "$2" ]]; then
@@ -904,6 +949,7 @@ if ((RW_CACHE)); then
 elif ((REPEAT > 1)); then
 	CACHE_ACTIVITY_TITLE="Cache activity of the proxied runs (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables and the $REPEAT runs):"
 fi
+CPU_TITLE="CPU time per query of each process over each run (user + system, from /proc; the machine's $(nproc) CPUs are shared by all three):"
 DELAY_TITLE="How long bench/tcprelay -delay $DELAY held each chunk (read to write, per direction; the proxied runs only send it what the cache passes through):"
 
 {
@@ -928,6 +974,16 @@ DELAY_TITLE="How long bench/tcprelay -delay $DELAY held each chunk (read to writ
 		echo
 		for n in "${NOTES[@]}"; do
 			echo "- $n"
+		done
+	fi
+	if ((${#CPU_ROWS[@]} > 0)); then
+		echo
+		echo "$CPU_TITLE"
+		echo
+		echo "| workload | ps | run | CPU µs per query |"
+		echo "|---|---|---|---|"
+		for row in "${CPU_ROWS[@]}"; do
+			echo "| ${row//|/ | } |"
 		done
 	fi
 	if ((CACHE)); then
@@ -978,6 +1034,14 @@ if ((${#NOTES[@]} > 0)); then
 	echo
 	for n in "${NOTES[@]}"; do
 		echo "note: $n"
+	done
+fi
+if ((${#CPU_ROWS[@]} > 0)); then
+	echo
+	echo "$CPU_TITLE"
+	for row in "${CPU_ROWS[@]}"; do
+		IFS='|' read -r -a cols <<<"$row"
+		printf '%-22s %-8s %-14s %s\n' "${cols[@]}"
 	done
 fi
 if ((CACHE)); then
