@@ -165,8 +165,9 @@ tableproxy is running (pid $pid) in front of MariaDB at $backend.
   Admin:    mariadb -h $PROXY_HOST -P $PROXY_PORT -u admin -padmin demo
 
   Cached:   SELECT table_name, state, row_count FROM tableproxy.cached_tables;
-  Try:      SELECT quote, rate FROM exchange_rates WHERE base = 'EUR' ORDER BY quote, id;
-            EXPLAIN LAST STATEMENT;
+  Try:      SELECT quote, rate FROM exchange_rates WHERE base = 'USD' AND quote = 'EUR' ORDER BY id LIMIT 5;
+            EXPLAIN LAST STATEMENT;   -- the first run of a shape goes to MariaDB;
+                                      -- run the SELECT again: answered from memory
   Index:    ALTER TABLE audit_log ADD INDEX (actor, at);   -- as admin: an online job
             ADMIN SHOW DDL JOBS;
   Metrics:  http://$METRICS_ADDR/metrics
