@@ -188,7 +188,8 @@ func (n *Node) start(dir string) error {
 	// raft-wal's Close leaves its metadata database open (and locked):
 	// keep a handle to close it, so a node can be reopened in-process.
 	n.meta = &metadb.BoltMetaDB{}
-	w, err := wal.Open(filepath.Join(dir, "wal"), wal.WithMetaStore(n.meta))
+	walDir := filepath.Join(dir, "wal")
+	w, err := wal.Open(walDir, wal.WithMetaStore(n.meta), wal.WithSegmentFiler(newTruncFiler(walDir)))
 	if err != nil {
 		return fmt.Errorf("cluster: log store: %w", err)
 	}
