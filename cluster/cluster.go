@@ -16,11 +16,12 @@
 // --join it asks any member to add it (idempotently) and never bootstraps.
 //
 // Revocation (Chubby's, instead of waiting out every lease as TiDB does):
-// the leader queues a write intent and, while it commits, asks every proxy
-// whose lease may still be valid to stop serving the intent's tables until
-// it has applied the intent; a proxy that does not answer is waited out
-// until its lease has expired by the leader's clock. Only then does the
-// writer run its statement on the backend.
+// the leader queues a write intent and, while it commits, asks every other
+// proxy whose lease may still be valid to stop serving the intent's tables
+// until it has applied the intent (the writer stops its own copies); a
+// proxy that does not answer is waited out until its lease has expired by
+// the leader's clock. Only then does the writer run its statement on the
+// backend.
 //
 // What can go wrong: a leader that lost its quorum cannot commit intents
 // (writes wait, then pass through and their tables are bumped when the
@@ -187,7 +188,8 @@ func (n *Node) start(dir string) error {
 	// raft-wal's Close leaves its metadata database open (and locked):
 	// keep a handle to close it, so a node can be reopened in-process.
 	n.meta = &metadb.BoltMetaDB{}
-	w, err := wal.Open(filepath.Join(dir, "wal"), wal.WithMetaStore(n.meta))
+	walDir := filepath.Join(dir, "wal")
+	w, err := wal.Open(walDir, wal.WithMetaStore(n.meta), wal.WithSegmentFiler(newTruncFiler(walDir)))
 	if err != nil {
 		return fmt.Errorf("cluster: log store: %w", err)
 	}
@@ -340,12 +342,12 @@ func (n *Node) isMember(id string) bool {
 	return false
 }
 
-// OpenIntent commits intent id on tables and returns once every proxy
-// whose lease may be valid has stopped serving them (or its lease ran
-// out). Retrying with the same id is safe.
-func (n *Node) OpenIntent(ctx context.Context, id string, tables []lease.TableID) error {
-	_, err := n.propose(ctx, command{Op: opOpen, Node: n.cfg.ID, Inc: n.inc, Intent: id, Tables: tables})
-	return err
+// OpenIntent commits intent id on tables and returns its index once every
+// other proxy whose lease may be valid has stopped serving them (or its
+// lease ran out); this one is not asked (see lease.Log). Retrying with the
+// same id is safe.
+func (n *Node) OpenIntent(ctx context.Context, id string, tables []lease.TableID) (uint64, error) {
+	return n.propose(ctx, command{Op: opOpen, Node: n.cfg.ID, Inc: n.inc, Intent: id, Tables: tables})
 }
 
 // CloseIntent commits the end of intent id: its tables' versions go up.
@@ -563,7 +565,7 @@ func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (_ uin
 		// The entry is queued: any renewal queued from now on commits
 		// after it. Ask the proxies that hold leases now to stop serving
 		// while it commits, instead of after.
-		early = n.revokeEarly(ctx, c.Tables, c.Intent)
+		early = n.revokeEarly(ctx, c.Tables, c.Intent, writer{c.Node, c.Inc})
 	}
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrEnqueueTimeout) {
@@ -573,21 +575,34 @@ func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (_ uin
 	}
 	idx := f.Index()
 	if c.Op == opOpen {
-		if err := n.revoke(ctx, c.Tables, idx, early); err != nil {
+		if err := n.revoke(ctx, c.Tables, idx, writer{c.Node, c.Inc}, early); err != nil {
 			return 0, err
 		}
 	}
 	return idx, nil
 }
 
-// revokeEarly asks every other proxy whose lease may be valid now to stop
-// serving tables until it has applied intent, and returns where each
-// answer (nil: it acknowledged) will arrive.
-func (n *Node) revokeEarly(ctx context.Context, tables []lease.TableID, intent string) map[string]chan error {
+// writer is the process that proposed an intent. The leader does not ask
+// it to stop serving the intent's tables: it stops its own copies until it
+// has applied the open (see lease.Log.OpenIntent), and the answer to its
+// proposal is what tells it the index. Only that process is spared: a
+// later incarnation of the node, which never saw the proposal, is asked
+// like any other proxy.
+type writer struct {
+	node string
+	inc  uint64
+}
+
+func (h holder) is(w writer) bool { return h.node == w.node && h.inc == w.inc }
+
+// revokeEarly asks every other proxy whose lease may be valid now, but
+// the intent's writer, to stop serving tables until it has applied intent,
+// and returns where each answer (nil: it acknowledged) will arrive.
+func (n *Node) revokeEarly(ctx context.Context, tables []lease.TableID, intent string, proposer writer) map[string]chan error {
 	body, _ := json.Marshal(revokeRequest{Tables: tables, Intent: intent})
 	out := map[string]chan error{}
 	for _, h := range n.fsm.holders(time.Now(), n.cfg.LeaseHold) {
-		if h.node == n.cfg.ID {
+		if h.node == n.cfg.ID || h.is(proposer) {
 			continue
 		}
 		ch := make(chan error, 1)
@@ -602,16 +617,17 @@ func (n *Node) revokeEarly(ctx context.Context, tables []lease.TableID, intent s
 }
 
 // revoke makes every proxy whose lease may still be valid, now that the
-// intent at index is applied here, stop serving tables: the ones asked
-// early have answered or are waited for; the others (a renewal applied in
-// between) are asked now, by index. One that does not answer is waited
-// out until its lease has expired by this node's clock. This node applied
-// the intent before Apply returned, so its own copies are already stopped.
-func (n *Node) revoke(ctx context.Context, tables []lease.TableID, index uint64, early map[string]chan error) error {
+// intent at index is applied here, stop serving tables (the writer, as in
+// revokeEarly, stops its own): the ones asked early have answered or are
+// waited for; the others (a renewal applied in between) are asked now, by
+// index. One that does not answer is waited out until its lease has
+// expired by this node's clock. This node applied the intent before Apply
+// returned, so its own copies are already stopped.
+func (n *Node) revoke(ctx context.Context, tables []lease.TableID, index uint64, proposer writer, early map[string]chan error) error {
 	body, _ := json.Marshal(revokeRequest{Tables: tables, Index: index})
 	var wg sync.WaitGroup
 	for _, h := range n.fsm.holders(time.Now(), n.cfg.LeaseHold) {
-		if h.node == n.cfg.ID {
+		if h.node == n.cfg.ID || h.is(proposer) {
 			continue
 		}
 		wg.Add(1)

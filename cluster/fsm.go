@@ -382,6 +382,7 @@ func (f *fsm) catalog() []CatalogEntry {
 // holder is a proxy that may be serving from memory, as a leader sees it.
 type holder struct {
 	node    string
+	inc     uint64 // the incarnation that renewed last
 	addr    string
 	expires time.Time // by this node's clock
 }
@@ -394,7 +395,7 @@ func (f *fsm) holders(now time.Time, d time.Duration) []holder {
 	var out []holder
 	for id, m := range f.st.Members {
 		if exp := m.renewed.Add(d); now.Before(exp) {
-			out = append(out, holder{node: id, addr: m.Addr, expires: exp})
+			out = append(out, holder{node: id, inc: m.Inc, addr: m.Addr, expires: exp})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].node < out[j].node })

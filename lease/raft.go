@@ -19,10 +19,12 @@ type Log interface {
 	Incarnation() uint64
 	// Renew commits a renewal of this proxy's lease and returns its index.
 	Renew(ctx context.Context) (uint64, error)
-	// OpenIntent commits intent id on tables and returns only once every
-	// proxy that may be serving them from memory has stopped (it
-	// acknowledged, or its lease ran out). Retrying an id is safe.
-	OpenIntent(ctx context.Context, id string, tables []TableID) error
+	// OpenIntent commits intent id on tables and returns its index only
+	// once every other proxy that may be serving them from memory has
+	// stopped (it acknowledged, or its lease ran out). This proxy is not
+	// asked: the caller stops its own copies, until it has applied the
+	// index returned. Retrying an id is safe.
+	OpenIntent(ctx context.Context, id string, tables []TableID) (uint64, error)
 	// CloseIntent commits the end of intent id; its tables' versions go up.
 	CloseIntent(ctx context.Context, id string) error
 	// Bump commits a version bump of tables.
@@ -385,8 +387,19 @@ func (m *Raft) BeginWrite(ctx context.Context, ids ...TableID) (*Intent, error) 
 	var err error
 	if mine != nil {
 		octx, cancel := context.WithTimeout(ctx, m.cfg.OpenTimeout)
-		err = m.log.OpenIntent(octx, mine.name, mine.ids)
+		var index uint64
+		index, err = m.log.OpenIntent(octx, mine.name, mine.ids)
 		cancel()
+		if err == nil {
+			// The leader asks every other proxy to stop serving, not this
+			// one: its writes keep its copies off (local) until they end,
+			// and this keeps them off after that until the open is
+			// applied here, from where the intent itself does. Sparing
+			// the leader a revocation round trip to the writer while the
+			// open commits is worth a fraction of a millisecond on a
+			// lone write.
+			m.Revoke(mine.ids, index)
+		}
 		m.wmu.Lock()
 		mine.err, mine.opened = err, err == nil
 		if err != nil {

@@ -35,21 +35,27 @@ func (f *fakeLog) Incarnation() uint64 { return 1 }
 func (f *fakeLog) IsLeader() bool      { return true }
 
 func (f *fakeLog) commit(fn func()) error {
+	_, err := f.commitAt(fn)
+	return err
+}
+
+// commitAt commits fn and returns its index.
+func (f *fakeLog) commitAt(fn func()) (uint64, error) {
 	if f.lag.Load() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.index++ // committed, not applied here yet
-		return nil
+		return f.index, nil
 	}
 	if f.down.Load() {
-		return errDown
+		return 0, errDown
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn()
 	f.index++
 	f.m.Applied(f.index)
-	return nil
+	return f.index, nil
 }
 
 func (f *fakeLog) state(id TableID) {
@@ -61,13 +67,12 @@ func (f *fakeLog) state(id TableID) {
 
 func (f *fakeLog) Renew(context.Context) (uint64, error) {
 	f.renews.Add(1)
-	err := f.commit(func() {})
-	return f.index, err
+	return f.commitAt(func() {})
 }
 
-func (f *fakeLog) OpenIntent(_ context.Context, id string, ts []TableID) error {
+func (f *fakeLog) OpenIntent(_ context.Context, id string, ts []TableID) (uint64, error) {
 	f.opens.Add(1)
-	return f.commit(func() {
+	return f.commitAt(func() {
 		f.opened[id] = ts
 		for _, t := range ts {
 			f.ints[t]++
@@ -216,7 +221,7 @@ func TestRaftRevokeWaitsForTheIntent(t *testing.T) {
 	if _, ok := tb.Servable(); ok {
 		t.Fatal("servable after a revocation, before applying its intent")
 	}
-	_ = f.OpenIntent(context.Background(), "other", []TableID{t1})
+	_, _ = f.OpenIntent(context.Background(), "other", []TableID{t1})
 	if _, ok := tb.Servable(); ok {
 		t.Fatal("servable with another proxy's intent open")
 	}
@@ -371,7 +376,7 @@ func TestRaftRevokeByIntentName(t *testing.T) {
 	if _, ok := tb.Servable(); ok {
 		t.Fatal("servable after a revocation by name")
 	}
-	_ = f.OpenIntent(context.Background(), "x", []TableID{t1})
+	_, _ = f.OpenIntent(context.Background(), "x", []TableID{t1})
 	_ = f.CloseIntent(context.Background(), "x")
 	if v, ok := tb.Servable(); !ok || v != 2 {
 		t.Fatalf("after the intent's open and close: %d %v", v, ok)
@@ -400,5 +405,38 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// The leader does not ask the writer to stop serving: the writer keeps its
+// own copy off after its write ended until it has applied the open, which
+// the log may have committed without this proxy applying it yet.
+func TestRaftWriterWaitsToApplyItsOwnOpen(t *testing.T) {
+	m, f, _ := newTestRaft(t)
+	m.renewOnce()
+	tb := m.Table(t1)
+	f.lag.Store(true) // commits, without applying here
+	in, err := m.BeginWrite(context.Background(), t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := f.index
+	in.End()
+	if _, ok := tb.Servable(); ok {
+		t.Fatal("the writer served its old copy after its write, before applying the write's intent")
+	}
+	m.Applied(open - 1)
+	if _, ok := tb.Servable(); ok {
+		t.Fatal("servable before the open is applied")
+	}
+	m.TableState(t1, 1, 1) // the open, applied
+	m.Applied(open)
+	if _, ok := tb.Servable(); ok {
+		t.Fatal("servable with the intent open")
+	}
+	m.TableState(t1, 2, 0) // the close
+	m.Applied(open + 1)
+	if v, ok := tb.Servable(); !ok || v != 2 {
+		t.Fatalf("after the close: %d %v", v, ok)
 	}
 }
