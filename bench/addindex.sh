@@ -128,8 +128,9 @@ sql="CREATE DATABASE IF NOT EXISTS $DB;"
 for host in 127.0.0.1 localhost; do
 	sql+="CREATE USER IF NOT EXISTS 'sbtest'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('sbtest');"
 	sql+="GRANT ALL PRIVILEGES ON $DB.* TO 'sbtest'@'$host';"
-	# The proxy's job follows the binary log as this user.
-	sql+="GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sbtest'@'$host';"
+	# The proxy's job follows the binary log as this user, and its cut-over
+	# waits for the transactions open on the backend (PROCESS).
+	sql+="GRANT REPLICATION SLAVE, REPLICATION CLIENT, PROCESS ON *.* TO 'sbtest'@'$host';"
 done
 mysql_root -e "$sql" || die "cannot create $DB and its user"
 
