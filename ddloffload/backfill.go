@@ -75,7 +75,7 @@ func (r *runner) backfill(ctx context.Context) error {
 		defer close(thDone)
 		th.run(ctx)
 	}()
-	defer func() { cancel(); <-thDone }()
+	defer func() { cancel(); <-thDone; r.fgBase = th.base }()
 	method := r.copyMethod()
 	maxStmt, err := maxStatement(r.conn)
 	if err != nil {

@@ -44,8 +44,26 @@ type throttle struct {
 	unlogged  int // changes not logged since lastLog
 }
 
+// newThrottle makes a throttle for a stage of r; start it with run.
 func newThrottle(r *runner) *throttle {
-	return &throttle{p: r.p, r: r, slots: r.set.Workers}
+	return &throttle{p: r.p, r: r, slots: r.set.Workers, base: r.fgBase}
+}
+
+// throttled runs f with a throttle measuring meanwhile, and keeps the
+// foreground's baseline it found for the job's next stage.
+func (r *runner) throttled(ctx context.Context, f func(th *throttle) error) error {
+	th := newThrottle(r)
+	ctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		th.run(ctx)
+	}()
+	err := f(th)
+	cancel()
+	<-stopped
+	r.fgBase = th.base
+	return err
 }
 
 // throttleEvery is how often the throttle measures.
