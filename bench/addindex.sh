@@ -5,7 +5,10 @@
 # side by side in one run, then the proxy job with 1, 2, 4 and 8 workers.
 # Between runs the index is dropped again, so every run starts from the
 # same table. Prints seconds and ratios, and writes them as Markdown to
-# $TABLEPROXY_RUN_DIR/bench/addindex-<date>.md. See bench/README.md.
+# $TABLEPROXY_RUN_DIR/bench/addindex-<date>.md. With --foreground, instead
+# measures what a job costs sysbench oltp_read_write running through the
+# proxy on the same table: p99 idle and during the job, errors, and whether
+# any row was lost. See bench/README.md.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,6 +32,15 @@ usage: bench/addindex.sh [options]
   --proxy-bin PATH  use this binary instead of building bin/tableproxy
   -h, --help        show this help
 
+  --foreground      instead: sysbench oltp_read_write through the proxy on the
+                    table, idle, then while the proxy's job adds the index;
+                    compares p99 latency, counts errors, checks for lost rows
+  --threads N       with --foreground: sysbench threads (default 4)
+  --idle-time SEC   with --foreground: seconds of the idle baseline (default 30)
+  --job-vars SQL    with --foreground: SET statements run before the ALTER in its
+                    session (e.g. "SET tableproxy_ddl_workers = 2;")
+  --profile         with --foreground: a CPU profile of the proxy during the job
+
 Environment: TABLEPROXY_RUN_DIR and TABLEPROXY_MARIADB_PORT choose the private
 MariaDB (scripts/mariadb.sh); TABLEPROXY_BENCH_PROXY_PORT the proxy's first port.
 EOF
@@ -38,6 +50,8 @@ log() { printf 'addindex: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 ROWS=2000000 INDEX="INDEX idx_c (c)" WORKERS="1 2 4 8" METHODS="native proxy proxy-read-ahead pt-osc" REUSE=0 PROXY_BIN=""
+FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0
+ARGS="$*"
 while (($# > 0)); do
 	case "$1" in
 	--rows) ROWS="$2"; shift ;;
@@ -46,12 +60,20 @@ while (($# > 0)); do
 	--methods) METHODS="$2"; shift ;;
 	--reuse) REUSE=1 ;;
 	--proxy-bin) PROXY_BIN="$2"; shift ;;
+	--foreground) FOREGROUND=1 ;;
+	--threads) FG_THREADS="$2"; shift ;;
+	--idle-time) IDLE_TIME="$2"; shift ;;
+	--job-vars) JOB_VARS="$2"; shift ;;
+	--profile) PROFILE=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
 	shift
 done
 [[ "$ROWS" =~ ^[1-9][0-9]*$ ]] || die "--rows needs a positive integer"
+[[ "$FG_THREADS" =~ ^[1-9][0-9]*$ ]] || die "--threads needs a positive integer"
+[[ "$IDLE_TIME" =~ ^[1-9][0-9]*$ ]] || die "--idle-time needs a positive integer"
+((FOREGROUND)) && METHODS="native"
 INDEX_NAME="$(sed -E 's/^(UNIQUE )?(INDEX|KEY) +`?([A-Za-z0-9_]+)`?.*/\3/I' <<<"$INDEX")"
 [[ -n "$INDEX_NAME" && "$INDEX_NAME" != "$INDEX" ]] || die "--index must look like 'INDEX name (cols)'"
 
@@ -61,6 +83,7 @@ command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
 if [[ " $METHODS " == *" pt-osc "* ]]; then
 	command -v pt-online-schema-change >/dev/null 2>&1 || missing+=(percona-toolkit)
 fi
+((PROFILE || FOREGROUND)) && { command -v curl >/dev/null 2>&1 || missing+=(curl); }
 if ((${#missing[@]} > 0)); then
 	command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]}, and apt-get is unavailable"
 	log "installing ${missing[*]} with apt-get"
@@ -105,8 +128,9 @@ sql="CREATE DATABASE IF NOT EXISTS $DB;"
 for host in 127.0.0.1 localhost; do
 	sql+="CREATE USER IF NOT EXISTS 'sbtest'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('sbtest');"
 	sql+="GRANT ALL PRIVILEGES ON $DB.* TO 'sbtest'@'$host';"
-	# The proxy's job follows the binary log as this user.
-	sql+="GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sbtest'@'$host';"
+	# The proxy's job follows the binary log as this user, and its cut-over
+	# waits for the transactions open on the backend (PROCESS).
+	sql+="GRANT REPLICATION SLAVE, REPLICATION CLIENT, PROCESS ON *.* TO 'sbtest'@'$host';"
 done
 mysql_root -e "$sql" || die "cannot create $DB and its user"
 
@@ -135,12 +159,23 @@ PROXY_DATA="$BENCH_DIR/proxy-data-addindex"
 rm -rf "$PROXY_DATA"
 mkdir -p "$PROXY_DATA"
 PROXY_CONFIG="$BENCH_DIR/proxy-addindex.yaml"
-printf '%s\n' "# Written by bench/addindex.sh." "plugins:" "  - name: ddloffload" \
-	"    options: {old_table_retention: 0, binlog_user: sbtest}" >"$PROXY_CONFIG"
+{
+	printf '%s\n' "# Written by bench/addindex.sh." "plugins:" "  - name: ddloffload" \
+		"    options: {old_table_retention: 0, binlog_user: sbtest}"
+	# With --foreground, the metrics plugin counts the backend's errors by code.
+	((FOREGROUND)) && printf '%s\n' "  - name: metrics"
+} >"$PROXY_CONFIG"
 PROXY_LOG="$BENCH_DIR/proxy-addindex.log"
+PROXY_ARGS=()
+if ((PROFILE || FOREGROUND)); then
+	mport="${TABLEPROXY_BENCH_METRICS_PORT:-9105}"
+	while (exec 3<>"/dev/tcp/127.0.0.1/$mport") 2>/dev/null; do mport=$((mport + 1)); done
+	METRICS_ADDR="127.0.0.1:$mport"
+	PROXY_ARGS+=(--metrics-listen "$METRICS_ADDR")
+fi
 log "starting the proxy on $PROXY_ADDR (log $PROXY_LOG)"
 "$PROXY_BIN" serve --config "$PROXY_CONFIG" --listen "$PROXY_ADDR" --backend "127.0.0.1:$DB_PORT" \
-	--data-dir "$PROXY_DATA" --admin-user sbtest:sbtest </dev/null >"$PROXY_LOG" 2>&1 &
+	--data-dir "$PROXY_DATA" --admin-user sbtest:sbtest "${PROXY_ARGS[@]}" </dev/null >"$PROXY_LOG" 2>&1 &
 PROXY_PID=$!
 deadline=$((SECONDS + READY_TIMEOUT))
 until mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sbtest -psbtest -e 'SELECT 1' >/dev/null 2>&1; do
@@ -168,6 +203,123 @@ timed() {
 }
 
 proxy_job() { mysql_proxy -e "$1 ALTER TABLE sbtest1 ADD $INDEX"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+DATE="$(date -u +%Y-%m-%d)"
+
+# rows_state prints what must not change while sysbench runs: its deletes
+# re-insert the ids they delete, so the set of ids stays the same.
+rows_state() { mysql_root -N -e "SELECT COUNT(*), MIN(id), MAX(id), COUNT(DISTINCT id) FROM $DB.sbtest1" | tr '\t' ' '; }
+
+# sysbench_stat LOG FIELD N: the Nth (1-based) value of a line of sysbench's
+# statistics ("95th percentile:", "ignored errors:", ...); each checkpoint
+# report and the final report print one.
+sysbench_stat() { grep -E "^ +$2" "$1" | sed -n "${3}p" | awk -F: '{ print $2 }' | awk '{ print $1 }'; }
+
+# foreground: sysbench oltp_read_write through the proxy on the table being
+# indexed, one run in two parts: IDLE_TIME seconds idle, ended by a
+# checkpoint report (which resets sysbench's statistics), then while the
+# proxy's job runs; a stop file ends the run when the job has answered, and
+# the final report covers exactly the job.
+foreground() {
+	local native base after stop="$BENCH_DIR/addindex-fg.stop" lua="$BENCH_DIR/addindex-fg.lua" sblog="$LOG_DIR/addindex-fg-sysbench.log"
+	local joblog="$LOG_DIR/addindex-fg-job.log" samples="$LOG_DIR/addindex-fg-threads.log" load0 load1 t0 t1 sbpid sampler="" curlpid="" rc=0
+	native=$(timed native mysql_root "$DB" -e "ALTER TABLE sbtest1 ADD $INDEX")
+	log "native (idle): $native s"
+	base="$(rows_state)"
+	# A run of oltp_read_write whose event returns true, which ends the
+	# thread, once the stop file exists (checked once a second).
+	cat >"$lua" <<'LUA'
+require("oltp_read_write")
+local stop_file, run_event, checked, stop = os.getenv("ADDINDEX_STOP_FILE"), event, 0, false
+function event(thread_id)
+	run_event(thread_id)
+	local now = os.time()
+	if now ~= checked then
+		checked = now
+		local f = io.open(stop_file, "r")
+		if f then f:close(); stop = true end
+	end
+	return stop
+end
+LUA
+	rm -f "$stop"
+	load0="$(uptime | sed 's/.*load average: //')"
+	log "sysbench oltp_read_write through the proxy, $FG_THREADS threads: ${IDLE_TIME}s idle, then during the job"
+	(cd /usr/share/sysbench && ADDINDEX_STOP_FILE="$stop" exec sysbench "$lua" --db-driver=mysql --mysql-host=127.0.0.1 \
+		--mysql-port="$port" --mysql-user=sbtest --mysql-password=sbtest --mysql-db="$DB" --tables=1 --table-size="$ROWS" \
+		--threads="$FG_THREADS" --time=3600 --percentile=99 --report-interval=1 --report-checkpoints="$IDLE_TIME" run) >"$sblog" 2>&1 &
+	sbpid=$!
+	until grep -q 'Checkpoint report' "$sblog"; do
+		kill -0 "$sbpid" 2>/dev/null || { tail -n 20 "$sblog" >&2; die "sysbench ended during the idle part (log $sblog)"; }
+		sleep 0.2
+	done
+	(while sleep 1; do printf '%s %s\n' "$(date +%T)" "$(mysql_root -N -e "SHOW GLOBAL STATUS LIKE 'Threads_running'" | awk '{ print $2 }')"; done) >"$samples" 2>&1 &
+	sampler=$!
+	if ((PROFILE)); then
+		curl -s -o "$BENCH_DIR/addindex-fg.pprof" "http://$METRICS_ADDR/debug/pprof/profile?seconds=10" &
+		curlpid=$!
+	fi
+	log "idle part done; the job: ALTER TABLE sbtest1 ADD $INDEX through the proxy"
+	t0=$(date +%s.%N)
+	mysql_proxy -e "$JOB_VARS ALTER TABLE sbtest1 ADD $INDEX" >"$joblog" 2>&1 || rc=$?
+	t1=$(date +%s.%N)
+	touch "$stop"
+	wait "$sbpid" || { tail -n 20 "$sblog" >&2; die "sysbench failed (log $sblog)"; }
+	kill "$sampler" 2>/dev/null || true
+	wait "$sampler" 2>/dev/null || true
+	[[ -z "$curlpid" ]] || wait "$curlpid" || true
+	load1="$(uptime | sed 's/.*load average: //')"
+	local codes
+	codes="$(curl -s "http://$METRICS_ADDR/metrics" | awk '/^tableproxy_backend_errors_total/ { sub(/.*code="/, ""); sub(/"}/, ""); printf "%s%s: %s", sep, $1, $2; sep = ", " }')"
+	((rc == 0)) || { cat "$joblog" >&2; die "the job failed (log $joblog)"; }
+	local job idle_p99 job_p99 idle_tps job_tps idle_err job_err idle_rc job_rc thr_max
+	job=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	idle_p99=$(sysbench_stat "$sblog" "99th percentile" 1) job_p99=$(sysbench_stat "$sblog" "99th percentile" 2)
+	idle_tps=$(grep -E '^ +transactions:' "$sblog" | sed -n 1p | sed -E 's/.*\(([0-9.]+) per sec.*/\1/')
+	job_tps=$(grep -E '^ +transactions:' "$sblog" | sed -n 2p | sed -E 's/.*\(([0-9.]+) per sec.*/\1/')
+	idle_err=$(sysbench_stat "$sblog" "ignored errors" 1) job_err=$(sysbench_stat "$sblog" "ignored errors" 2)
+	idle_rc=$(sysbench_stat "$sblog" "reconnects" 1) job_rc=$(sysbench_stat "$sblog" "reconnects" 2)
+	thr_max=$(awk '$2 ~ /^[0-9]+$/ && $2 > m { m = $2 } END { print m + 0 }' "$samples")
+	# Lost rows: the same ids, a clean table, and the new index holding
+	# every row the primary key does.
+	after="$(rows_state)"
+	local check by_index by_pk verdict=ok
+	check="$(mysql_root -N -e "CHECK TABLE $DB.sbtest1" | awk -F'\t' '$3 == "status" { print $4 }')"
+	by_index="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1 FORCE INDEX ($INDEX_NAME)")"
+	by_pk="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1 FORCE INDEX (PRIMARY)")"
+	[[ "$after" == "$base" && "$check" == "OK" && "$by_index" == "$by_pk" ]] || verdict=FAILED
+	mysql_root -e "ALTER TABLE $DB.sbtest1 DROP INDEX $INDEX_NAME"
+	OUT="$BENCH_DIR/addindex-foreground-$DATE.md"
+	{
+		echo "ADD $INDEX on $DB.sbtest1 during sysbench oltp_read_write through the proxy: $ROWS rows, $TABLE_MB MB;" \
+			"$(nproc) CPUs, MariaDB $(mysql_root -N -e 'SELECT VERSION()'), $DATE, revision $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+		echo
+		echo "Command: \`bench/addindex.sh $ARGS\`; load average before: $load0, after: $load1"
+		echo
+		echo "| sysbench ($FG_THREADS threads) | seconds | tps | p99 ms | ignored errors | reconnects |"
+		echo "|---|---|---|---|---|---|"
+		echo "| idle | $IDLE_TIME | $idle_tps | $idle_p99 | $idle_err | $idle_rc |"
+		echo "| during the job | $job | $job_tps | $job_p99 | $job_err | $job_rc |"
+		echo
+		echo "Backend errors seen by the proxy during the whole run, by code: ${codes:-none}"
+		echo
+		echo "p99 during the job / idle: $(ratio "$job_p99" "$idle_p99") (target: at most 2)"
+		echo
+		echo "Job: $job s under load; native ALTER on the idle table: $native s (job / native: $(ratio "$job" "$native"));" \
+			"highest Threads_running sampled during the job: $thr_max"
+		echo
+		echo "Lost rows: $verdict (COUNT, MIN, MAX, COUNT(DISTINCT id) before: $base, after: $after; CHECK TABLE: $check;" \
+			"rows through $INDEX_NAME: $by_index, through PRIMARY: $by_pk)"
+	} | tee "$OUT"
+	log "written to $OUT"
+	grep 'ddl: stage done' "$PROXY_LOG" | tail -n 10 | sed -E 's/.*stage=([^ ]+) took=([^ ]+).*/  \1 \2/' >&2 || true
+	log "the copy was throttled $(grep -c 'ddl: copy throttled' "$PROXY_LOG") times"
+	[[ "$verdict" == ok ]] || die "rows were lost or the table is damaged"
+}
+if ((FOREGROUND)); then
+	foreground
+	exit 0
+fi
 
 declare -A SECS
 for m in $METHODS; do
@@ -187,8 +339,6 @@ for w in $WORKERS; do
 	log "proxy, $w workers: ${WSECS[$w]} s"
 done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-DATE="$(date -u +%Y-%m-%d)"
 OUT="$BENCH_DIR/addindex-$DATE.md"
 {
 	echo "ADD $INDEX on $DB.sbtest1: $ROWS rows, $TABLE_MB MB; $(nproc) CPUs, MariaDB $(mysql_root -N -e 'SELECT VERSION()'), $DATE"

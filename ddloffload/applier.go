@@ -82,7 +82,10 @@ func isDupEntry(err error) bool {
 // is known), a duplicate that survives a pass that copied everything else
 // is real, and fails the job with the backend's 1062; otherwise the keys
 // go back to the dirty set for a later pass. Exact is every mode but live.
-func (r *runner) drain(c *client.Conn, mode applyMode) (int, error) {
+//
+// th, when not nil, paces the batches (the live catch-up copies under the
+// application's feet, and its share locks make writers of those rows wait).
+func (r *runner) drain(ctx context.Context, c *client.Conn, mode applyMode, th *throttle) (int, error) {
 	exact := mode != live
 	keys, err := r.stream.take()
 	if err != nil {
@@ -95,7 +98,16 @@ func (r *runner) drain(c *client.Conn, mode applyMode) (int, error) {
 		progress := false
 		for i := 0; i < len(keys); i += applyBatch {
 			batch := keys[i:min(i+applyBatch, len(keys))]
+			release := func() {}
+			if th != nil {
+				done, err := th.acquire(ctx)
+				if err != nil {
+					return n, err
+				}
+				release = done
+			}
 			err := r.copyKeys(c, batch, mode)
+			release()
 			if isDupEntry(err) && len(batch) > 1 {
 				for _, k := range batch {
 					if err := r.copyKeys(c, [][]string{k}, mode); isDupEntry(err) {
@@ -139,8 +151,13 @@ func (r *runner) drain(c *client.Conn, mode applyMode) (int, error) {
 }
 
 // catchUp applies dirty keys until few are left: a pass that finds fewer
-// than a batch of them, or that takes under half a second.
+// than a batch of them, or that takes under half a second. Its batches are
+// throttled as the copy is.
 func (r *runner) catchUp(ctx context.Context) error {
+	return r.throttled(ctx, func(th *throttle) error { return r.catchUpPaced(ctx, th) })
+}
+
+func (r *runner) catchUpPaced(ctx context.Context, th *throttle) error {
 	for pass := 0; pass < 100; pass++ {
 		if err := r.rec.gate.wait(ctx); err != nil {
 			return err
@@ -153,7 +170,7 @@ func (r *runner) catchUp(ctx context.Context) error {
 			return err
 		}
 		t0 := time.Now()
-		n, err := r.drain(r.conn, live)
+		n, err := r.drain(ctx, r.conn, live, th)
 		if err != nil {
 			return err
 		}

@@ -69,13 +69,13 @@ func (r *runner) backfill(ctx context.Context) error {
 		errOnce.Do(func() { firstErr = err; cancel() })
 	}
 	track := newCopyTracker(r.cp.Watermark, r.cp.Rows)
-	th := &throttle{p: r.p, r: r}
+	th := newThrottle(r)
 	thDone := make(chan struct{})
 	go func() {
 		defer close(thDone)
 		th.run(ctx)
 	}()
-	defer func() { cancel(); <-thDone }()
+	defer func() { cancel(); <-thDone; r.fgBase = th.base }()
 	method := r.copyMethod()
 	maxStmt, err := maxStatement(r.conn)
 	if err != nil {
@@ -166,10 +166,12 @@ func (r *runner) insertSelectWorker(ctx context.Context, ranges <-chan seqRange,
 		if err := r.rec.gate.wait(ctx); err != nil {
 			return err
 		}
-		if err := th.wait(ctx); err != nil {
+		done, err := th.acquire(ctx)
+		if err != nil {
 			return err
 		}
 		res, err := c.Execute(insert + r.t.rangeCond(sr.keyRange) + order)
+		done()
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // errConnect is a connection the job could not open; in the cut-over, the
@@ -48,8 +50,12 @@ func (r *runner) cutOver(ctx context.Context) error {
 
 // swap is one cut-over attempt:
 //
-//  1. Hold new statements on the table at the proxy (not those inside a
-//     transaction, which may hold locks the swap waits for).
+//  1. Hold new statements on the table at the proxy (not those of a
+//     transaction open before, which may hold locks the swap waits for),
+//     and let the transactions open on the backend end (bounded by half
+//     the cut-over's hold): one that read the table and wrote it after
+//     the RENAME below queued would be failed by MariaDB's deadlock
+//     detector.
 //  2. The backstop for writers that bypass the proxy: connection L takes
 //     LOCK TABLES t READ, which waits for open write transactions on t to
 //     end (bounded by the cut-over's hold) and then keeps every writer out
@@ -83,6 +89,9 @@ func (r *runner) swap(ctx context.Context) error {
 		return errRetry{err}
 	}
 	defer rn.Close()
+	if err := r.waitTransactions(ctx, time.Now().Add(hold/2)); err != nil {
+		return err
+	}
 	var lockedAt time.Time
 	err = r.syncFrozen(ctx, 1, hold, hold, func(unlock func()) error {
 		lockedAt = time.Now()
@@ -176,4 +185,72 @@ func (r *runner) carryAutoIncrement() error {
 	}
 	_, err = r.conn.Execute(fmt.Sprintf(r.mark+"ALTER TABLE %s AUTO_INCREMENT = %d", tableName(r.t.Schema, r.shadow), orig))
 	return err
+}
+
+// waitTransactions waits until the transactions open on the backend now
+// (but the job's own, and those of sessions the fence holds, which wait
+// for the swap) have ended, or until by: most are a client's few
+// statements, done in milliseconds; a longer one is left to the table
+// lock's wait. A transaction's id stays the same until it ends. Reading
+// information_schema.INNODB_TRX needs the PROCESS privilege; without it,
+// the cut-over goes on at once.
+func (r *runner) waitTransactions(ctx context.Context, by time.Time) error {
+	// open lists the transactions to wait for: those of ids in was, or
+	// all when was is nil.
+	open := func(was map[string]bool) (map[string]bool, error) {
+		res, err := r.conn.Execute("SELECT trx_id, trx_mysql_thread_id FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id <> CONNECTION_ID()")
+		if err != nil {
+			return nil, err
+		}
+		now := map[string]bool{}
+		for i := range res.RowNumber() {
+			id, _ := res.GetString(i, 0)
+			thread, _ := res.GetUint(i, 1)
+			if (was == nil || was[id]) && !r.p.fence.isWaiting(thread) {
+				now[id] = true
+			}
+		}
+		return now, nil
+	}
+	ids, err := open(nil)
+	var me *mysql.MyError
+	if errors.As(err, &me) && me.Code == mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR {
+		r.log.Warn("ddl: the job's user lacks the PROCESS privilege: the cut-over cannot wait for open transactions", "err", err)
+		return nil
+	}
+	for err == nil && len(ids) > 0 {
+		if time.Now().After(by) {
+			r.logOpenTransactions(ids)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+		ids, err = open(ids)
+	}
+	return err
+}
+
+// logOpenTransactions says which transactions the cut-over did not wait
+// for, and what they run.
+func (r *runner) logOpenTransactions(ids map[string]bool) {
+	res, err := r.conn.Execute("SELECT t.trx_id, t.trx_mysql_thread_id, t.trx_state, t.trx_started, " +
+		"CONCAT_WS(' / ', p.COMMAND, p.STATE, p.USER, LEFT(p.INFO, 80)) FROM information_schema.INNODB_TRX t " +
+		"LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id")
+	if err != nil {
+		return
+	}
+	var open []string
+	for i := range res.RowNumber() {
+		if id, _ := res.GetString(i, 0); ids[id] {
+			thread, _ := res.GetInt(i, 1)
+			state, _ := res.GetString(i, 2)
+			started, _ := res.GetString(i, 3)
+			query, _ := res.GetString(i, 4)
+			open = append(open, fmt.Sprintf("thread %d %s since %s: %s", thread, state, started, query))
+		}
+	}
+	r.log.Info("ddl: cut-over goes on with transactions still open", "transactions", open)
 }

@@ -18,13 +18,56 @@ type tableKey struct{ schema, table string }
 // fence holds statements on tables being swapped. While a table is fenced,
 // a statement that may touch it waits in OnStatement until the swap ends
 // (bounded), then goes on to the backend, where the table's name by then
-// means the new table. Statements inside a transaction are never held: the
-// transaction may hold locks the swap is waiting for.
+// means the new table. Statements of a transaction that was open when the
+// fence began are never held: it may hold locks the swap is waiting for
+// (the swap waits for such transactions to end, see waitTransactions).
+// Those of a transaction begun since are held like any other: it holds
+// nothing on the table yet, and had it read the table, the RENAME queued
+// for its exclusive lock would deadlock with the transaction's next write
+// there, which MariaDB ends by failing the transaction with 1213.
 type fence struct {
 	n      atomic.Int32 // fenced tables; read on every statement
-	mu     sync.Mutex   // guards tables; contended only while a swap runs
+	mu     sync.Mutex   // guards tables and waiting; contended only while a swap runs
 	tables map[tableKey]chan struct{}
 	held   atomic.Int64 // statements held, ever
+	epoch  atomic.Int64 // counts holds: a session marks the transactions it begins during one
+
+	// The backend connections of the sessions held now (by connection id,
+	// how many statements): the swap does not wait for their transactions,
+	// which cannot go on before it ends.
+	waiting map[uint64]int
+}
+
+// fenceEpoch is the key, in a session's state, of the epoch of the fence
+// during which it was last seen outside a transaction; backendID, of its
+// backend connection's id.
+type (
+	fenceEpoch struct{}
+	backendID  struct{}
+)
+
+// sessionConnID is the id of st's backend connection, 0 if unknown.
+func sessionConnID(st *plugins.Statement) uint64 {
+	if id, ok := st.Session.Get(backendID{}).(uint64); ok {
+		return id
+	}
+	if st.Backend == nil || st.Session == nil {
+		return 0
+	}
+	res, err := st.Backend.Query("SELECT CONNECTION_ID()")
+	if err != nil || res.Resultset == nil || res.RowNumber() == 0 {
+		return 0
+	}
+	id, _ := res.GetUint(0, 0)
+	st.Session.Set(backendID{}, id)
+	return id
+}
+
+// isWaiting reports whether backend connection id's session is held.
+func (f *fence) isWaiting(id uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.waiting[id] > 0
 }
 
 func (f *fence) active() bool { return f.n.Load() > 0 }
@@ -38,6 +81,7 @@ func (f *fence) hold(t tableKey) (release func()) {
 	}
 	f.tables[t] = ch
 	f.mu.Unlock()
+	f.epoch.Add(1)
 	f.n.Add(1)
 	var once sync.Once
 	return func() {
@@ -53,8 +97,15 @@ func (f *fence) hold(t tableKey) (release func()) {
 
 // wait holds st while a table it may touch is fenced, at most max.
 func (f *fence) wait(st *plugins.Statement, pool *sync.Pool, max time.Duration) {
-	if st.InTx {
-		return
+	epoch := f.epoch.Load()
+	switch {
+	case !st.InTx && st.Session != nil:
+		// A transaction this statement begins is new.
+		st.Session.Set(fenceEpoch{}, epoch)
+	case st.InTx:
+		if e, _ := st.Session.Get(fenceEpoch{}).(int64); e != epoch {
+			return // open before the fence
+		}
 	}
 	f.mu.Lock()
 	chans := make(map[tableKey]chan struct{}, len(f.tables))
@@ -85,6 +136,21 @@ func (f *fence) wait(st *plugins.Statement, pool *sync.Pool, max time.Duration) 
 		return
 	}
 	f.held.Add(1)
+	if id := sessionConnID(st); id != 0 {
+		f.mu.Lock()
+		if f.waiting == nil {
+			f.waiting = map[uint64]int{}
+		}
+		f.waiting[id]++
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			if f.waiting[id]--; f.waiting[id] <= 0 {
+				delete(f.waiting, id)
+			}
+			f.mu.Unlock()
+		}()
+	}
 	timer := time.NewTimer(max)
 	defer timer.Stop()
 	for _, ch := range waitOn {

@@ -13,12 +13,15 @@ import (
 func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 	var f fence
 	pool := &sync.Pool{New: func() any { return parser.New() }}
+	var waitsIn func(st *plugins.Statement) bool
 	release := f.hold(tableKey{"db", "t"})
 	if !f.active() {
 		t.Fatal("fence not active")
 	}
 	waits := func(sql string, inTx bool) bool {
-		st := &plugins.Statement{SQL: sql, DB: "db", InTx: inTx}
+		return waitsIn(&plugins.Statement{SQL: sql, DB: "db", InTx: inTx, Session: &plugins.SessionState{}})
+	}
+	waitsIn = func(st *plugins.Statement) bool {
 		done := make(chan struct{})
 		go func() {
 			f.wait(st, pool, 5*time.Second)
@@ -46,7 +49,19 @@ func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 		}
 	}
 	if waits("UPDATE t SET a = 1", true) {
-		t.Error("a statement inside a transaction was held")
+		t.Error("a statement inside a transaction open before the fence was held")
+	}
+	// A transaction begun during the fence holds nothing on the table yet:
+	// its statements on it are held; the transaction's others are not.
+	sess := &plugins.SessionState{}
+	if waitsIn(&plugins.Statement{SQL: "BEGIN", DB: "db", Session: sess}) {
+		t.Error("BEGIN was held")
+	}
+	if waitsIn(&plugins.Statement{SQL: "UPDATE u SET a = 1", DB: "db", InTx: true, Session: sess}) {
+		t.Error("a new transaction's statement on another table was held")
+	}
+	if !waitsIn(&plugins.Statement{SQL: "SELECT * FROM t", DB: "db", InTx: true, Session: sess}) {
+		t.Error("a new transaction's statement on the table was not held")
 	}
 	// Held statements go on when the fence is released, and within the bound.
 	st := &plugins.Statement{SQL: "SELECT * FROM t", DB: "db"}

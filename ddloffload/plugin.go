@@ -88,6 +88,10 @@ type Options struct {
 	// MaxThreadsRunning pauses the copy while the backend's
 	// Threads_running is above it (default 0: off).
 	MaxThreadsRunning int `json:"max_threads_running"`
+	// MaxLatencyPct pauses the copy while the foreground's p99 latency, as
+	// the proxy sees it, is above this percent of its p99 before the copy
+	// (default 150; 0: off).
+	MaxLatencyPct *int `json:"max_latency_pct"`
 	// MaxReplicaLag pauses the copy while a replica in Replicas lags by
 	// more seconds than this, or does not replicate (default 0: off).
 	MaxReplicaLag int `json:"max_replica_lag"`
@@ -150,11 +154,16 @@ func (o *Options) setDefaults(dataDir string) error {
 	if o.KeepJobs <= 0 {
 		o.KeepJobs = 100
 	}
+	if o.MaxLatencyPct == nil {
+		pct := defaultMaxLatencyPct
+		o.MaxLatencyPct = &pct
+	}
 	// The options are the variables' initial global values: check them as
 	// SET GLOBAL would.
 	for name, v := range map[string]any{"workers": int64(o.Workers), "batch_size": int64(o.ChunkRows), "copy_method": o.CopyMethod,
 		"strategy": o.Strategy, "native_retries": int64(o.NativeRetries), "sort_memory": o.sortMemory, "disk_quota": o.diskQuota,
-		"max_threads_running": int64(o.MaxThreadsRunning), "max_replica_lag": int64(o.MaxReplicaLag)} {
+		"max_threads_running": int64(o.MaxThreadsRunning), "max_replica_lag": int64(o.MaxReplicaLag),
+		"max_latency_pct": int64(*o.MaxLatencyPct)} {
 		d, _ := lookupVar(varPrefix + name)
 		if _, me := d.normalize(v); me != nil {
 			return fmt.Errorf("%s: %s", name, me.Message)
@@ -181,6 +190,7 @@ type Plugin struct {
 	opts    Options
 	jobs    *registry
 	fence   fence
+	fg      *latencies // the foreground's latency, for the throttle
 	cached  CachedFunc
 
 	vars *vars
@@ -233,7 +243,7 @@ func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg, vars: newVars(opts)}
+	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg, vars: newVars(opts), fg: newLatencies()}
 	p.stall, p.stallOn = stallFromEnv()
 	p.parsers.New = func() any { return parser.New() }
 	p.ctx, p.cancel = context.WithCancel(context.Background())

@@ -17,19 +17,81 @@ import (
 // Threads_running, tableproxy_ddl_max_replica_lag against each configured
 // replica's Seconds_Behind_Master. A replica that does not replicate (its
 // SQL or IO thread stopped, or not a replica at all) counts as too far
-// behind: copying on would only widen a gap nobody can see. Both are
-// global variables read at every check, so a DBA can relieve or tighten a
-// running job. 0 turns a check off.
+// behind: copying on would only widen a gap nobody can see. And, on by
+// default, tableproxy_ddl_max_latency_pct against the foreground's latency
+// as the proxy sees it (see latency). All are global variables read at
+// every check, so a DBA can relieve or tighten a running job. 0 turns a
+// check off.
 type throttle struct {
 	p   *Plugin
 	r   *runner
-	mu  sync.Mutex // guards why and replica connections
+	mu  sync.Mutex // guards why, slots, busy and replica connections; taken by each chunk
 	why string
 	rc  map[string]*client.Conn
+
+	// The latency check lets slots of the workers copy at once (busy do):
+	// halved each time the foreground is too slow, one more each time it
+	// is not, up to all; at 0 the copy waits (why says so).
+	slots, busy int
+
+	// The latency check's state; only run's goroutine touches it.
+	base      time.Duration // the foreground's p99 without the copy; 0: not known yet
+	probeFrom time.Time     // while the copy is held to measure base: from when
+	heldSince time.Time     // the latency check has held the copy since (zero: it does not)
+	holds     int           // times the latency check held the copy
+	held      time.Duration // for how long in all
+	lastLog   time.Time
+	unlogged  int // changes not logged since lastLog
+}
+
+// newThrottle makes a throttle for a stage of r; start it with run.
+func newThrottle(r *runner) *throttle {
+	return &throttle{p: r.p, r: r, slots: r.set.Workers, base: r.fgBase}
+}
+
+// throttled runs f with a throttle measuring meanwhile, and keeps the
+// foreground's baseline it found for the job's next stage.
+func (r *runner) throttled(ctx context.Context, f func(th *throttle) error) error {
+	th := newThrottle(r)
+	ctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		th.run(ctx)
+	}()
+	err := f(th)
+	cancel()
+	<-stopped
+	r.fgBase = th.base
+	return err
 }
 
 // throttleEvery is how often the throttle measures.
-const throttleEvery = 500 * time.Millisecond
+const throttleEvery = 250 * time.Millisecond
+
+const (
+	// defaultMaxLatencyPct is tableproxy_ddl_max_latency_pct's default.
+	defaultMaxLatencyPct = 150
+	// latWindow is the foreground's recent past the check reads: short,
+	// so that the copy slows as soon as the foreground does.
+	latWindow = 500 * time.Millisecond
+	// latLongWindow is read when latWindow holds too few statements.
+	latLongWindow = 2 * time.Second
+	// latBaseWindow is the past before the job that gives the baseline.
+	latBaseWindow = 10 * time.Second
+	// A baseline measured by holding the copy: latProbeSettle for the
+	// chunks under way to finish, then latProbe of foreground alone.
+	latProbeSettle = 500 * time.Millisecond
+	latProbe       = time.Second
+	// latRebase: a copy held this long by the latency check measures the
+	// baseline again from the hold's last latRebaseWindow, so a foreground
+	// that became slower by itself does not stop the job for good.
+	latRebase       = 5 * time.Second
+	latRebaseWindow = 2 * time.Second
+	// throttleLogEvery limits the throttle's log lines: a latency check
+	// holds and releases the copy many times a minute.
+	throttleLogEvery = 10 * time.Second
+)
 
 // replica is one entry of the replicas option.
 type replica struct{ user, password, addr string }
@@ -70,25 +132,44 @@ func (t *throttle) run(ctx context.Context) {
 	for {
 		why := t.measure(ctx, c)
 		t.mu.Lock()
-		changed := why != t.why
+		was := t.why
 		t.why = why
 		t.mu.Unlock()
-		if changed {
-			if why != "" {
-				t.r.log.Info("ddl: copy throttled", "why", why)
-			} else {
-				t.r.log.Info("ddl: copy no longer throttled")
-			}
+		if why != was {
 			t.r.rec.throttled.Store(&why)
+		}
+		if (why == "") != (was == "") {
+			t.logChange(why)
 		}
 		select {
 		case <-ctx.Done():
 			empty := ""
 			t.r.rec.throttled.Store(&empty)
+			if t.holds > 0 {
+				t.r.log.Info("ddl: the foreground's latency held the copy", "times", t.holds, "for", t.held.Round(time.Millisecond))
+			}
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+// logChange logs the copy being held or let go, at most once every
+// throttleLogEvery: the latency check may hold and release it many times
+// a minute. The job's state shows whether it is throttled now.
+func (t *throttle) logChange(why string) {
+	now := time.Now()
+	if !t.lastLog.IsZero() && now.Sub(t.lastLog) < throttleLogEvery {
+		t.unlogged++
+		return
+	}
+	t.lastLog = now
+	if why != "" {
+		t.r.log.Info("ddl: copy throttled", "why", why, "changes_not_logged", t.unlogged)
+	} else {
+		t.r.log.Info("ddl: copy no longer throttled", "changes_not_logged", t.unlogged)
+	}
+	t.unlogged = 0
 }
 
 // measure returns why the copy must wait now, or "".
@@ -101,6 +182,9 @@ func (t *throttle) measure(ctx context.Context, c *client.Conn) string {
 				return fmt.Sprintf("Threads_running %d > tableproxy_ddl_max_threads_running %d", n, limit)
 			}
 		}
+	}
+	if why := t.latency(); why != "" {
+		return why
 	}
 	if limit := t.p.vars.globalInt(varPrefix + "max_replica_lag"); limit > 0 {
 		for _, s := range t.p.opts.Replicas {
@@ -183,17 +267,118 @@ func (t *throttle) closeReplicas() {
 
 // wait returns once the copy may go on, or ctx ends.
 func (t *throttle) wait(ctx context.Context) error {
+	done, err := t.acquire(ctx)
+	if err == nil {
+		done()
+	}
+	return err
+}
+
+// acquire returns once a chunk may be copied, or ctx ends; done is called
+// when the chunk is.
+func (t *throttle) acquire(ctx context.Context) (done func(), err error) {
 	for {
 		t.mu.Lock()
-		why := t.why
-		t.mu.Unlock()
-		if why == "" {
-			return nil
+		if t.why == "" && t.busy < t.slots {
+			t.busy++
+			t.mu.Unlock()
+			return func() {
+				t.mu.Lock()
+				t.busy--
+				t.mu.Unlock()
+			}, nil
 		}
+		t.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// latency slows the copy while the foreground's p99 over the last
+// latWindow is above tableproxy_ddl_max_latency_pct percent of its p99
+// without the copy: each time, half as many workers may copy at once, down
+// to none (the copy is held); each time it is not, one more. That baseline is the p99 of the latBaseWindow before
+// the job started; when the job started without a foreground, or too long
+// ago (a resumed job), the copy is held once for latProbe to measure it.
+// Slowed and let go as the foreground slows and recovers, the copy takes
+// what the foreground leaves; with no foreground at all, it runs at full
+// speed.
+func (t *throttle) latency() string {
+	pct := t.p.vars.globalInt(varPrefix + "max_latency_pct")
+	if pct <= 0 {
+		t.heldSince = time.Time{}
+		t.mu.Lock()
+		t.slots = t.r.set.Workers
+		t.mu.Unlock()
+		return ""
+	}
+	fg := t.p.fg
+	now := fg.now()
+	if t.base == 0 {
+		start := t.r.rec.snapshot().Start
+		if b, n := fg.percentile(start.Add(-latBaseWindow), start, 99); n >= latMinCount && now.Sub(start) < latSlots*latSlot-latBaseWindow {
+			t.base = b
+			t.r.log.Info("ddl: the foreground's p99 latency before the job", "p99", b, "statements", n)
+		}
+	}
+	if t.base == 0 {
+		if t.probeFrom.IsZero() {
+			if _, n := fg.percentile(now.Add(-latLongWindow), now, 99); n < latMinCount {
+				return "" // no foreground to slow down
+			}
+			t.probeFrom = now.Add(latProbeSettle)
+		}
+		if now.Before(t.probeFrom.Add(latProbe)) {
+			return "measuring the foreground's latency without the copy"
+		}
+		b, n := fg.percentile(t.probeFrom, now, 99)
+		t.probeFrom = time.Time{}
+		if n < latMinCount {
+			return ""
+		}
+		t.base = b
+		t.r.log.Info("ddl: the foreground's p99 latency with the copy held", "p99", b, "statements", n)
+	}
+	cur, n := fg.percentile(now.Add(-latWindow), now, 99)
+	if n < latMinCount {
+		// A foreground slowed down sends fewer statements: look further back.
+		cur, n = fg.percentile(now.Add(-latLongWindow), now, 99)
+	}
+	limit := t.base * time.Duration(pct) / 100
+	t.mu.Lock()
+	if n < latMinCount || cur <= limit {
+		t.slots = min(t.slots+1, t.r.set.Workers)
+	} else {
+		t.slots /= 2
+	}
+	slots := t.slots
+	t.mu.Unlock()
+	if slots > 0 {
+		if !t.heldSince.IsZero() {
+			t.held += now.Sub(t.heldSince)
+			t.heldSince = time.Time{}
+		}
+		return ""
+	}
+	switch {
+	case t.heldSince.IsZero():
+		t.heldSince = now
+		t.holds++
+	case now.Sub(t.heldSince) >= latRebase:
+		if b, n := fg.percentile(now.Add(-latRebaseWindow), now, 99); n >= latMinCount && b > t.base {
+			t.r.log.Info("ddl: the foreground is slower without the copy too; its p99 latency measured again", "was", t.base, "p99", b)
+			t.base = b
+			t.held += now.Sub(t.heldSince)
+			t.heldSince = time.Time{}
+			t.mu.Lock()
+			t.slots = 1
+			t.mu.Unlock()
+			return ""
+		}
+	}
+	return fmt.Sprintf("the foreground's p99 latency %v > tableproxy_ddl_max_latency_pct %d%% of its %v without the copy",
+		cur.Round(10*time.Microsecond), pct, t.base.Round(10*time.Microsecond))
 }

@@ -60,6 +60,7 @@ var varDefs = []varDef{
 	{name: varPrefix + "disk_quota", kind: varSize, min: 0, max: math.MaxInt64, globalOnly: true},
 	{name: varPrefix + "max_threads_running", kind: varInt, min: 0, max: 1 << 20, globalOnly: true},
 	{name: varPrefix + "max_replica_lag", kind: varInt, min: 0, max: 1 << 20, globalOnly: true},
+	{name: varPrefix + "max_latency_pct", kind: varInt, min: 0, max: 1 << 20, globalOnly: true},
 }
 
 // Copy methods and strategies.
@@ -153,6 +154,7 @@ func newVars(o Options) *vars {
 		varPrefix + "disk_quota":          strconv.FormatInt(o.diskQuota, 10),
 		varPrefix + "max_threads_running": strconv.Itoa(o.MaxThreadsRunning),
 		varPrefix + "max_replica_lag":     strconv.Itoa(o.MaxReplicaLag),
+		varPrefix + "max_latency_pct":     strconv.Itoa(*o.MaxLatencyPct),
 	}
 	return &vars{global: g, initial: maps.Clone(g)}
 }

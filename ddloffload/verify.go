@@ -40,7 +40,7 @@ func (r *runner) syncFrozen(ctx context.Context, attempts int, wait, streamWait 
 	if err := r.stream.waitFor(ctx, target, streamWait); err != nil {
 		return err
 	}
-	if _, err := r.drain(r.conn, frozen); err != nil {
+	if _, err := r.drain(ctx, r.conn, frozen, nil); err != nil {
 		return err
 	}
 	if during != nil {
@@ -104,23 +104,33 @@ func (r *runner) verify(ctx context.Context) error {
 		mu       sync.Mutex
 		firstErr error
 	)
-	for _, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for kr := range work {
-				if err := r.compareRange(c, kr); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
+	// The checksums are throttled as the copy is: they read both tables
+	// whole.
+	_ = r.throttled(ctx, func(th *throttle) error {
+		for _, c := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for kr := range work {
+					done, err := th.acquire(ctx)
+					if err == nil {
+						err = r.compareRange(c, kr)
+						done()
 					}
-					mu.Unlock()
-					return
+					if err != nil {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = err
+						}
+						mu.Unlock()
+						return
+					}
 				}
-			}
-		}()
-	}
-	wg.Wait()
+			}()
+		}
+		wg.Wait()
+		return nil
+	})
 	for _, c := range conns {
 		_, _ = c.Execute("COMMIT")
 	}

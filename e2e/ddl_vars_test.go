@@ -84,8 +84,8 @@ func TestDDLVariables(t *testing.T) {
 		show[name] = v
 	}
 	srows.Close()
-	if len(show) != 11 || show["tableproxy_ddl_workers"] != "3" || show["tableproxy_ddl_strategy"] != "backfill" ||
-		show["tableproxy_ddl_max_threads_running"] != "0" || !strings.HasSuffix(show["tableproxy_ddl_temp_dir"], "/ddl-tmp") {
+	if len(show) != 12 || show["tableproxy_ddl_workers"] != "3" || show["tableproxy_ddl_strategy"] != "backfill" ||
+		show["tableproxy_ddl_max_threads_running"] != "0" || show["tableproxy_ddl_max_latency_pct"] != "150" || !strings.HasSuffix(show["tableproxy_ddl_temp_dir"], "/ddl-tmp") {
 		t.Errorf("SHOW VARIABLES: %v", show)
 	}
 	var name, value string

@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestDDLLatencyThrottle: the copy waits while the foreground's statements
+// through the proxy are slower than before the job by more than
+// tableproxy_ddl_max_latency_pct (150% by default), and goes on once they
+// are fast again. The foreground here is SELECT SLEEP(...), whose latency
+// the test sets.
+func TestDDLLatencyThrottle(t *testing.T) {
+	e := newDDLEnv(t)
+	e.restartWith(t, e.ddlOptions(", chunk_rows: 200"))
+	e.seed(t, 100000)
+	app, admin := e.open(t, e.app), e.open(t, e.admin)
+	var sleepMicros atomic.Int64
+	sleepMicros.Store(2000)
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				_, _ = app.ExecContext(ctx, fmt.Sprintf("SELECT SLEEP(%f)", float64(sleepMicros.Load())/1e6))
+			}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond) // what the foreground's latency was before the job
+	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
+	waitJob(t, admin, 30*time.Second, "the copy to begin", func(j ddlJob) bool { return j.Stage == "backfill" && j.RowsDone > 0 })
+	sleepMicros.Store(40000)
+	j := waitJob(t, admin, 5*time.Second, "the job to be throttled", func(j ddlJob) bool { return j.State == "throttled" })
+	if j.RowsDone >= 100000 {
+		t.Fatalf("the copy ended before the throttle could hold it: %+v", j)
+	}
+	// Chunks under way when the throttle began finish; then nothing moves.
+	time.Sleep(300 * time.Millisecond)
+	j, _ = lastJob(admin)
+	time.Sleep(700 * time.Millisecond)
+	j2, _ := lastJob(admin)
+	if j2.State != "throttled" || j2.RowsDone != j.RowsDone {
+		t.Errorf("the copy moved while the foreground was slow: %+v then %+v", j, j2)
+	}
+	sleepMicros.Store(2000)
+	if err := <-done; err != nil {
+		t.Fatalf("ALTER: %v", err)
+	}
+	log := e.proxy.stderr.String()
+	for _, want := range []string{"the foreground's p99 latency before the job", "copy throttled", "the foreground's latency held the copy"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log has no %q", want)
+		}
+	}
+	if ddl := showCreate(t, e.direct(t), "t"); !strings.Contains(ddl, "KEY `idx_c` (`c`)") {
+		t.Errorf("index missing:\n%s", ddl)
+	}
+}
+
+// TestDDLCutOverSparesTransactions: transactions through the proxy that
+// read a row of the table and then write it, running all through the job,
+// never fail. A transaction that had read the table when the cut-over's
+// RENAME queued for it would deadlock with that RENAME on its write, and
+// MariaDB would fail it with 1213; the cut-over holds transactions begun
+// during it at their first statement on the table, and waits for those
+// open before it to end.
+func TestDDLCutOverSparesTransactions(t *testing.T) {
+	e := newDDLEnv(t)
+	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
+		e.backend.Exec(t, fmt.Sprintf("GRANT PROCESS ON *.* TO '%s'@'%s'", e.app.name, host))
+	}
+	e.restartWith(t, e.ddlOptions(", max_latency_pct: 0"))
+	e.seed(t, 20000)
+	app := e.open(t, e.app)
+	ctx, stop := context.WithCancel(context.Background())
+	var (
+		wg     sync.WaitGroup
+		txs    atomic.Int64
+		mu     sync.Mutex
+		failed []string
+	)
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := readThenWrite(app, 1+rand.IntN(20000)); err != nil {
+					mu.Lock()
+					failed = append(failed, err.Error())
+					mu.Unlock()
+				}
+				txs.Add(1)
+			}
+		}()
+	}
+	err := <-goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("ALTER: %v", err)
+	}
+	if len(failed) > 0 {
+		t.Errorf("%d of %d transactions failed, first: %s", len(failed), txs.Load(), failed[0])
+	}
+	if !strings.Contains(e.proxy.stderr.String(), "ddl: swapped") {
+		t.Error("no swap in the log")
+	}
+}
+
+// readThenWrite reads row id in a transaction, then updates it.
+func readThenWrite(db *sql.DB, id int) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	var c string
+	if err := tx.QueryRow("SELECT c FROM t WHERE id = ?", id).Scan(&c); err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("select: %w", err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if _, err := tx.Exec("UPDATE t SET k = k + 1 WHERE id = ?", id); err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("update: %w", err)
+	}
+	return tx.Commit()
+}
