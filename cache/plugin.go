@@ -81,7 +81,7 @@ type Plugin struct {
 	cached atomic.Int32 // len(tables), read without the lock on every statement
 
 	heldMu sync.Mutex // guards held
-	held   map[uint32][]*lease.Intent
+	held   map[uint32][]heldWrite
 
 	loads    chan lease.TableID
 	stop     chan struct{}
@@ -123,6 +123,29 @@ type tableState struct {
 	// while it is not cached, so result-cache keys hold both.
 	gen        uint64
 	resultHits atomic.Uint64 // hits answered by the result cache
+	// unguarded counts writes in flight that no intent covers (the lease
+	// manager could not open one): until each has been answered and the
+	// version bumped after it, this proxy neither serves nor loads the
+	// table, whatever the lease says. epoch goes up as each begins and
+	// ends; a copy is served only at the epoch its load began at. (The
+	// version cannot stand for this: a bump proposed through another node
+	// may be applied here only after the write's answer.)
+	unguarded atomic.Int32
+	epoch     atomic.Uint64
+}
+
+// servable is the lease's decision, overruled while an unguarded write is
+// in flight.
+func (ts *tableState) servable() (lease.Version, bool) {
+	v, ok := ts.lease.Servable()
+	return v, ok && ts.unguarded.Load() == 0
+}
+
+// heldWrite is what a session's write holds until its statement, or its
+// transaction, ends: an intent, or the tables of a write without one.
+type heldWrite struct {
+	in        *lease.Intent
+	unguarded []*tableState
 }
 
 // Factory builds the cache plugin of a single proxy, with its catalog in
@@ -178,7 +201,7 @@ func build(env plugins.Env, leases lease.Manager, cat CatalogSource, limit int64
 // New builds the plugin and starts loading the catalog's tables.
 func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat CatalogSource, maxBytes int64, opts Options) *Plugin {
 	p := &Plugin{log: log, backend: backend, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
-		tables: map[lease.TableID]*tableState{}, held: map[uint32][]*lease.Intent{},
+		tables: map[lease.TableID]*tableState{}, held: map[uint32][]heldWrite{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
 	p.learned, _ = lru.New[defsKey, *learned](8192)
 	p.colls = newCollations()
@@ -288,9 +311,9 @@ func (p *Plugin) Servable(id lease.TableID) (*Snapshot, bool) {
 	if ts == nil {
 		return nil, false
 	}
-	v, ok := ts.lease.Servable()
+	v, ok := ts.servable()
 	s := ts.snap.Load()
-	if !ok || s == nil || s.Version != v || !p.bypassWritesVisible() {
+	if !ok || s == nil || s.Version != v || s.epoch != ts.epoch.Load() || !p.bypassWritesVisible() {
 		return nil, false
 	}
 	return s, true
@@ -425,15 +448,26 @@ func (p *Plugin) beginWrite(st *plugins.Statement, ids []lease.TableID) {
 		session(st).pinToBackend(ids)
 	}
 	in, err := p.leases.BeginWrite(context.Background(), ids...)
+	hw := heldWrite{in: in}
 	if err != nil {
-		p.log.Warn("cache: write intent failed; invalidating after the write", "tables", ids, "err", err)
+		// The write goes on unguarded. This proxy keeps off the tables
+		// until it has been answered, and bumps their versions both now
+		// (for the other proxies, as soon as the cluster can commit) and
+		// after it: a bump that commits while the write is still on its
+		// way must not let a copy loaded before the write land be served
+		// after it.
+		p.log.Warn("cache: write intent failed; the write goes on unguarded and the tables are invalidated before and after it", "tables", ids, "err", err)
 		for _, id := range ids {
+			if ts := p.table(id); ts != nil {
+				ts.unguarded.Add(1)
+				ts.epoch.Add(1)
+				hw.unguarded = append(hw.unguarded, ts)
+			}
 			p.leases.Invalidate(id)
 		}
-		return
 	}
 	p.heldMu.Lock()
-	p.held[conn] = append(p.held[conn], in)
+	p.held[conn] = append(p.held[conn], hw)
 	p.heldMu.Unlock()
 }
 
@@ -484,8 +518,16 @@ func (p *Plugin) endWrites(conn uint32) {
 	}
 	delete(p.held, conn)
 	p.heldMu.Unlock()
-	for _, in := range ins {
-		in.End()
+	for _, hw := range ins {
+		hw.in.End() // (nil for an unguarded write: a no-op)
+		for _, ts := range hw.unguarded {
+			id := ts.entry.ID()
+			p.leases.Invalidate(id)
+			ts.epoch.Add(1) // before the count goes down and lets loads start
+			if ts.unguarded.Add(-1) == 0 {
+				p.requestLoad(id)
+			}
+		}
 	}
 }
 
@@ -537,11 +579,12 @@ func (p *Plugin) load(id lease.TableID) {
 		return
 	}
 	ts.pending.Store(false)
-	v, ok := ts.lease.Servable()
+	epoch := ts.epoch.Load() // before servable: see tableState.epoch
+	v, ok := ts.servable()
 	if !ok {
 		return // a write is in flight; its end bumps the version and asks again
 	}
-	if s := ts.snap.Load(); s != nil && s.Version == v {
+	if s := ts.snap.Load(); s != nil && s.Version == v && s.epoch == epoch {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.opts.LoadTimeout))
@@ -561,6 +604,7 @@ func (p *Plugin) load(id lease.TableID) {
 	if p.table(id) != ts {
 		return // NOCACHE while loading
 	}
+	s.epoch = epoch
 	ts.snap.Store(s)
 	ts.lastErr.Store(nil)
 	p.log.Info("cache: table loaded", "table", id.String(), "version", s.Version, "rows", len(s.Rows),

@@ -469,6 +469,7 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 		key = appendKeyField(key, id.Table)
 		key = binary.AppendUvarint(key, ts.gen)
 		key = binary.AppendUvarint(key, uint64(snap.Version))
+		key = binary.AppendUvarint(key, snap.epoch) // see tableState.epoch
 	}
 	rs.key = key
 	k := unsafe.String(unsafe.SliceData(key), len(key))
@@ -558,7 +559,7 @@ func (p *Plugin) storeResult(pend *pendingResult, out *plugins.Outcome) bool {
 		if p.table(ts.entry.ID()) != ts {
 			return false // NOCACHE (and maybe CACHE again) meanwhile
 		}
-		if v, ok := ts.lease.Servable(); !ok || v != pend.versions[i] {
+		if v, ok := ts.servable(); !ok || v != pend.versions[i] {
 			return false // written meanwhile, or being written now
 		}
 	}

@@ -257,7 +257,7 @@ func newResultsFixture(t *testing.T) *resultsFixture {
 	}
 	t.Cleanup(rc.store.Close)
 	p := &Plugin{log: slog.Default(), leases: lease.NewLocal(), tables: map[lease.TableID]*tableState{},
-		held: map[uint32][]*lease.Intent{}, opts: Options{AcceptStaleRisk: true}, results: rc}
+		held: map[uint32][]heldWrite{}, opts: Options{AcceptStaleRisk: true}, results: rc}
 	f := &resultsFixture{p: p, id: lease.TableID{Schema: "shop", Table: "rates"},
 		sess: &fakeSession{autocommit: "1", sqlMode: "STRICT_TRANS_TABLES", isolation: "REPEATABLE-READ", timeZone: "SYSTEM", autoNull: "0"}}
 	f.cache()

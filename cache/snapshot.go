@@ -19,6 +19,10 @@ import (
 type Snapshot struct {
 	ID      lease.TableID
 	Version lease.Version
+	// epoch is the table's unguarded-write epoch when the load began
+	// (tableState.epoch): a copy loaded across an unguarded write is not
+	// served, whatever its version.
+	epoch uint64
 
 	// Fields are the backend's column definitions for SELECT * of the
 	// table, and Rows its text-protocol row payloads in primary-key order
