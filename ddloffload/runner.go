@@ -234,18 +234,26 @@ func (r *runner) release(err error) {
 	if r.stream != nil {
 		r.stream.close()
 	}
+	if r.conn != nil {
+		r.conn.Close() // first: whatever it holds on the shadow ends with it
+		r.conn = nil
+	}
 	if err != nil && r.created && !r.swapped.Load() && !r.suspended() {
-		if r.conn == nil || r.conn.Ping() != nil {
-			r.conn, _ = r.connect(context.Background())
-		}
-		if r.conn != nil {
-			if _, derr := r.conn.Execute("DROP TABLE IF EXISTS " + tableName(r.t.Schema, r.shadow)); derr != nil {
+		// On a connection of its own: a cancel's KILL QUERY aimed at the
+		// control connection (interrupt) may land after the statement it
+		// meant to stop, and would interrupt the DROP instead.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c, cerr := r.connect(ctx)
+		cancel()
+		if cerr != nil {
+			r.log.Error("ddl: cannot drop the shadow table of a failed job", "shadow", r.shadow, "err", cerr)
+		} else {
+			_, derr := c.Execute("DROP TABLE IF EXISTS " + tableName(r.t.Schema, r.shadow))
+			c.Close()
+			if derr != nil {
 				r.log.Error("ddl: cannot drop the shadow table of a failed job", "shadow", r.shadow, "err", derr)
 			}
 		}
-	}
-	if r.conn != nil {
-		r.conn.Close()
 	}
 	if r.logConn != nil {
 		r.logConn.Close()

@@ -129,8 +129,14 @@ func (t *throttle) run(ctx context.Context) {
 	defer t.closeReplicas()
 	tick := time.NewTicker(throttleEvery)
 	defer tick.Stop()
+	wasLatency := false
 	for {
-		why := t.measure(ctx, c)
+		why, byLatency := t.measure(ctx, c)
+		if ctx.Err() != nil {
+			// The stage ended while measuring: a probe cut short says
+			// nothing about the replicas or the backend.
+			why, byLatency = "", false
+		}
 		t.mu.Lock()
 		was := t.why
 		t.why = why
@@ -139,8 +145,9 @@ func (t *throttle) run(ctx context.Context) {
 			t.r.rec.throttled.Store(&why)
 		}
 		if (why == "") != (was == "") {
-			t.logChange(why)
+			t.logChange(why, byLatency || wasLatency)
 		}
+		wasLatency = byLatency
 		select {
 		case <-ctx.Done():
 			empty := ""
@@ -154,12 +161,13 @@ func (t *throttle) run(ctx context.Context) {
 	}
 }
 
-// logChange logs the copy being held or let go, at most once every
-// throttleLogEvery: the latency check may hold and release it many times
-// a minute. The job's state shows whether it is throttled now.
-func (t *throttle) logChange(why string) {
+// logChange logs the copy being held or let go. A change the latency
+// check made is logged at most once every throttleLogEvery: it may hold
+// and release the copy many times a minute. The job's state shows whether
+// it is throttled now.
+func (t *throttle) logChange(why string, byLatency bool) {
 	now := time.Now()
-	if !t.lastLog.IsZero() && now.Sub(t.lastLog) < throttleLogEvery {
+	if byLatency && !t.lastLog.IsZero() && now.Sub(t.lastLog) < throttleLogEvery {
 		t.unlogged++
 		return
 	}
@@ -172,19 +180,20 @@ func (t *throttle) logChange(why string) {
 	t.unlogged = 0
 }
 
-// measure returns why the copy must wait now, or "".
-func (t *throttle) measure(ctx context.Context, c *client.Conn) string {
+// measure returns why the copy must wait now, or "", and whether the
+// latency check is why.
+func (t *throttle) measure(ctx context.Context, c *client.Conn) (string, bool) {
 	if limit := t.p.vars.globalInt(varPrefix + "max_threads_running"); limit > 0 {
 		res, err := c.Execute("SHOW GLOBAL STATUS LIKE 'Threads_running'")
 		if err == nil && res.RowNumber() > 0 {
 			n, _ := res.GetInt(0, 1)
 			if n > limit {
-				return fmt.Sprintf("Threads_running %d > tableproxy_ddl_max_threads_running %d", n, limit)
+				return fmt.Sprintf("Threads_running %d > tableproxy_ddl_max_threads_running %d", n, limit), false
 			}
 		}
 	}
 	if why := t.latency(); why != "" {
-		return why
+		return why, true
 	}
 	if limit := t.p.vars.globalInt(varPrefix + "max_replica_lag"); limit > 0 {
 		for _, s := range t.p.opts.Replicas {
@@ -192,15 +201,15 @@ func (t *throttle) measure(ctx context.Context, c *client.Conn) string {
 			lag, err := t.replicaLag(ctx, rep)
 			switch {
 			case err != nil:
-				return fmt.Sprintf("replica %s: %v", rep.addr, err)
+				return fmt.Sprintf("replica %s: %v", rep.addr, err), false
 			case lag < 0:
-				return fmt.Sprintf("replica %s is not replicating", rep.addr)
+				return fmt.Sprintf("replica %s is not replicating", rep.addr), false
 			case lag > limit:
-				return fmt.Sprintf("replica %s lags %ds > tableproxy_ddl_max_replica_lag %d", rep.addr, lag, limit)
+				return fmt.Sprintf("replica %s lags %ds > tableproxy_ddl_max_replica_lag %d", rep.addr, lag, limit), false
 			}
 		}
 	}
-	return ""
+	return "", false
 }
 
 // replicaLag is the largest Seconds_Behind_Master of a replica's
