@@ -77,7 +77,7 @@ func (r *runner) nativeAlter(ctx context.Context) error {
 	}
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
-	go r.pollNativeProgress(pollCtx)
+	go r.pollNativeProgress(pollCtx, r.conn.GetConnectionID())
 	var errs []error
 	for attempt := 1; ; attempt++ {
 		_, err := r.conn.Execute(stmt)
@@ -107,13 +107,12 @@ func (r *runner) nativeAlter(ctx context.Context) error {
 
 // pollNativeProgress reads the ALTER's progress from the process list
 // (MariaDB's PROGRESS column) into the job's rows.
-func (r *runner) pollNativeProgress(ctx context.Context) {
+func (r *runner) pollNativeProgress(ctx context.Context, id uint32) {
 	c, err := r.connect(ctx)
 	if err != nil {
 		return
 	}
 	defer c.Close()
-	id := r.conn.GetConnectionID()
 	for {
 		select {
 		case <-ctx.Done():

@@ -236,7 +236,6 @@ func (r *runner) release(err error) {
 	}
 	if r.conn != nil {
 		r.conn.Close() // first: whatever it holds on the shadow ends with it
-		r.conn = nil
 	}
 	if err != nil && r.created && !r.swapped.Load() && !r.suspended() {
 		// On a connection of its own: a cancel's KILL QUERY aimed at the
