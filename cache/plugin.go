@@ -132,7 +132,43 @@ type tableState struct {
 	// may be applied here only after the write's answer.)
 	unguarded atomic.Int32
 	epoch     atomic.Uint64
+
+	// The reload backoff; the loader's goroutine alone touches these but
+	// retryArmed. A copy replaced before it answered a single read was
+	// loaded in vain: each one in a row doubles the wait before the next
+	// load (loadBackoff), so a table written all the time is not loaded
+	// all the time (its reads go to the backend anyway).
+	loadedHits uint64    // hits when the current copy was stored
+	judged     *Snapshot // the copy whose use was last judged
+	wasted     int       // copies in a row that answered nothing
+	notBefore  time.Time // no load before
+	retryArmed atomic.Bool
 }
+
+// loadBackoff is how long to wait after a load that took took, when the
+// wasted copies before it answered nothing: zero after a useful copy,
+// then took, 2*took, 4*took ... up to maxLoadBackoff (or took, if one load
+// takes longer), so that loads in vain use at most half of the loader's
+// time, and soon far less.
+func loadBackoff(took time.Duration, wasted int) time.Duration {
+	if wasted <= 0 {
+		return 0
+	}
+	took = max(took, minLoadUnit)
+	limit := max(maxLoadBackoff, took)
+	if wasted > 20 || took<<(wasted-1) > limit {
+		return limit
+	}
+	return took << (wasted - 1)
+}
+
+const (
+	// maxLoadBackoff bounds the reload backoff: a table that stops being
+	// written is back in memory within about this long.
+	maxLoadBackoff = 2 * time.Second
+	// minLoadUnit is the least a load counts as taking, for the backoff.
+	minLoadUnit = 5 * time.Millisecond
+)
 
 // servable is the lease's decision, overruled while an unguarded write is
 // in flight.
@@ -559,6 +595,19 @@ func (p *Plugin) requestLoad(id lease.TableID) {
 	}
 }
 
+// retryLoad asks for a load of ts again after wait (once, however often
+// it is called meanwhile).
+func (p *Plugin) retryLoad(ts *tableState, wait time.Duration) {
+	if !ts.retryArmed.CompareAndSwap(false, true) {
+		return
+	}
+	id := ts.entry.ID()
+	time.AfterFunc(wait, func() {
+		ts.retryArmed.Store(false)
+		p.requestLoad(id)
+	})
+}
+
 // loader loads tables one at a time, so loading never competes with
 // itself for the backend.
 func (p *Plugin) loader() {
@@ -584,7 +633,21 @@ func (p *Plugin) load(id lease.TableID) {
 	if !ok {
 		return // a write is in flight; its end bumps the version and asks again
 	}
-	if s := ts.snap.Load(); s != nil && s.Version == v && s.epoch == epoch {
+	old := ts.snap.Load()
+	if old != nil && old.Version == v && old.epoch == epoch {
+		return
+	}
+	if old != nil && old != ts.judged {
+		ts.judged = old
+		if ts.hits.Load() == ts.loadedHits {
+			ts.wasted++
+		} else {
+			ts.wasted = 0
+			ts.notBefore = time.Time{}
+		}
+	}
+	if wait := time.Until(ts.notBefore); wait > 0 {
+		p.retryLoad(ts, wait)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.opts.LoadTimeout))
@@ -605,7 +668,9 @@ func (p *Plugin) load(id lease.TableID) {
 		return // NOCACHE while loading
 	}
 	s.epoch = epoch
+	ts.loadedHits = ts.hits.Load()
 	ts.snap.Store(s)
+	ts.notBefore = time.Now().Add(loadBackoff(s.LoadDuration, ts.wasted))
 	ts.lastErr.Store(nil)
 	p.log.Info("cache: table loaded", "table", id.String(), "version", s.Version, "rows", len(s.Rows),
 		"bytes", s.Bytes, "took", s.LoadDuration)
