@@ -56,7 +56,8 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
                         (default in a full run; off with --quick or --direct-only)
   --no-floor            do not run the tcprelay reference
   --profile             capture a CPU profile of the proxy during each proxied run
-                        into .run/bench/<workload>-<ps>.pprof
+                        into .run/bench/<workload>-<ps>.pprof (with --rw-cache:
+                        <workload>-ps<N>-<ps>-<cached|uncached>.pprof)
   --cache               run the proxy with the cache plugin and cache every sbtest
                         table (ALTER TABLE ... CACHE) before the runs; prints
                         tableproxy.cached_tables before and after the runs, and
@@ -724,6 +725,28 @@ hits_pct() {
 	awk -v h="$1" -v q="$2" 'BEGIN { if (q > 0) printf "%.1f", 100 * h / q; else print "-" }'
 }
 
+# start_profile NAME captures a CPU profile of the proxy during the run
+# that follows (at most PROFILE_SECONDS, and no longer than a run) into
+# $BENCH_DIR/NAME.pprof; finish_profile waits for it.
+PROFILE_NAME=""
+start_profile() {
+	local secs=$PROFILE_SECONDS
+	((TIME < secs)) && secs=$TIME
+	PROFILE_NAME=$1
+	curl -fsS -o "$BENCH_DIR/$PROFILE_NAME.pprof" \
+		"http://$METRICS_ADDR/debug/pprof/profile?seconds=$secs" 2>"$LOG_DIR/$PROFILE_NAME-pprof.log" &
+	PROFILE_PID=$!
+}
+finish_profile() {
+	[[ -n "$PROFILE_PID" ]] || return 0
+	if wait "$PROFILE_PID"; then
+		log "CPU profile written to $BENCH_DIR/$PROFILE_NAME.pprof"
+	else
+		FAILURES+=("$PROFILE_NAME: CPU profile capture failed (log: $LOG_DIR/$PROFILE_NAME-pprof.log)")
+	fi
+	PROFILE_PID=""
+}
+
 if ((RW_CACHE)); then
 	# oltp_read_write through the proxy, the sbtest tables cached and not
 	# cached, alternating so that both states see the same machine and the
@@ -749,7 +772,9 @@ if ((RW_CACHE)); then
 						die "the proxy is no longer running (log: $PROXY_LOG)"
 					fi
 					[[ $state == cached ]] && before="$(cache_counts)"
+					((PROFILE && rep == 1)) && start_profile "$RW_WORKLOAD-ps$n-$ps-$state"
 					run_sysbench "$RW_WORKLOAD" "$ps" "$state" "$PROXY_PORT" "-ps$n-$rep" --point_selects="$n"
+					finish_profile
 					if [[ $state == cached ]]; then
 						after="$(cache_counts)"
 						C_TPS+=("$R_TPS") C_QPS+=("$R_QPS") C_P95+=("$R_P95")
@@ -809,14 +834,7 @@ else
 						tail -n 30 "$PROXY_LOG" >&2 || true
 						die "the proxy is no longer running (log: $PROXY_LOG)"
 					fi
-					if ((PROFILE && rep == 1)); then
-						secs=$PROFILE_SECONDS
-						((TIME < secs)) && secs=$TIME
-						pprof_file="$BENCH_DIR/$workload-$ps.pprof"
-						curl -fsS -o "$pprof_file" \
-							"http://$METRICS_ADDR/debug/pprof/profile?seconds=$secs" 2>"$LOG_DIR/$workload-$ps-pprof.log" &
-						PROFILE_PID=$!
-					fi
+					((PROFILE && rep == 1)) && start_profile "$workload-$ps"
 					if ((CACHE)); then
 						before="$(cache_counts)"
 					fi
@@ -834,14 +852,7 @@ else
 							c_ok=0
 						fi
 					fi
-					if [[ -n "$PROFILE_PID" ]]; then
-						if wait "$PROFILE_PID"; then
-							log "CPU profile written to $pprof_file"
-						else
-							FAILURES+=("$workload ps=$ps: CPU profile capture failed (log: $LOG_DIR/$workload-$ps-pprof.log)")
-						fi
-						PROFILE_PID=""
-					fi
+					finish_profile
 				fi
 				D_QPS+=("$d_qps") D_P95+=("$d_p95") RL_QPS+=("$r_qps") P_QPS+=("$p_qps") P_P95+=("$p_p95")
 				RATIOS+=("$(ratio "$d_qps" "$p_qps")") P95_RATIOS+=("$(ratio "$d_p95" "$p_p95")")
