@@ -69,13 +69,8 @@ func (r *runner) backfill(ctx context.Context) error {
 		errOnce.Do(func() { firstErr = err; cancel() })
 	}
 	track := newCopyTracker(r.cp.Watermark, r.cp.Rows)
-	th := newThrottle(r)
-	thDone := make(chan struct{})
-	go func() {
-		defer close(thDone)
-		th.run(ctx)
-	}()
-	defer func() { cancel(); <-thDone; r.fgBase = th.base }()
+	th, stopThrottle := r.startThrottle(ctx)
+	defer stopThrottle()
 	method := r.copyMethod()
 	maxStmt, err := maxStatement(r.conn)
 	if err != nil {

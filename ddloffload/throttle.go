@@ -49,21 +49,29 @@ func newThrottle(r *runner) *throttle {
 	return &throttle{p: r.p, r: r, slots: r.set.Workers, base: r.fgBase}
 }
 
-// throttled runs f with a throttle measuring meanwhile, and keeps the
-// foreground's baseline it found for the job's next stage.
-func (r *runner) throttled(ctx context.Context, f func(th *throttle) error) error {
-	th := newThrottle(r)
+// startThrottle starts a throttle measuring for a stage of r until ctx
+// ends or stop is called; stop waits for it and keeps the foreground's
+// baseline it found for the job's next stage.
+func (r *runner) startThrottle(ctx context.Context) (th *throttle, stop func()) {
+	th = newThrottle(r)
 	ctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		th.run(ctx)
 	}()
-	err := f(th)
-	cancel()
-	<-stopped
-	r.fgBase = th.base
-	return err
+	return th, func() {
+		cancel()
+		<-stopped
+		r.fgBase = th.base
+	}
+}
+
+// throttled runs f with a throttle measuring meanwhile.
+func (r *runner) throttled(ctx context.Context, f func(th *throttle) error) error {
+	th, stop := r.startThrottle(ctx)
+	defer stop()
+	return f(th)
 }
 
 // throttleEvery is how often the throttle measures.
