@@ -215,6 +215,47 @@ rows_state() { mysql_root -N -e "SELECT COUNT(*), MIN(id), MAX(id), COUNT(DISTIN
 # report and the final report print one.
 sysbench_stat() { grep -E "^ +$2" "$1" | sed -n "${3}p" | awk -F: '{ print $2 }' | awk '{ print $1 }'; }
 
+# stage_breakdown prints, for each stage of the last proxy job, how the
+# foreground fared while it ran: the seconds of sysbench's per-second
+# reports that fall in it (the job started at the idle part's checkpoint),
+# their mean tps and the median and highest of their p99s. The whole job's
+# p99 is one percentile of all its transactions, so a stage whose seconds
+# are slow shows here even when it is short.
+stage_breakdown() {
+	echo
+	echo "| stage | s | tps | p99 ms, median of seconds | p99 ms, worst second |"
+	echo "|---|---:|---:|---:|---:|"
+	{
+		grep 'ddl: stage done' "$PROXY_LOG" | tail -n 11 | sed -E 's/.*stage=([^ ]+) took=([^ ]+).*/stage \1 \2/'
+		grep -E '^\[ [0-9]+s \]' "$1" | sed -E 's/^\[ ([0-9]+)s \].* tps: ([0-9.]+) .*lat \(ms,99%\): ([0-9.]+) .*/sec \1 \2 \3/'
+	} | awk -v idle="$IDLE_TIME" '
+		# Go durations: 1m2.5s, 830.2ms, 45µs.
+		function secs(d, v, n, u) {
+			v = 0
+			while (match(d, /^[0-9.]+(h|m|s|ms|µs|us|ns)/)) {
+				n = substr(d, 1, RLENGTH); d = substr(d, RLENGTH + 1)
+				u = n; sub(/^[0-9.]+/, "", u); n += 0
+				v += (u == "h") ? n * 3600 : (u == "m") ? n * 60 : (u == "s") ? n : (u == "ms") ? n / 1000 : n / 1e6
+			}
+			return v
+		}
+		$1 == "stage" { name[++ns] = $2; end[ns] = (ns > 1 ? end[ns - 1] : 0) + secs($3); next }
+		$1 == "sec" && $2 > idle {
+			mid = $2 - idle - 0.5
+			for (i = 1; i <= ns && mid >= end[i]; i++) {}
+			if (i > ns) next
+			k = ++cnt[i]; tps[i] += $3; p[i, k] = $4
+		}
+		END {
+			for (i = 1; i <= ns; i++) {
+				n = cnt[i]
+				if (n == 0) { printf "| %s | %.1f | - | - | - |\n", name[i], end[i] - (i > 1 ? end[i - 1] : 0); continue }
+				for (a = 1; a <= n; a++) for (b = a + 1; b <= n; b++) if (p[i, b] < p[i, a]) { t = p[i, a]; p[i, a] = p[i, b]; p[i, b] = t }
+				printf "| %s | %.1f | %.0f | %.2f | %.2f |\n", name[i], end[i] - (i > 1 ? end[i - 1] : 0), tps[i] / n, p[i, int((n + 1) / 2)], p[i, n]
+			}
+		}'
+}
+
 # foreground: sysbench oltp_read_write through the proxy on the table being
 # indexed, one run in two parts: IDLE_TIME seconds idle, ended by a
 # checkpoint report (which resets sysbench's statistics), then while the
@@ -311,8 +352,8 @@ LUA
 		echo "Lost rows: $verdict (COUNT, MIN, MAX, COUNT(DISTINCT id) before: $base, after: $after; CHECK TABLE: $check;" \
 			"rows through $INDEX_NAME: $by_index, through PRIMARY: $by_pk)"
 	} | tee "$OUT"
+	stage_breakdown "$sblog" | tee -a "$OUT"
 	log "written to $OUT"
-	grep 'ddl: stage done' "$PROXY_LOG" | tail -n 10 | sed -E 's/.*stage=([^ ]+) took=([^ ]+).*/  \1 \2/' >&2 || true
 	log "the copy was throttled $(grep -c 'ddl: copy throttled' "$PROXY_LOG") times"
 	[[ "$verdict" == ok ]] || die "rows were lost or the table is damaged"
 }

@@ -19,9 +19,21 @@ import (
 // harmless. A change made after the copy marks the key dirty once more.
 //
 // A change can reach the binary log a moment before it is visible in the
-// engine (the log is written first at commit). The batch therefore first
-// reads its keys in the table with LOCK IN SHARE MODE, which waits for any
-// writer still holding them, before the copy reads them.
+// engine (the log is written first at commit). While the application
+// writes, a batch therefore first share-locks its keys in the table, in a
+// statement of its own: once it has the locks, no writer whose change
+// made a key dirty is still committing, and the copy that follows (a
+// consistent read, under READ COMMITTED) sees that change. The locks are
+// released at once: a change made after they were taken marks its key
+// dirty again, so holding them through the copy would only make the
+// application's writers of those rows wait for it (seen: a second, on the
+// hot rows of a skewed workload). And they are taken with NOWAIT: a
+// statement that waited for a writer while holding the locks of its other
+// keys could close a cycle with that writer's transaction, and InnoDB
+// would fail the application's transaction (the smaller one) with a
+// deadlock. A batch that meets a held key is copied in halves, down to
+// the held key, which is tried again a moment later, then left for a
+// later pass.
 
 const applyBatch = 500
 
@@ -41,23 +53,41 @@ func (r *runner) copyKeys(c *client.Conn, keys [][]string, mode applyMode) error
 	cond := r.t.keyIn(keys)
 	shadow := tableName(r.t.Schema, r.shadow)
 	stmts := []string{
+		"BEGIN",
 		r.mark + "DELETE FROM " + shadow + " WHERE " + cond,
 		r.mark + "INSERT INTO " + shadow + " (" + r.t.copyColumns() + ") SELECT " + r.t.copyColumns() + " FROM " + r.t.name() +
 			" WHERE " + cond + " ORDER BY " + r.t.keyList(),
 		"COMMIT",
 	}
 	if mode == live {
-		stmts = append([]string{"BEGIN", "SELECT " + r.t.keyList() + " FROM " + r.t.name() + " WHERE " + cond + " LOCK IN SHARE MODE"}, stmts...)
-	} else {
-		stmts = append([]string{"BEGIN"}, stmts...)
+		// Autocommit: each statement is its own transaction, and the
+		// locks end with the statement that took them. The first read
+		// takes no locks and brings the keys' pages into the buffer
+		// pool, so that the locking read is quick: it holds the locks of
+		// the keys it has read while it reads the next ones.
+		keys := "SELECT " + r.t.keyList() + " FROM " + r.t.name() + " WHERE " + cond
+		stmts = append([]string{keys, keys + r.shareLock(c)}, stmts...)
 	}
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = execAll(c, stmts); err == nil || !isLockTimeout(err) {
-			return err
+	return execAll(c, stmts)
+}
+
+// shareLock is the clause that share-locks the rows a live batch reads
+// without waiting for a lock: LOCK IN SHARE MODE NOWAIT where the backend
+// accepts it (MariaDB 10.3 and later), FOR SHARE NOWAIT (MySQL 8.0), and
+// plain LOCK IN SHARE MODE on a backend that knows neither. It is found
+// by asking the backend once per job.
+func (r *runner) shareLock(c *client.Conn) string {
+	r.shareOnce.Do(func() {
+		r.shareClause = " LOCK IN SHARE MODE"
+		for _, clause := range []string{" LOCK IN SHARE MODE NOWAIT", " FOR SHARE NOWAIT"} {
+			if _, err := c.Execute("SELECT 1 FROM " + r.t.name() + " WHERE 1 = 0" + clause); err == nil {
+				r.shareClause = clause
+				break
+			}
 		}
-	}
-	return err
+		r.log.Debug("ddl: rows are share-locked with" + r.shareClause)
+	})
+	return r.shareClause
 }
 
 func execAll(c *client.Conn, stmts []string) error {
@@ -106,34 +136,18 @@ func (r *runner) drain(ctx context.Context, c *client.Conn, mode applyMode, th *
 				}
 				release = done
 			}
-			err := r.copyKeys(c, batch, mode)
+			sp, err := r.copySplit(c, batch, mode)
 			release()
-			if isDupEntry(err) && len(batch) > 1 {
-				for _, k := range batch {
-					if err := r.copyKeys(c, [][]string{k}, mode); isDupEntry(err) {
-						failed, dupErr = append(failed, k), err
-					} else if err != nil {
-						return n, err
-					} else {
-						progress = true
-					}
-				}
-				continue
-			}
-			if isDupEntry(err) {
-				failed, dupErr = append(failed, batch...), err
-				continue
-			}
-			if isLockTimeout(err) && mode == live {
-				// An application transaction holds some of these rows:
-				// copy them on a later pass.
-				r.stream.requeue(batch)
-				continue
-			}
 			if err != nil {
 				return n, err
 			}
-			progress = true
+			progress = progress || sp.copied
+			if len(sp.dup) > 0 {
+				failed, dupErr = append(failed, sp.dup...), sp.dupErr
+			}
+			// An application transaction holds these rows: copy them
+			// on a later pass.
+			r.stream.requeue(sp.held)
 		}
 		if len(failed) == 0 {
 			return n, nil
@@ -148,6 +162,59 @@ func (r *runner) drain(ctx context.Context, c *client.Conn, mode applyMode, th *
 		keys = failed
 	}
 	return n, nil
+}
+
+// split is what copySplit did with a batch of keys.
+type split struct {
+	copied bool       // some keys were copied
+	held   [][]string // keys an application transaction holds (live only)
+	dup    [][]string // keys whose copy met a duplicate in the shadow
+	dupErr error      // the backend's error for one of them
+}
+
+// copySplit copies keys, and when the batch fails for some of them (a
+// duplicate, or in live mode a key a writer holds), copies its halves
+// apart, down to the keys that fail alone: the others are not held back
+// by them.
+func (r *runner) copySplit(c *client.Conn, keys [][]string, mode applyMode) (split, error) {
+	err := r.copyKeys(c, keys, mode)
+	if len(keys) == 1 {
+		// A writer's transaction is a few statements: a key it holds
+		// is likely free a moment later.
+		for pause := 5 * time.Millisecond; isLockTimeout(err) && pause <= 10*time.Millisecond; pause *= 2 {
+			time.Sleep(pause)
+			err = r.copyKeys(c, keys, mode)
+		}
+	}
+	switch {
+	case err == nil:
+		return split{copied: true}, nil
+	case isLockTimeout(err) && mode == live:
+		if len(keys) == 1 {
+			return split{held: keys}, nil
+		}
+	case isDupEntry(err):
+		if len(keys) == 1 {
+			return split{dup: keys, dupErr: err}, nil
+		}
+	default:
+		return split{}, err
+	}
+	var sp split
+	h := len(keys) / 2
+	for _, part := range [][][]string{keys[:h], keys[h:]} {
+		p, err := r.copySplit(c, part, mode)
+		if err != nil {
+			return sp, err
+		}
+		sp.copied = sp.copied || p.copied
+		sp.held = append(sp.held, p.held...)
+		sp.dup = append(sp.dup, p.dup...)
+		if p.dupErr != nil {
+			sp.dupErr = p.dupErr
+		}
+	}
+	return sp, nil
 }
 
 // catchUp applies dirty keys until few are left: a pass that finds fewer

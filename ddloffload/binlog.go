@@ -381,8 +381,13 @@ func (s *stream) requeue(keys [][]string) {
 
 // binlogEnd is where the binary log ends now, read as the binary-log user
 // (SHOW MASTER STATUS needs REPLICATION CLIENT, which the job's user may
-// lack).
-func (r *runner) binlogEnd() (mysql.Position, error) { return masterPos(r.logConn) }
+// lack). The verify's workers may ask at once: they take turns on the
+// connection.
+func (r *runner) binlogEnd() (mysql.Position, error) {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	return masterPos(r.logConn)
+}
 
 // binlogFiltered refuses a schema the backend leaves out of its binary log
 // (binlog_do_db / binlog_ignore_db): the job would not see its changes.

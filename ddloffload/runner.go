@@ -36,16 +36,20 @@ type runner struct {
 	sortBytes atomic.Int64  // bytes of runs on disk, against the quota
 	runSeq    atomic.Int64  // names runs
 
-	conn     *client.Conn // the job's control connection
-	logConn  *client.Conn // as the binary-log user, for log positions
-	t        *tableInfo
-	shadow   string // <table>__new: the table with the final schema
-	old      string // <table>__old: what the original is renamed to
-	deferred []string
-	stream   *stream
-	created  bool        // the shadow exists and is the job's
-	swapped  atomic.Bool // the RENAME happened
-	connID   atomic.Uint32
+	conn        *client.Conn // the job's control connection
+	logConn     *client.Conn // as the binary-log user, for log positions
+	logMu       sync.Mutex   // guards logConn after the binlog stage
+	t           *tableInfo
+	shadow      string // <table>__new: the table with the final schema
+	old         string // <table>__old: what the original is renamed to
+	deferred    []string
+	stream      *stream
+	shareClause string      // how a live catch-up batch share-locks its keys (see shareLock)
+	shareOnce   sync.Once   // finds shareClause
+	applyMu     sync.Mutex  // the verify's workers take turns applying dirty keys on conn
+	created     bool        // the shadow exists and is the job's
+	swapped     atomic.Bool // the RENAME happened
+	connID      atomic.Uint32
 }
 
 // stageFunc is one stage.
@@ -295,10 +299,12 @@ func (r *runner) connect(ctx context.Context) (*client.Conn, error) {
 // AUTO_INCREMENT value 0 copied as 0, TIMESTAMPs read and written in UTC,
 // backslash escapes in literals (quoteString relies on it), reads that
 // take no locks (READ COMMITTED: each copy reads the latest committed rows
-// without locking them, as InnoDB does under a ROW binary log).
+// without locking them, as InnoDB does under a ROW binary log), and
+// autocommit on (a statement outside BEGIN ... COMMIT is its own
+// transaction, whatever the server's default).
 func sessionSetup(c *client.Conn) error {
 	for _, q := range []string{
-		"SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
+		"SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00', autocommit = 1",
 		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 	} {
 		if _, err := c.Execute(q); err != nil {
@@ -341,7 +347,11 @@ func (r *runner) lockTables(ctx context.Context, c *client.Conn, spec string, at
 	return fmt.Errorf("LOCK TABLES %s: %w", spec, errors.Join(errs...))
 }
 
+// erLockNowait is MySQL 8.0's error for a row lock NOWAIT could not take
+// (MariaDB answers 1205, as for a lock wait timeout).
+const erLockNowait = 3572
+
 func isLockTimeout(err error) bool {
 	var me *mysql.MyError
-	return errors.As(err, &me) && (me.Code == mysql.ER_LOCK_WAIT_TIMEOUT || me.Code == mysql.ER_LOCK_DEADLOCK)
+	return errors.As(err, &me) && (me.Code == mysql.ER_LOCK_WAIT_TIMEOUT || me.Code == mysql.ER_LOCK_DEADLOCK || me.Code == erLockNowait)
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,4 +268,75 @@ func TestDDLCutOverWhileShadowIsLocked(t *testing.T) {
 	if ddl := showCreate(t, direct, "t"); !strings.Contains(ddl, "KEY `idx_c` (`c`)") {
 		t.Errorf("index missing:\n%s", ddl)
 	}
+}
+
+// TestDDLVerifyFindsDefects: a shadow that differs from the table where no
+// write explains it (a changed value, a missing row, an extra row) fails
+// the job in its verify stage, and the table is left as it was, while
+// writers keep changing other rows (so that ranges are also compared again
+// and under their rows' locks). The shadow is damaged while the job waits
+// at the start of the verify.
+func TestDDLVerifyFindsDefects(t *testing.T) {
+	e := newDDLEnv(t)
+	e.proxy.stop(t)
+	e.seed(t, 20000)
+	p := e.launchDDL(t, ", max_latency_pct: 0", "verify:1s")
+	app := testdb.Open(t, testdb.DSN(p.addr, e.app.name, e.app.password, e.db, nil))
+	direct := e.direct(t)
+	damage := map[string]string{
+		"changed": "UPDATE `%s` SET c = 'damaged' WHERE id = 15000",
+		"missing": "DELETE FROM `%s` WHERE id = 9000",
+		"extra":   "INSERT INTO `%s` (id, k, c, pad, u) VALUES (30000, 1, 'extra', 'extra', 30000)",
+	}
+	for i, name := range []string{"changed", "missing", "extra"} {
+		t.Run(name, func(t *testing.T) {
+			ctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			defer func() { stop(); wg.Wait() }()
+			wg.Add(1)
+			go func() { // hot rows, far from the damaged ones
+				defer wg.Done()
+				for ctx.Err() == nil {
+					_, _ = app.ExecContext(ctx, "UPDATE t SET k = k + 1 WHERE id = ?", 1+rand.IntN(50))
+				}
+			}()
+			want := tableSumExcept(t, direct, 50)
+			done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
+			waitFor(t, 60*time.Second, "the job to stall in its verify", func() (bool, error) {
+				return strings.Count(p.stderr.String(), "stalled for a fault test") > i, nil
+			})
+			var shadow string
+			if err := direct.QueryRow("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 't\\_\\_new'").Scan(&shadow); err != nil {
+				t.Fatalf("shadow: %v", err)
+			}
+			if _, err := direct.Exec(fmt.Sprintf(damage[name], shadow)); err != nil {
+				t.Fatal(err)
+			}
+			err := <-done
+			if err == nil || !strings.Contains(err.Error(), "differ where") {
+				t.Fatalf("ALTER: %v, want the verify's error", err)
+			}
+			if ddl := showCreate(t, direct, "t"); strings.Contains(ddl, "idx_c") {
+				t.Errorf("the index was added:\n%s", ddl)
+			}
+			if got := tableSumExcept(t, direct, 50); got != want {
+				t.Errorf("the table changed: %s, want %s", got, want)
+			}
+			if l := leftovers(t, direct); len(l) > 0 {
+				t.Errorf("left behind: %v", l)
+			}
+		})
+	}
+}
+
+// tableSumExcept checksums t's rows with ids above skip (the writers
+// change the others).
+func tableSumExcept(t *testing.T, db *sql.DB, skip int) string {
+	t.Helper()
+	var n int
+	var x uint64
+	if err := db.QueryRow("SELECT COUNT(*), IFNULL(BIT_XOR(CRC32(CONCAT_WS('#', id, k, c, pad, u))), 0) FROM t WHERE id > ?", skip).Scan(&n, &x); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d/%x", n, x)
 }
