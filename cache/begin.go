@@ -14,7 +14,9 @@ import (
 // transaction has not started in the backend yet; the first statement of
 // the transaction that goes to the backend is preceded by a BEGIN there,
 // and a COMMIT or ROLLBACK of a transaction that never reached the
-// backend is answered by the proxy too.
+// backend is answered by the proxy too. When that first statement is a
+// read that changes nothing, BEGIN travels with it in one round trip
+// (plugins.Statement.Begin); before anything else, it is sent alone.
 //
 // The transaction is the same as if BEGIN had gone first: InnoDB takes a
 // REPEATABLE READ transaction's snapshot at its first read, not at BEGIN,

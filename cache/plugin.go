@@ -365,9 +365,14 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		si.explain(st.SQL, true, "answered by the proxy: the transaction has not reached the backend (a plain BEGIN is sent there before the transaction's first statement that goes there)")
 		return a
 	}
+	si.pureRead = false
 	a := p.onStatement(st)
 	if si.deferred && a.Verdict == plugins.Pass {
-		if err := startDeferred(st, si); err != nil {
+		if si.pureRead && (st.Command == plugins.ComQuery || st.Command == plugins.ComStmtExecute) {
+			// BEGIN travels with the statement: no round trip of its own.
+			si.deferred = false
+			st.Begin = true
+		} else if err := startDeferred(st, si); err != nil {
 			return plugins.RefuseWith(err)
 		}
 	}

@@ -71,6 +71,10 @@ type sessionInfo struct {
 	diagDirty, usesTables bool
 
 	last explanation // the last statement's outcome, for EXPLAIN LAST STATEMENT
+	// pureRead: the statement being handled is a read that changes
+	// nothing (no locking clause, no INTO, deterministic functions only),
+	// so a deferred BEGIN may travel with it (see plugins.Statement.Begin).
+	pureRead bool
 	// deferred: the session's transaction was begun by the proxy and has
 	// not started in the backend yet (see begin.go).
 	deferred bool
@@ -294,6 +298,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	if ent.writes {
 		return p.unknownRead(st), "it calls a stored function, which may write: a write of every cached table"
 	}
+	si.pureRead = ent.plan != nil || ent.results != nil && !ent.results.reparse
 	if ent.plan == nil {
 		return p.declinedWhy(st, si, ent, ent.why)
 	}

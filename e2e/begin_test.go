@@ -136,6 +136,23 @@ func TestDeferredBegin(t *testing.T) {
 		t.Errorf("after ROLLBACK the backend has v = %d, want 20: BEGIN did not reach it", v)
 	}
 
+	// A transaction whose first statement at the backend is a read that
+	// changes nothing: BEGIN travels with it, and the transaction's
+	// snapshot, taken by that read, holds for the next one.
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.other (id INT PRIMARY KEY, v INT)", "INSERT INTO `"+e.db+"`.other VALUES (1, 1)")
+	exec("BEGIN")
+	if v := value(conn, "SELECT v FROM other WHERE id = 1"); v != 1 {
+		t.Errorf("first read in the transaction: v = %d, want 1", v)
+	}
+	e.backend.Exec(t, "UPDATE `"+e.db+"`.other SET v = 2 WHERE id = 1")
+	if v := value(conn, "SELECT v FROM other WHERE id = 1"); v != 1 {
+		t.Errorf("the transaction saw a write made after its first read (v = %d): BEGIN did not reach the backend with it", v)
+	}
+	exec("COMMIT")
+	if v := value(conn, "SELECT v FROM other WHERE id = 1"); v != 2 {
+		t.Errorf("after COMMIT, v = %d, want 2", v)
+	}
+
 	// BEGIN inside a transaction (an implicit commit) and BEGIN with
 	// modifiers go to the backend as they are.
 	exec("BEGIN")

@@ -105,6 +105,14 @@ type Statement struct {
 	SQL     string // statement text; for COM_STMT_EXECUTE the prepared text
 	Kind    Kind   // cheap lexical classification of SQL
 	InTx    bool   // the backend reported an open transaction before this statement
+	// Begin: a filter asks the proxy to start a transaction on the
+	// backend before this statement. When the statement goes to the
+	// backend, BEGIN is sent with it, in the same round trip; when a
+	// plugin answers or refuses it, BEGIN is sent alone first. Only for a
+	// statement that changes nothing outside a transaction (a plain
+	// read): should BEGIN fail, the statement has run anyway, its result
+	// is discarded, and the client gets BEGIN's error.
+	Begin bool
 	// ExtendedMetadata: the client negotiated MariaDB's extended column
 	// metadata (column definitions carry one more field).
 	ExtendedMetadata bool
@@ -181,6 +189,7 @@ func (st *Statement) Reset(cmd Command, sql string) {
 	st.digest = ""
 	st.memo = nil
 	st.Params, st.ParamCount, st.ParamTypes, st.LongData = nil, 0, nil, false
+	st.Begin = false
 }
 
 // ResetMemo is Reset for a statement whose derived values are kept in m
@@ -196,6 +205,7 @@ func (st *Statement) ResetMemo(cmd Command, sql string, m *Memo) {
 	st.digest = m.digest
 	st.memo = m
 	st.Params, st.ParamCount, st.ParamTypes, st.LongData = nil, 0, nil, false
+	st.Begin = false
 }
 
 // Normalized returns the statement with literals replaced by '?' and

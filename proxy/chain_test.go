@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/binary"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -219,5 +220,85 @@ func TestExecuteAfterAnsweredExecuteCarriesTypes(t *testing.T) {
 	}
 	if row := execute(43, false); row[len(row)-8] != 43 {
 		t.Fatalf("the backend's answer: row %v", row)
+	}
+}
+
+// beginWith asks for a transaction before every statement mentioning
+// "with-begin", and answers those mentioning "answered" itself.
+type beginWith struct{}
+
+func (beginWith) Name() string { return "begin-with" }
+
+func (beginWith) OnStatement(st *plugins.Statement) plugins.Action {
+	if !strings.Contains(st.SQL, "with-begin") {
+		return plugins.Continue
+	}
+	st.Begin = true
+	if strings.Contains(st.SQL, "answered") {
+		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error { return w.WriteResult(nil) }))
+	}
+	return plugins.Continue
+}
+
+// A filter's Begin: BEGIN reaches the backend with the statement (or
+// alone, before an answered one), and the session is in a transaction
+// after it; when BEGIN fails, the client gets its error, not the
+// statement's result, and the connection goes on.
+func TestStatementBegin(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(beginWith{}))
+	c, err := client.Connect(px.addr, user, "pw", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Execute("CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SELECT 'with-begin' AS v FROM t", "SELECT 'with-begin answered'"} {
+		r, err := c.Execute(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if r.Status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+			t.Errorf("%s: not in a transaction after it (status %#x)", q, r.Status)
+		}
+		if q == "SELECT 'with-begin' AS v FROM t" && (len(r.Fields) != 1 || string(r.Fields[0].Name) != "v") {
+			t.Errorf("%s: result %+v", q, r.Fields)
+		}
+		// The transaction is the backend's: a row inserted in it is
+		// gone after ROLLBACK.
+		for _, q := range []string{"INSERT INTO t VALUES (1)", "ROLLBACK"} {
+			if _, err := c.Execute(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r, err := c.Execute("SELECT COUNT(*) FROM t"); err != nil {
+			t.Fatal(err)
+		} else if n, _ := r.GetInt(0, 0); n != 0 {
+			t.Errorf("%s: the row inserted after it survived ROLLBACK", q)
+		}
+	}
+	// Under an active XA transaction BEGIN fails (XAER_RMFAIL); the
+	// statement, a read, runs all the same, and its result is dropped.
+	for _, q := range []string{"XA START 'x'", "SELECT 'with-begin' AS v, 2 AS w UNION ALL SELECT 'again', 3"} {
+		_, err := c.Execute(q)
+		if q == "XA START 'x'" {
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		var me *mysql.MyError
+		if !errors.As(err, &me) || me.Code != mysql.ER_XAER_RMFAIL {
+			t.Fatalf("%s: %v, want BEGIN's error 1399", q, err)
+		}
+	}
+	for _, q := range []string{"SELECT 1", "XA END 'x'", "XA ROLLBACK 'x'", "SELECT 2"} {
+		if _, err := c.Execute(q); err != nil {
+			t.Fatalf("%s after the failed BEGIN: %v", q, err)
+		}
 	}
 }

@@ -54,14 +54,17 @@ func (s *session) pump() ([]byte, error) {
 	if err := s.backend.ReadPacketTo(&s.resp); err != nil {
 		return nil, errBackendLost
 	}
-	// The backend's sequence numbers are the client's: both sides started
-	// the command at 0 and the proxy writes exactly the packets it reads
-	// (a packet of 16 MB or more is split at the same points on both sides).
-	s.client.pc.Sequence = seq
 	payload := s.resp.payload()
 	if len(payload) == 0 {
 		return nil, errBackendLost
 	}
+	if s.sink {
+		return payload, nil
+	}
+	// The backend's sequence numbers are the client's: both sides started
+	// the command at 0 and the proxy writes exactly the packets it reads
+	// (a packet of 16 MB or more is split at the same points on both sides).
+	s.client.pc.Sequence = seq
 	// WritePacket rewrites the header room in place (and, for packets of
 	// 16 MB or more, the split points), so the payload must be inspected by
 	// the caller before the next read, which it is.

@@ -37,6 +37,7 @@ type session struct {
 
 	cmd  packetBuffer // the client's current command
 	resp packetBuffer // the packet being relayed
+	sink bool         // the response being read is dropped, not relayed (see relayWithBegin)
 
 	st    plugins.Statement
 	stmts map[uint32]*prepared // by the backend's statement id
@@ -463,6 +464,13 @@ func (s *session) runStatement() error {
 	if action.Verdict == plugins.Answer && cmd == plugins.ComStmtPrepare {
 		action = plugins.Continue // see plugins.StatementFilter
 	}
+	if st.Begin && action.Verdict != plugins.Pass {
+		// The statement does not reach the backend: the transaction a
+		// filter asked for starts there on its own.
+		if me := s.beginAlone(); me != nil {
+			action, by = plugins.RefuseWith(me), "proxy"
+		}
+	}
 	var err error
 	switch action.Verdict {
 	case plugins.Refuse:
@@ -543,6 +551,9 @@ func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, r
 			return nil
 		}
 	}
+	if st.Begin {
+		return s.relayWithBegin(rs)
+	}
 	if err := s.relayWith(rs, s.relayQueryResponse); err != nil {
 		return err
 	}
@@ -550,6 +561,64 @@ func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, r
 		// A multi-statement request (or a procedure) may have changed the
 		// current database; plugins resolve table names against it.
 		s.refreshDB()
+	}
+	return nil
+}
+
+// beginAlone starts a transaction on the backend (see plugins.Statement's
+// Begin).
+func (s *session) beginAlone() *mysql.MyError {
+	r, err := s.backend.Execute("BEGIN")
+	if err != nil {
+		if me, ok := err.(*mysql.MyError); ok {
+			return me
+		}
+		return mysql.NewError(2013, "Lost connection to backend while starting the transaction")
+	}
+	s.setStatus(r.Status)
+	r.Close()
+	return nil
+}
+
+// relayWithBegin sends BEGIN and the statement together, so a transaction
+// a filter began at the proxy costs no round trip of its own, then relays
+// the statement's response. Should BEGIN fail (the statement has run
+// anyway, outside a transaction: plugins ask this only of plain reads),
+// the statement's response is read and dropped, and the client gets
+// BEGIN's error.
+func (s *session) relayWithBegin(rs *relayStats) error {
+	s.backend.ResetSequence()
+	if err := s.backend.WritePacket(append(newPacket(6), mysql.COM_QUERY, 'B', 'E', 'G', 'I', 'N')); err != nil {
+		return errBackendLost
+	}
+	if err := s.forward(); err != nil {
+		return err
+	}
+	// Both responses are numbered from 1: BEGIN's is read first.
+	s.backend.Sequence = 1
+	p, err := s.backend.ReadPacket()
+	if err != nil || len(p) == 0 || p[0] != markOK && p[0] != markErr {
+		return errBackendLost
+	}
+	var beginErr *mysql.MyError
+	if p[0] == markErr {
+		beginErr = parseErr(p)
+	}
+	s.backend.Sequence = 1
+	s.sink = beginErr != nil
+	err = s.relayQueryResponse(rs)
+	s.sink = false
+	if err != nil {
+		return err
+	}
+	if rs.haveStat {
+		s.setStatus(rs.status)
+	}
+	if beginErr != nil {
+		rs.err = beginErr
+		if err := s.client.writeError(beginErr); err != nil {
+			return errClientGone
+		}
 	}
 	return nil
 }
