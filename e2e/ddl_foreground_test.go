@@ -10,18 +10,24 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"tableproxy/internal/testdb"
 )
 
 // TestDDLLatencyThrottle: the copy waits while the foreground's statements
 // through the proxy are slower than before the job by more than
 // tableproxy_ddl_max_latency_pct (150% by default), and goes on once they
 // are fast again. The foreground here is SELECT SLEEP(...), whose latency
-// the test sets.
+// the test sets. The copy of 100,000 rows takes half a second here, less
+// than the throttle needs to see a slower foreground, so the job pauses
+// early in the copy (the fault tests' stall) while the foreground slows.
 func TestDDLLatencyThrottle(t *testing.T) {
 	e := newDDLEnv(t)
-	e.restartWith(t, e.ddlOptions(", chunk_rows: 200"))
+	e.proxy.stop(t)
 	e.seed(t, 100000)
-	app, admin := e.open(t, e.app), e.open(t, e.admin)
+	p := e.launchDDL(t, ", chunk_rows: 200", "backfill:3s")
+	app := testdb.Open(t, testdb.DSN(p.addr, e.app.name, e.app.password, e.db, nil))
+	admin := testdb.Open(t, testdb.DSN(p.addr, e.admin.name, e.admin.password, e.db, nil))
 	var sleepMicros atomic.Int64
 	sleepMicros.Store(2000)
 	ctx, stop := context.WithCancel(context.Background())
@@ -38,14 +44,15 @@ func TestDDLLatencyThrottle(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond) // what the foreground's latency was before the job
 	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
-	waitJob(t, admin, 30*time.Second, "the copy to begin", func(j ddlJob) bool { return j.Stage == "backfill" && j.RowsDone > 0 })
+	waitLog(t, p, 30*time.Second, `stalled for a fault test" job=1 table=`+e.db+".t stage=backfill")
+	stallEnds := time.Now().Add(3 * time.Second)
 	sleepMicros.Store(40000)
 	j := waitJob(t, admin, 5*time.Second, "the job to be throttled", func(j ddlJob) bool { return j.State == "throttled" })
 	if j.RowsDone >= 100000 {
 		t.Fatalf("the copy ended before the throttle could hold it: %+v", j)
 	}
-	// Chunks under way when the throttle began finish; then nothing moves.
-	time.Sleep(300 * time.Millisecond)
+	// Once the stall is over, chunks under way finish; then nothing moves.
+	time.Sleep(time.Until(stallEnds) + 300*time.Millisecond)
 	j, _ = lastJob(admin)
 	time.Sleep(700 * time.Millisecond)
 	j2, _ := lastJob(admin)
@@ -56,7 +63,7 @@ func TestDDLLatencyThrottle(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("ALTER: %v", err)
 	}
-	log := e.proxy.stderr.String()
+	log := p.stderr.String()
 	for _, want := range []string{"the foreground's p99 latency before the job", "copy throttled", "the foreground's latency held the copy"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log has no %q", want)
