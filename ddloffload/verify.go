@@ -168,19 +168,23 @@ func (r *runner) verifyRange(ctx context.Context, c *client.Conn, th *throttle, 
 
 // rangeSums checksums one key range of the table and of the shadow.
 func (r *runner) rangeSums(c *client.Conn, kr keyRange) (table, shadow string, err error) {
-	expr := r.t.checksumExpr()
-	cond := r.t.rangeCond(kr)
-	var sums [2]string
-	for i, name := range []string{r.t.name(), tableName(r.t.Schema, r.shadow)} {
-		res, err := c.Execute("SELECT COUNT(*), IFNULL(BIT_XOR(" + expr + "), 0) FROM " + name + " WHERE " + cond)
-		if err != nil {
-			return "", "", err
-		}
-		n, _ := res.GetInt(0, 0)
-		x, _ := res.GetUint(0, 1)
-		sums[i] = strconv.FormatInt(n, 10) + "/" + strconv.FormatUint(x, 16)
+	if table, err = r.rangeSum(c, r.t.name(), kr); err != nil {
+		return "", "", err
 	}
-	return sums[0], sums[1], nil
+	shadow, err = r.rangeSum(c, tableName(r.t.Schema, r.shadow), kr)
+	return table, shadow, err
+}
+
+// rangeSum checksums one key range of a table: its row count and the XOR
+// of its rows' checksums.
+func (r *runner) rangeSum(c *client.Conn, table string, kr keyRange) (string, error) {
+	res, err := c.Execute("SELECT COUNT(*), IFNULL(BIT_XOR(" + r.t.checksumExpr() + "), 0) FROM " + table + " WHERE " + r.t.rangeCond(kr))
+	if err != nil {
+		return "", err
+	}
+	n, _ := res.GetInt(0, 0)
+	x, _ := res.GetUint(0, 1)
+	return strconv.FormatInt(n, 10) + "/" + strconv.FormatUint(x, 16), nil
 }
 
 // applyDirty brings the shadow up to the binary log's end now: the
@@ -203,8 +207,10 @@ func (r *runner) applyDirty(ctx context.Context, th *throttle) error {
 // compareFrozen compares a range whose rows keep changing at a still
 // moment: the table read-locked (see syncFrozen: writers wait, readers go
 // on), the shadow brought up to the binary log's end, both ranges read.
-// They must be equal. Writers wait for one catch-up and two checksums of
-// a range: tens of milliseconds, for the few ranges with hot rows. (Share
+// They must be equal. Writers wait for one catch-up and one checksum of a
+// range: the shadow's is read after the unlock, as nothing but this
+// catch-up writes it (the control connection is held until the end).
+// Tens of milliseconds, for the few ranges with hot rows. (Share
 // locks on the range's rows alone would spare the other writers, but a
 // hot row is almost never free of them, and waiting for one while holding
 // others could deadlock with a writer.)
@@ -217,7 +223,11 @@ func (r *runner) compareFrozen(ctx context.Context, c *client.Conn, kr keyRange)
 	var a, b string
 	err := r.syncFrozen(ctx, lockAttempts, r.lockWait(), streamWait, func(unlock func()) error {
 		var err error
-		a, b, err = r.rangeSums(c, kr)
+		if a, err = r.rangeSum(c, r.t.name(), kr); err != nil {
+			return err
+		}
+		unlock()
+		b, err = r.rangeSum(c, tableName(r.t.Schema, r.shadow), kr)
 		return err
 	})
 	if err != nil {
