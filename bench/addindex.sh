@@ -285,6 +285,12 @@ end
 LUA
 	rm -f "$stop"
 	load0="$(uptime | sed 's/.*load average: //')"
+	# Every deadlock InnoDB detects during the run goes to the error log,
+	# with both transactions' statements: a failed transaction can be told
+	# apart (the job's, the cut-over's, or sysbench's own on hot rows).
+	local mlog="$RUN_DIR/mariadb/mariadb.log" mlog0=0
+	[[ -f "$mlog" ]] && mlog0=$(wc -c <"$mlog")
+	mysql_root -e "SET GLOBAL innodb_print_all_deadlocks = ON"
 	log "sysbench oltp_read_write through the proxy, $FG_THREADS threads: ${IDLE_TIME}s idle, then during the job"
 	(cd /usr/share/sysbench && ADDINDEX_STOP_FILE="$stop" exec sysbench "$lua" --db-driver=mysql --mysql-host=127.0.0.1 \
 		--mysql-port="$port" --mysql-user=sbtest --mysql-password=sbtest --mysql-db="$DB" --tables=1 --table-size="$ROWS" \
@@ -310,6 +316,16 @@ LUA
 	wait "$sampler" 2>/dev/null || true
 	[[ -z "$curlpid" ]] || wait "$curlpid" || true
 	load1="$(uptime | sed 's/.*load average: //')"
+	mysql_root -e "SET GLOBAL innodb_print_all_deadlocks = OFF"
+	local deadlocks=0
+	if [[ -f "$mlog" ]]; then
+		tail -c +"$((mlog0 + 1))" "$mlog" >"$LOG_DIR/addindex-fg-deadlocks.log"
+		deadlocks=$(grep -c 'Transactions deadlock detected' "$LOG_DIR/addindex-fg-deadlocks.log" || true)
+		if ((deadlocks > 0)); then
+			log "InnoDB deadlocks during the run: $deadlocks; their transactions' statements:"
+			grep -E '^\*\*\* \([0-9]\)|^(UPDATE|DELETE|INSERT|SELECT|RENAME|LOCK TABLES|/\*)' "$LOG_DIR/addindex-fg-deadlocks.log" | cut -c1-160 >&2 || true
+		fi
+	fi
 	local codes
 	codes="$(curl -s "http://$METRICS_ADDR/metrics" | awk '/^tableproxy_backend_errors_total/ { sub(/.*code="/, ""); sub(/"}/, ""); printf "%s%s: %s", sep, $1, $2; sep = ", " }')"
 	((rc == 0)) || { cat "$joblog" >&2; die "the job failed (log $joblog)"; }
@@ -342,7 +358,7 @@ LUA
 		echo "| idle | $IDLE_TIME | $idle_tps | $idle_p99 | $idle_err | $idle_rc |"
 		echo "| during the job | $job | $job_tps | $job_p99 | $job_err | $job_rc |"
 		echo
-		echo "Backend errors seen by the proxy during the whole run, by code: ${codes:-none}"
+		echo "Backend errors seen by the proxy during the whole run, by code: ${codes:-none}; InnoDB deadlocks: $deadlocks (log: $LOG_DIR/addindex-fg-deadlocks.log)"
 		echo
 		echo "p99 during the job / idle: $(ratio "$job_p99" "$idle_p99") (target: at most 2)"
 		echo
