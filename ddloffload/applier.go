@@ -145,9 +145,11 @@ func (r *runner) drain(ctx context.Context, c *client.Conn, mode applyMode, th *
 			if len(sp.dup) > 0 {
 				failed, dupErr = append(failed, sp.dup...), sp.dupErr
 			}
-			// An application transaction holds these rows: copy them
-			// on a later pass.
-			r.stream.requeue(sp.held)
+			if len(sp.held) > 0 {
+				// An application transaction holds these rows: copy
+				// them on a later pass.
+				r.stream.requeue(sp.held)
+			}
 		}
 		if len(failed) == 0 {
 			return n, nil
@@ -229,11 +231,7 @@ func (r *runner) catchUpPaced(ctx context.Context, th *throttle) error {
 		if err := r.rec.gate.wait(ctx); err != nil {
 			return err
 		}
-		target, err := r.binlogEnd()
-		if err != nil {
-			return err
-		}
-		if err := r.stream.waitFor(ctx, target, time.Minute); err != nil {
+		if err := r.readToEnd(ctx, time.Minute); err != nil {
 			return err
 		}
 		t0 := time.Now()

@@ -389,6 +389,16 @@ func (r *runner) binlogEnd() (mysql.Position, error) {
 	return masterPos(r.logConn)
 }
 
+// readToEnd returns once the stream has read the binary log up to where
+// it ends now, or an error after timeout.
+func (r *runner) readToEnd(ctx context.Context, timeout time.Duration) error {
+	target, err := r.binlogEnd()
+	if err != nil {
+		return err
+	}
+	return r.stream.waitFor(ctx, target, timeout)
+}
+
 // binlogFiltered refuses a schema the backend leaves out of its binary log
 // (binlog_do_db / binlog_ignore_db): the job would not see its changes.
 func binlogFiltered(c *client.Conn, schema string) error {

@@ -34,11 +34,7 @@ func (r *runner) syncFrozen(ctx context.Context, attempts int, wait, streamWait 
 		}
 	}
 	defer unlock()
-	target, err := r.binlogEnd()
-	if err != nil {
-		return err
-	}
-	if err := r.stream.waitFor(ctx, target, streamWait); err != nil {
+	if err := r.readToEnd(ctx, streamWait); err != nil {
 		return err
 	}
 	if _, err := r.drain(ctx, r.conn, frozen, nil); err != nil {
@@ -98,11 +94,11 @@ func (r *runner) verify(ctx context.Context) error {
 	}
 	close(work)
 	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-		again    atomic.Int64 // ranges read more than once
-		locked   atomic.Int64 // ranges compared with the table read-locked
+		wg             sync.WaitGroup
+		mu             sync.Mutex
+		firstErr       error
+		readAgain      atomic.Int64 // ranges read more than once
+		comparedFrozen atomic.Int64 // ranges compared with the table read-locked
 	)
 	// The checksums are throttled as the copy is: they read both tables
 	// whole.
@@ -112,7 +108,7 @@ func (r *runner) verify(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				for kr := range work {
-					err := r.verifyRange(ctx, c, th, kr, &again, &locked)
+					err := r.verifyRange(ctx, c, th, kr, &readAgain, &comparedFrozen)
 					if err != nil {
 						mu.Lock()
 						if firstErr == nil {
@@ -128,17 +124,18 @@ func (r *runner) verify(ctx context.Context) error {
 		return nil
 	})
 	if firstErr == nil {
-		r.log.Info("ddl: shadow verified", "ranges", len(all), "read_again", again.Load(), "compared_frozen", locked.Load())
+		r.log.Info("ddl: shadow verified", "ranges", len(all), "read_again", readAgain.Load(), "compared_frozen", comparedFrozen.Load())
 	}
 	return firstErr
 }
 
 // verifyRetries is how often a range that differs is read again, the
-// shadow caught up in between, before it is compared under locks.
+// shadow caught up in between, before it is compared with the table
+// read-locked (compareFrozen).
 const verifyRetries = 2
 
 // verifyRange compares one range (see verify).
-func (r *runner) verifyRange(ctx context.Context, c *client.Conn, th *throttle, kr keyRange, again, locked *atomic.Int64) error {
+func (r *runner) verifyRange(ctx context.Context, c *client.Conn, th *throttle, kr keyRange, readAgain, comparedFrozen *atomic.Int64) error {
 	for attempt := 0; ; attempt++ {
 		done, err := th.acquire(ctx)
 		if err != nil {
@@ -156,13 +153,13 @@ func (r *runner) verifyRange(ctx context.Context, c *client.Conn, th *throttle, 
 			break
 		}
 		if attempt == 0 {
-			again.Add(1)
+			readAgain.Add(1)
 		}
 		if err := r.applyDirty(ctx, th); err != nil {
 			return err
 		}
 	}
-	locked.Add(1)
+	comparedFrozen.Add(1)
 	return r.compareFrozen(ctx, c, kr)
 }
 
@@ -193,14 +190,10 @@ func (r *runner) rangeSum(c *client.Conn, table string, kr keyRange) (string, er
 func (r *runner) applyDirty(ctx context.Context, th *throttle) error {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
-	target, err := r.binlogEnd()
-	if err != nil {
+	if err := r.readToEnd(ctx, streamWait); err != nil {
 		return err
 	}
-	if err := r.stream.waitFor(ctx, target, streamWait); err != nil {
-		return err
-	}
-	_, err = r.drain(ctx, r.conn, live, th)
+	_, err := r.drain(ctx, r.conn, live, th)
 	return err
 }
 
