@@ -78,11 +78,8 @@ func (s *session) kill(query bool, modifier string, id uint64) error {
 		b.WriteString("CONNECTION ")
 	}
 	b.WriteString(strconv.FormatUint(backendID, 10))
-	pkt := append(newPacket(b.Len()+1), mysql.COM_QUERY)
-	pkt = append(pkt, b.String()...)
-	s.backend.ResetSequence()
-	if err := s.backend.WritePacket(pkt); err != nil {
-		return errBackendLost
+	if err := s.sendQuery(b.String()); err != nil {
+		return err
 	}
 	var st relayStats
 	if err := s.relayOne(&st); err != nil {

@@ -587,9 +587,8 @@ func (s *session) beginAlone() *mysql.MyError {
 // the statement's response is read and dropped, and the client gets
 // BEGIN's error.
 func (s *session) relayWithBegin(rs *relayStats) error {
-	s.backend.ResetSequence()
-	if err := s.backend.WritePacket(append(newPacket(6), mysql.COM_QUERY, 'B', 'E', 'G', 'I', 'N')); err != nil {
-		return errBackendLost
+	if err := s.sendQuery("BEGIN"); err != nil {
+		return err
 	}
 	if err := s.forward(); err != nil {
 		return err
@@ -619,6 +618,16 @@ func (s *session) relayWithBegin(rs *relayStats) error {
 		if err := s.client.writeError(beginErr); err != nil {
 			return errClientGone
 		}
+	}
+	return nil
+}
+
+// sendQuery sends the proxy's own COM_QUERY to the backend, as a new
+// command; the caller reads the response.
+func (s *session) sendQuery(sql string) error {
+	s.backend.ResetSequence()
+	if err := s.backend.WritePacket(append(append(newPacket(len(sql)+1), mysql.COM_QUERY), sql...)); err != nil {
+		return errBackendLost
 	}
 	return nil
 }
