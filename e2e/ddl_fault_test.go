@@ -13,8 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"tableproxy/internal/testdb"
 )
 
 // ddlStages are the stages of a job, in order, where the fault tests stop
@@ -99,8 +97,8 @@ func testDDLFault(t *testing.T, fault, stage string) {
 		stall = stage + ":1s"
 	}
 	p := e.launchDDL(t, ", chunk_rows: 300", stall)
-	app := testdb.Open(t, testdb.DSN(p.addr, e.app.name, e.app.password, e.db, nil))
-	admin := testdb.Open(t, testdb.DSN(p.addr, e.admin.name, e.admin.password, e.db, nil))
+	app := e.openVia(t, p, e.app)
+	admin := e.openVia(t, p, e.admin)
 
 	next := rows
 	m := startMirrored([]*sql.DB{direct}, direct, func(_, i int) string {
@@ -224,7 +222,7 @@ func TestDDLCutOverWhileShadowIsLocked(t *testing.T) {
 	e.proxy.stop(t)
 	e.seed(t, 5000)
 	p := e.launchDDL(t, "", "verify:2s")
-	app := testdb.Open(t, testdb.DSN(p.addr, e.app.name, e.app.password, e.db, nil))
+	app := e.openVia(t, p, e.app)
 	direct := e.direct(t)
 	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
 	waitLog(t, p, 60*time.Second, `stalled for a fault test" job=1 table=`+e.db+".t stage=verify")
@@ -273,15 +271,15 @@ func TestDDLCutOverWhileShadowIsLocked(t *testing.T) {
 // TestDDLVerifyFindsDefects: a shadow that differs from the table where no
 // write explains it (a changed value, a missing row, an extra row) fails
 // the job in its verify stage, and the table is left as it was, while
-// writers keep changing other rows (so that ranges are also compared again
-// and under their rows' locks). The shadow is damaged while the job waits
+// writers keep changing other rows (so that ranges are also read again
+// and compared with the table read-locked). The shadow is damaged while the job waits
 // at the start of the verify.
 func TestDDLVerifyFindsDefects(t *testing.T) {
 	e := newDDLEnv(t)
 	e.proxy.stop(t)
 	e.seed(t, 20000)
 	p := e.launchDDL(t, ", max_latency_pct: 0", "verify:1s")
-	app := testdb.Open(t, testdb.DSN(p.addr, e.app.name, e.app.password, e.db, nil))
+	app := e.openVia(t, p, e.app)
 	direct := e.direct(t)
 	damage := map[string]string{
 		"changed": "UPDATE `%s` SET c = 'damaged' WHERE id = 15000",

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"tableproxy/internal/testdb"
 )
 
 // TestDDLLatencyThrottle: the copy waits while the foreground's statements
@@ -26,8 +24,8 @@ func TestDDLLatencyThrottle(t *testing.T) {
 	e.proxy.stop(t)
 	e.seed(t, 100000)
 	p := e.launchDDL(t, ", chunk_rows: 200", "backfill:3s")
-	app := testdb.Open(t, testdb.DSN(p.addr, e.app.name, e.app.password, e.db, nil))
-	admin := testdb.Open(t, testdb.DSN(p.addr, e.admin.name, e.admin.password, e.db, nil))
+	app := e.openVia(t, p, e.app)
+	admin := e.openVia(t, p, e.admin)
 	var sleepMicros atomic.Int64
 	sleepMicros.Store(2000)
 	ctx, stop := context.WithCancel(context.Background())

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"tableproxy/internal/testdb"
 )
 
 // TestDDLProgressReports: a client that asks for MariaDB's progress
@@ -59,7 +57,7 @@ func TestDDLWatch(t *testing.T) {
 	e.proxy.stop(t)
 	e.seed(t, 20000)
 	p := e.launchDDL(t, ", chunk_rows: 500", "backfill:20s")
-	app := testdb.Open(t, testdb.DSN(p.addr, e.app.name, e.app.password, e.db, nil))
+	app := e.openVia(t, p, e.app)
 	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
 	waitLog(t, p, 30*time.Second, "stalled for a fault test")
 	time.Sleep(300 * time.Millisecond) // the chunks under way are counted
@@ -78,6 +76,6 @@ func TestDDLWatch(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "Access denied") || !strings.Contains(string(out), "tableproxy.ddl_jobs") {
 		t.Errorf("ddl watch as a user: %v\n%s", err, out)
 	}
-	adminDDL(t, testdb.Open(t, testdb.DSN(p.addr, e.admin.name, e.admin.password, e.db, nil)), "CANCEL", 1)
+	adminDDL(t, e.openVia(t, p, e.admin), "CANCEL", 1)
 	wantError(t, <-done, 1317, "interrupted")
 }

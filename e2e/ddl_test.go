@@ -50,8 +50,12 @@ func (e *ddlEnv) seed(t *testing.T, rows int) {
 		fmt.Sprintf("INSERT INTO `%s`.t (id, k, c, pad, u) SELECT seq, seq %% 1000, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_%d", e.db, rows))
 }
 
-func (e *ddlEnv) open(t *testing.T, a account) *sql.DB {
-	return testdb.Open(t, testdb.DSN(e.proxy.addr, a.name, a.password, e.db, nil))
+func (e *ddlEnv) open(t *testing.T, a account) *sql.DB { return e.openVia(t, e.proxy, a) }
+
+// openVia opens the environment's database as a through proxy p (one the
+// test launched itself).
+func (e *ddlEnv) openVia(t *testing.T, p *proxyProc, a account) *sql.DB {
+	return testdb.Open(t, testdb.DSN(p.addr, a.name, a.password, e.db, nil))
 }
 
 func (e *ddlEnv) direct(t *testing.T) *sql.DB {
