@@ -81,7 +81,7 @@ func (r *runner) cutOver(ctx context.Context) error {
 func (r *runner) swap(ctx context.Context) error {
 	hold := time.Duration(r.p.opts.CutOverHold)
 	deadline := time.Now().Add(hold)
-	release := r.p.fence.hold(tableKey{r.t.Schema, r.t.Table})
+	epoch, release := r.p.fence.hold(tableKey{r.t.Schema, r.t.Table})
 	defer release()
 
 	rn, err := r.connect(ctx)
@@ -89,7 +89,7 @@ func (r *runner) swap(ctx context.Context) error {
 		return errRetry{err}
 	}
 	defer rn.Close()
-	if err := r.waitTransactions(ctx, time.Now().Add(hold/2)); err != nil {
+	if err := r.waitTransactions(ctx, epoch, time.Now().Add(hold/2)); err != nil {
 		return err
 	}
 	var lockedAt time.Time
@@ -187,16 +187,23 @@ func (r *runner) carryAutoIncrement() error {
 	return err
 }
 
-// waitTransactions waits until the transactions open on the backend now
-// (but the job's own, and those of sessions the fence holds, which wait
-// for the swap) have ended, or until by: most are a client's few
-// statements, done in milliseconds; a longer one is left to the table
-// lock's wait. A transaction's id stays the same until it ends. Reading
-// information_schema.INNODB_TRX needs the PROCESS privilege; without it,
-// the cut-over goes on at once.
-func (r *runner) waitTransactions(ctx context.Context, by time.Time) error {
-	// open lists the transactions to wait for: those of ids in was, or
-	// all when was is nil.
+// waitTransactions waits until the transactions open now have ended, or
+// until by: most are a client's few statements, done in milliseconds; a
+// longer one is left to the table lock's wait. Two lists say which are
+// open. InnoDB's (information_schema.INNODB_TRX) has every client's,
+// through the proxy or not, but only from a transaction's first read or
+// write; a transaction's id stays the same until it ends. Reading it needs
+// the PROCESS privilege; without it, only the second list is waited for.
+// The fence's has the proxy's sessions whose transaction began before
+// epoch, from their BEGIN on: one that has sent only BEGIN so far is in
+// no InnoDB list, and its statements are not held; had the swap not waited
+// for it, it could read the table now, and its write after the RENAME
+// queued would deadlock with the RENAME (1213). Neither list has the
+// job's own connection nor the sessions the fence holds, which wait for
+// the swap.
+func (r *runner) waitTransactions(ctx context.Context, epoch int64, by time.Time) error {
+	// open lists InnoDB's transactions to wait for: those of ids in was,
+	// or all when was is nil.
 	open := func(was map[string]bool) (map[string]bool, error) {
 		res, err := r.conn.Execute("SELECT trx_id, trx_mysql_thread_id FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id <> CONNECTION_ID()")
 		if err != nil {
@@ -212,15 +219,20 @@ func (r *runner) waitTransactions(ctx context.Context, by time.Time) error {
 		}
 		return now, nil
 	}
+	innodb := true
 	ids, err := open(nil)
 	var me *mysql.MyError
 	if errors.As(err, &me) && me.Code == mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR {
-		r.log.Warn("ddl: the job's user lacks the PROCESS privilege: the cut-over cannot wait for open transactions", "err", err)
-		return nil
+		r.log.Warn("ddl: the job's user lacks the PROCESS privilege: the cut-over waits only for transactions through this proxy", "err", err)
+		innodb, err = false, nil
 	}
-	for err == nil && len(ids) > 0 {
+	for err == nil {
+		sessions := r.p.fence.openBefore(epoch)
+		if len(ids) == 0 && len(sessions) == 0 {
+			return nil
+		}
 		if time.Now().After(by) {
-			r.logOpenTransactions(ids)
+			r.logOpenTransactions(ids, sessions)
 			return nil
 		}
 		select {
@@ -228,14 +240,21 @@ func (r *runner) waitTransactions(ctx context.Context, by time.Time) error {
 			return ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}
-		ids, err = open(ids)
+		if innodb {
+			ids, err = open(ids)
+		}
 	}
 	return err
 }
 
 // logOpenTransactions says which transactions the cut-over did not wait
-// for, and what they run.
-func (r *runner) logOpenTransactions(ids map[string]bool) {
+// for, and what they run: InnoDB's by id, the proxy's sessions by their
+// client connection id.
+func (r *runner) logOpenTransactions(ids map[string]bool, sessions []uint32) {
+	if len(ids) == 0 {
+		r.log.Info("ddl: cut-over goes on with transactions still open", "sessions", sessions)
+		return
+	}
 	res, err := r.conn.Execute("SELECT t.trx_id, t.trx_mysql_thread_id, t.trx_state, t.trx_started, " +
 		"CONCAT_WS(' / ', p.COMMAND, p.STATE, p.USER, LEFT(p.INFO, 80)) FROM information_schema.INNODB_TRX t " +
 		"LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id")
@@ -252,5 +271,5 @@ func (r *runner) logOpenTransactions(ids map[string]bool) {
 			open = append(open, fmt.Sprintf("thread %d %s since %s: %s", thread, state, started, query))
 		}
 	}
-	r.log.Info("ddl: cut-over goes on with transactions still open", "transactions", open)
+	r.log.Info("ddl: cut-over goes on with transactions still open", "transactions", open, "sessions", sessions)
 }

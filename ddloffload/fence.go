@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -28,7 +29,7 @@ type tableKey struct{ schema, table string }
 type fence struct {
 	n      atomic.Int32 // fenced tables; read on every statement
 	mu     sync.Mutex   // guards tables and waiting; contended only while a swap runs
-	tables map[tableKey]chan struct{}
+	tables map[tableKey]*fenced
 	held   atomic.Int64 // statements held, ever
 	epoch  atomic.Int64 // counts holds: a session marks the transactions it begins during one
 
@@ -36,15 +37,95 @@ type fence struct {
 	// how many statements): the swap does not wait for their transactions,
 	// which cannot go on before it ends.
 	waiting map[uint64]int
+
+	// Every session's transaction, by client connection id. InnoDB lists
+	// a transaction only from its first read or write, so a session that
+	// has sent BEGIN and nothing else yet is open only as far as the proxy
+	// knows; the swap waits for such transactions too.
+	sessionsMu sync.Mutex // taken when a session starts or ends, and by the swap's waits
+	sessions   map[uint32]*sessionTx
 }
 
-// fenceEpoch is the key, in a session's state, of the epoch of the fence
-// during which it was last seen outside a transaction; backendID, of its
-// backend connection's id.
+// sessionTx is what the fence knows of one session's transaction. The
+// session writes it on every statement (atomics: no lock on the hot path);
+// a swap reads it.
+type sessionTx struct {
+	// began is the fence epoch when the session was last seen outside a
+	// transaction: its current transaction began then or later.
+	began atomic.Int64
+	// open: the session is in a transaction, or has a statement under
+	// way that may begin one.
+	open atomic.Bool
+}
+
+// backendID is the key, in a session's state, of its backend connection's
+// id; sessionTxKey, of its *sessionTx.
 type (
-	fenceEpoch struct{}
-	backendID  struct{}
+	backendID    struct{}
+	sessionTxKey struct{}
 )
+
+// sessionTx returns st's session's transaction record, made and listed on
+// the session's first statement.
+func (f *fence) sessionTx(st *plugins.Statement) *sessionTx {
+	if s, ok := st.Session.Get(sessionTxKey{}).(*sessionTx); ok {
+		return s
+	}
+	s := &sessionTx{}
+	if st.Session == nil {
+		return s
+	}
+	st.Session.Set(sessionTxKey{}, s)
+	f.sessionsMu.Lock()
+	if f.sessions == nil {
+		f.sessions = map[uint32]*sessionTx{}
+	}
+	f.sessions[st.ConnID] = s
+	f.sessionsMu.Unlock()
+	return s
+}
+
+// starting records that st is about to run: outside a transaction, any
+// statement may begin one (BEGIN, or any once autocommit is off), so the
+// session counts as open from now until its result says otherwise. DDL
+// commits whatever is open and begins nothing (and an ADD INDEX this
+// plugin takes over waits for its job, whose swap must not wait for it).
+func (f *fence) starting(st *plugins.Statement) {
+	s := f.sessionTx(st)
+	s.open.Store(st.Kind != plugins.KindDDL)
+	if !st.InTx {
+		// Stored after open, so that a swap whose epoch this load missed
+		// sees the session open with an older epoch, and waits for it.
+		s.began.Store(f.epoch.Load())
+	}
+}
+
+// ended records whether st's session is in a transaction after st, as
+// the client was told.
+func (f *fence) ended(st *plugins.Statement, out *plugins.Outcome) {
+	f.sessionTx(st).open.Store(out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)
+}
+
+// closed forgets connection id's session.
+func (f *fence) closed(id uint32) {
+	f.sessionsMu.Lock()
+	delete(f.sessions, id)
+	f.sessionsMu.Unlock()
+}
+
+// openBefore lists the sessions (by client connection id) whose
+// transaction began before the fence of the given epoch and has not ended.
+func (f *fence) openBefore(epoch int64) []uint32 {
+	f.sessionsMu.Lock()
+	defer f.sessionsMu.Unlock()
+	var ids []uint32
+	for id, s := range f.sessions {
+		if s.open.Load() && s.began.Load() < epoch {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
 
 // sessionConnID is the id of st's backend connection, 0 if unknown.
 func sessionConnID(st *plugins.Statement) uint64 {
@@ -72,48 +153,53 @@ func (f *fence) isWaiting(id uint64) bool {
 
 func (f *fence) active() bool { return f.n.Load() > 0 }
 
-// hold fences t until release is called.
-func (f *fence) hold(t tableKey) (release func()) {
-	ch := make(chan struct{})
+// fenced is one table's fence: closed when the swap ends; epoch tells the
+// transactions begun before it (not held) from those begun since (held).
+type fenced struct {
+	done  chan struct{}
+	epoch int64
+}
+
+// hold fences t until release is called. epoch is the fence's: the
+// transactions begun before it are those the swap waits for.
+func (f *fence) hold(t tableKey) (epoch int64, release func()) {
+	fc := &fenced{done: make(chan struct{}), epoch: f.epoch.Add(1)}
 	f.mu.Lock()
 	if f.tables == nil {
-		f.tables = map[tableKey]chan struct{}{}
+		f.tables = map[tableKey]*fenced{}
 	}
-	f.tables[t] = ch
+	f.tables[t] = fc
 	f.mu.Unlock()
-	f.epoch.Add(1)
 	f.n.Add(1)
 	var once sync.Once
-	return func() {
+	return fc.epoch, func() {
 		once.Do(func() {
 			f.mu.Lock()
 			delete(f.tables, t)
 			f.mu.Unlock()
 			f.n.Add(-1)
-			close(ch)
+			close(fc.done)
 		})
 	}
 }
 
-// wait holds st while a table it may touch is fenced, at most max.
+// wait holds st while a table it may touch is fenced, at most max. A
+// statement of a transaction begun before a table's fence (see starting)
+// is not held by it.
 func (f *fence) wait(st *plugins.Statement, pool *sync.Pool, max time.Duration) {
-	epoch := f.epoch.Load()
-	switch {
-	case !st.InTx && st.Session != nil:
-		// A transaction this statement begins is new.
-		st.Session.Set(fenceEpoch{}, epoch)
-	case st.InTx:
-		if e, _ := st.Session.Get(fenceEpoch{}).(int64); e != epoch {
-			return // open before the fence
-		}
+	began := int64(-1)
+	if st.InTx {
+		began = f.sessionTx(st).began.Load()
 	}
 	f.mu.Lock()
-	chans := make(map[tableKey]chan struct{}, len(f.tables))
-	for k, ch := range f.tables {
-		chans[k] = ch
+	fences := make(map[tableKey]*fenced, len(f.tables))
+	for k, fc := range f.tables {
+		if began < 0 || began >= fc.epoch {
+			fences[k] = fc
+		}
 	}
 	f.mu.Unlock()
-	if len(chans) == 0 {
+	if len(fences) == 0 {
 		return
 	}
 	pr := pool.Get().(*parser.Parser)
@@ -122,13 +208,13 @@ func (f *fence) wait(st *plugins.Statement, pool *sync.Pool, max time.Duration) 
 	var waitOn []chan struct{}
 	if !ok {
 		// Unparsable: it may touch anything fenced.
-		for _, ch := range chans {
-			waitOn = append(waitOn, ch)
+		for _, fc := range fences {
+			waitOn = append(waitOn, fc.done)
 		}
 	} else {
 		for _, t := range tables {
-			if ch, hit := chans[t]; hit {
-				waitOn = append(waitOn, ch)
+			if fc, hit := fences[t]; hit {
+				waitOn = append(waitOn, fc.done)
 			}
 		}
 	}

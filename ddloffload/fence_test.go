@@ -1,10 +1,12 @@
 package ddloffload
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser"
 
 	"tableproxy/plugins"
@@ -14,7 +16,7 @@ func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 	var f fence
 	pool := &sync.Pool{New: func() any { return parser.New() }}
 	var waitsIn func(st *plugins.Statement) bool
-	release := f.hold(tableKey{"db", "t"})
+	_, release := f.hold(tableKey{"db", "t"})
 	if !f.active() {
 		t.Fatal("fence not active")
 	}
@@ -23,6 +25,7 @@ func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 	}
 	waitsIn = func(st *plugins.Statement) bool {
 		done := make(chan struct{})
+		f.starting(st)
 		go func() {
 			f.wait(st, pool, 5*time.Second)
 			close(done)
@@ -74,11 +77,70 @@ func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 	if f.active() {
 		t.Error("fence still active after release")
 	}
-	release2 := f.hold(tableKey{"db", "t"})
+	_, release2 := f.hold(tableKey{"db", "t"})
 	defer release2()
 	start = time.Now()
 	f.wait(st, pool, 40*time.Millisecond)
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Errorf("bounded wait took %s", d)
+	}
+}
+
+// Two tables fenced one after the other: a transaction begun between the
+// two fences is held by the first (begun since it) but not by the second.
+func TestFenceEpochIsPerTable(t *testing.T) {
+	var f fence
+	pool := &sync.Pool{New: func() any { return parser.New() }}
+	_, releaseT := f.hold(tableKey{"db", "t"})
+	defer releaseT()
+	sess := &plugins.SessionState{}
+	f.starting(&plugins.Statement{SQL: "BEGIN", DB: "db", Session: sess})
+	_, releaseU := f.hold(tableKey{"db", "u"})
+	defer releaseU()
+	held := func(sql string) bool {
+		st := &plugins.Statement{SQL: sql, DB: "db", InTx: true, Session: sess}
+		f.starting(st)
+		start := time.Now()
+		f.wait(st, pool, 40*time.Millisecond)
+		return time.Since(start) >= 30*time.Millisecond
+	}
+	if !held("SELECT * FROM t") {
+		t.Error("a statement on t of a transaction begun during t's fence was not held")
+	}
+	if held("SELECT * FROM u") {
+		t.Error("a statement on u of a transaction begun before u's fence was held")
+	}
+}
+
+// openBefore lists the sessions whose transaction began before a fence and
+// is still open, as far as the proxy knows: from their BEGIN (even one
+// still under way) to the result that ends the transaction.
+func TestFenceOpenBefore(t *testing.T) {
+	var f fence
+	inTx := &plugins.Outcome{Status: mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT}
+	idle := &plugins.Outcome{Status: mysql.SERVER_STATUS_AUTOCOMMIT}
+	stmt := func(id uint32, sess *plugins.SessionState, sql string, kind plugins.Kind, tx bool) *plugins.Statement {
+		st := &plugins.Statement{ConnID: id, SQL: sql, Kind: kind, InTx: tx, Session: sess}
+		f.starting(st)
+		return st
+	}
+	a, b, c, d := &plugins.SessionState{}, &plugins.SessionState{}, &plugins.SessionState{}, &plugins.SessionState{}
+	f.ended(stmt(1, a, "BEGIN", plugins.KindBegin, false), inTx) // open, nothing read yet
+	f.ended(stmt(2, b, "SELECT 1", plugins.KindSelect, false), idle)
+	stmt(3, c, "BEGIN", plugins.KindBegin, false) // under way
+	f.ended(stmt(4, d, "ALTER TABLE t ADD INDEX i (c)", plugins.KindDDL, false), idle)
+	stmt(4, d, "ALTER TABLE t ADD INDEX j (c)", plugins.KindDDL, false) // waits for its job
+	epoch, release := f.hold(tableKey{"db", "t"})
+	defer release()
+	f.ended(stmt(2, b, "BEGIN", plugins.KindBegin, false), inTx) // begun during the fence
+	got := f.openBefore(epoch)
+	slices.Sort(got)
+	if !slices.Equal(got, []uint32{1, 3}) {
+		t.Errorf("open before the fence: %v, want [1 3]", got)
+	}
+	f.ended(stmt(1, a, "COMMIT", plugins.KindCommit, true), idle)
+	f.closed(3)
+	if got := f.openBefore(epoch); len(got) != 0 {
+		t.Errorf("open before the fence after COMMIT and close: %v", got)
 	}
 }

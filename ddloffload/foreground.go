@@ -4,8 +4,6 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"time"
-
-	"tableproxy/plugins"
 )
 
 // The foreground's latency: how long the statements clients send through
@@ -101,14 +99,4 @@ func (l *latencies) percentile(from, to time.Time, pct float64) (time.Duration, 
 		}
 	}
 	return latUpper(latBuckets - 1), int(total)
-}
-
-// OnResult records the latency of a client's statement the backend ran.
-// The jobs' own statements use connections of their own and are not seen;
-// those the plugins answer (the ALTER a job runs for, this plugin's admin
-// statements) are left out.
-func (p *Plugin) OnResult(_ *plugins.Statement, out *plugins.Outcome) {
-	if out.Source == plugins.FromBackend {
-		p.fg.record(out.Duration)
-	}
 }

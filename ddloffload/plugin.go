@@ -273,8 +273,29 @@ func (p *Plugin) Close() error {
 	return nil
 }
 
+// OnResult records whether the session is in a transaction now (for the
+// cut-over's fence), and the latency of a client's statement the backend
+// ran. The jobs' own statements use connections of their own and are not
+// seen; those the plugins answer (the ALTER a job runs for, this plugin's
+// admin statements) are left out of the latencies.
+func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
+	p.fence.ended(st, out)
+	if out.Source == plugins.FromBackend {
+		p.fg.record(out.Duration)
+	}
+}
+
+// OnConn implements plugins.ConnObserver: the fence forgets a session that
+// ended.
+func (p *Plugin) OnConn(ev plugins.ConnEvent) {
+	if ev.Kind == plugins.ConnClosed {
+		p.fence.closed(ev.ConnID)
+	}
+}
+
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
+	p.fence.starting(st)
 	if p.fence.active() {
 		p.fence.wait(st, &p.parsers, 2*time.Duration(p.opts.CutOverHold))
 	}

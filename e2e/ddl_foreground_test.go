@@ -73,12 +73,14 @@ func TestDDLLatencyThrottle(t *testing.T) {
 }
 
 // TestDDLCutOverSparesTransactions: transactions through the proxy that
-// read a row of the table and then write it, running all through the job,
-// never fail. A transaction that had read the table when the cut-over's
-// RENAME queued for it would deadlock with that RENAME on its write, and
-// MariaDB would fail it with 1213; the cut-over holds transactions begun
-// during it at their first statement on the table, and waits for those
-// open before it to end.
+// read a row of the table and then write it, running all through three
+// jobs, never fail. A transaction that had read the table when the
+// cut-over's RENAME queued for it would deadlock with that RENAME on its
+// write, and MariaDB would fail it with 1213; the cut-over holds
+// transactions begun during it at their first statement on the table, and
+// waits for those open before it to end. Half the transactions pause after
+// BEGIN: until their first read InnoDB has no transaction for them
+// (INNODB_TRX does not list them), so only the proxy knows they are open.
 func TestDDLCutOverSparesTransactions(t *testing.T) {
 	e := newDDLEnv(t)
 	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
@@ -87,18 +89,25 @@ func TestDDLCutOverSparesTransactions(t *testing.T) {
 	e.restartWith(t, e.ddlOptions(", max_latency_pct: 0"))
 	e.seed(t, 20000)
 	app := e.open(t, e.app)
-	stop := runTransactions(6, func() error { return readThenWrite(app, 1+rand.IntN(20000)) })
-	err := <-goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
+	pause := func() time.Duration { return time.Duration(rand.IntN(30)) * time.Millisecond }
+	stop := runTransactions(8, func() error {
+		return readThenWrite(app, 1+rand.IntN(20000), pause(), pause())
+	})
+	// No DROP INDEX between the jobs: MariaDB's own would deadlock with
+	// these transactions the same way.
+	for _, col := range []string{"c", "k", "pad"} {
+		if err := <-goExec(app, "ALTER TABLE t ADD INDEX idx_"+col+" ("+col+")"); err != nil {
+			stop()
+			t.Fatalf("ADD INDEX idx_%s: %v", col, err)
+		}
+	}
 	time.Sleep(200 * time.Millisecond)
 	txs, failed := stop()
-	if err != nil {
-		t.Fatalf("ALTER: %v", err)
-	}
 	if len(failed) > 0 {
 		t.Errorf("%d of %d transactions failed, first: %s", len(failed), txs, failed[0])
 	}
-	if !strings.Contains(e.proxy.stderr.String(), "ddl: swapped") {
-		t.Error("no swap in the log")
+	if n := strings.Count(e.proxy.stderr.String(), "ddl: swapped"); n != 3 {
+		t.Errorf("%d swaps in the log, want 3", n)
 	}
 }
 
@@ -133,18 +142,21 @@ func runTransactions(n int, tx func() error) (stop func() (int64, []string)) {
 	}
 }
 
-// readThenWrite reads row id in a transaction, then updates it.
-func readThenWrite(db *sql.DB, id int) error {
+// readThenWrite reads row id in a transaction, then updates it; the
+// transaction waits afterBegin after its BEGIN and afterRead between the
+// read and the write.
+func readThenWrite(db *sql.DB, id int, afterBegin, afterRead time.Duration) error {
 	tx, err := db.Begin()
 	if err != nil {
 		return err
 	}
+	time.Sleep(afterBegin)
 	var c string
 	if err := tx.QueryRow("SELECT c FROM t WHERE id = ?", id).Scan(&c); err != nil {
 		_ = tx.Rollback()
 		return fmt.Errorf("select: %w", err)
 	}
-	time.Sleep(2 * time.Millisecond)
+	time.Sleep(afterRead)
 	if _, err := tx.Exec("UPDATE t SET k = k + 1 WHERE id = ?", id); err != nil {
 		_ = tx.Rollback()
 		return fmt.Errorf("update: %w", err)
