@@ -409,6 +409,13 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 			return plugins.Continue, false
 		}
 	}
+	for _, id := range shape.tables {
+		if !p.mayServe(st, si, id) {
+			// The common case while the tables are written: skip the
+			// session checks and the key.
+			return plugins.Continue, false
+		}
+	}
 	tss := make([]*tableState, len(shape.tables))
 	for i, id := range shape.tables {
 		if tss[i] = p.table(id); tss[i] == nil {
@@ -495,6 +502,18 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 	pend.capture.Full, pend.capture.MaxBytes = true, rc.maxEntry
 	rs.pending = pend
 	return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture}, false
+}
+
+// mayServe is false when table id surely cannot answer st from memory now:
+// it is not cached, a write to it is in flight, or st's transaction pinned
+// it while it could not be served. It changes nothing (txSnapshot pins).
+func (p *Plugin) mayServe(st *plugins.Statement, si *sessionInfo, id lease.TableID) bool {
+	if st.InTx {
+		s, pinned := si.pins[id]
+		return p.table(id) != nil && (!pinned || s != nil)
+	}
+	_, ok := p.Servable(id)
+	return ok
 }
 
 // parsedAlike reports whether the backend reads sql as the parser that
