@@ -40,6 +40,10 @@ usage: bench/addindex.sh [options]
   --job-vars SQL    with --foreground: SET statements run before the ALTER in its
                     session (e.g. "SET tableproxy_ddl_workers = 2;")
   --profile         with --foreground: a CPU profile of the proxy during the job
+  --server-vars SQL SET GLOBAL statements run on MariaDB (as root) before anything
+                    is measured; they last until the instance stops (e.g. a larger
+                    buffer pool and redo log: "SET GLOBAL innodb_buffer_pool_size
+                    = 2147483648; SET GLOBAL innodb_log_file_size = 1073741824;")
 
 Environment: TABLEPROXY_RUN_DIR and TABLEPROXY_MARIADB_PORT choose the private
 MariaDB (scripts/mariadb.sh); TABLEPROXY_BENCH_PROXY_PORT the proxy's first port.
@@ -50,7 +54,7 @@ log() { printf 'addindex: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 ROWS=2000000 INDEX="INDEX idx_c (c)" WORKERS="1 2 4 8" METHODS="native proxy proxy-read-ahead pt-osc" REUSE=0 PROXY_BIN=""
-FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0
+FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0 SERVER_VARS=""
 ARGS="$*"
 while (($# > 0)); do
 	case "$1" in
@@ -65,6 +69,7 @@ while (($# > 0)); do
 	--idle-time) IDLE_TIME="$2"; shift ;;
 	--job-vars) JOB_VARS="$2"; shift ;;
 	--profile) PROFILE=1 ;;
+	--server-vars) SERVER_VARS="$2"; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -133,6 +138,11 @@ for host in 127.0.0.1 localhost; do
 	sql+="GRANT REPLICATION SLAVE, REPLICATION CLIENT, PROCESS ON *.* TO 'sbtest'@'$host';"
 done
 mysql_root -e "$sql" || die "cannot create $DB and its user"
+if [[ -n "$SERVER_VARS" ]]; then
+	log "server settings: $SERVER_VARS"
+	mysql_root -e "$SERVER_VARS" || die "--server-vars failed"
+fi
+SERVER_SETTINGS="$(mysql_root -N -e "SELECT CONCAT('innodb_buffer_pool_size ', @@innodb_buffer_pool_size DIV 1048576, ' MB, innodb_log_file_size ', @@innodb_log_file_size DIV 1048576, ' MB, innodb_io_capacity ', @@innodb_io_capacity)")"
 
 have="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1" 2>/dev/null || echo 0)"
 if ((REUSE)) && [[ "$have" == "$ROWS" ]]; then
@@ -352,6 +362,8 @@ LUA
 			"$(nproc) CPUs, MariaDB $(mysql_root -N -e 'SELECT VERSION()'), $DATE, revision $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 		echo
 		echo "Command: \`bench/addindex.sh $ARGS\`; load average before: $load0, after: $load1"
+		echo
+		echo "MariaDB: $SERVER_SETTINGS"
 		echo
 		echo "| sysbench ($FG_THREADS threads) | seconds | tps | p99 ms | ignored errors | reconnects |"
 		echo "|---|---|---|---|---|---|"
