@@ -123,8 +123,59 @@ func (r *runner) buildIndexes(ctx context.Context) error {
 	if err := r.stall(ctx, StageBuild); err != nil {
 		return err
 	}
+	if err := r.setBuildKnobs(); err != nil {
+		return err
+	}
 	_, err := r.conn.Execute(r.mark + "ALTER TABLE " + tableName(r.t.Schema, r.shadow) + " " + strings.Join(r.deferred, ", "))
 	return err
+}
+
+// The session variables that size the backend's sorted index build, where
+// it has them: MySQL 8.0.27 and later build with innodb_ddl_threads
+// threads sharing innodb_ddl_buffer_size of sort memory, and read the
+// table with innodb_parallel_read_threads. MariaDB has none of them (it
+// builds with one thread and its global innodb_sort_buffer_size), so
+// which to set is decided by asking the backend which it has.
+var buildVars = []string{"innodb_ddl_threads", "innodb_ddl_buffer_size", "innodb_parallel_read_threads"}
+
+// setBuildKnobs gives the build on the job's connection the job's workers
+// and sort memory, as far as the backend lets a session.
+func (r *runner) setBuildKnobs() error {
+	res, err := r.conn.Execute("SHOW SESSION VARIABLES WHERE Variable_name IN ('" + strings.Join(buildVars, "', '") + "')")
+	if err != nil {
+		return err
+	}
+	has := map[string]bool{}
+	for i := range res.RowNumber() {
+		name, _ := res.GetString(i, 0)
+		has[strings.ToLower(name)] = true
+	}
+	set := buildKnobs(has, r.set)
+	if set == "" {
+		r.log.Info("ddl: index build: the backend has no session settings for it (one thread, its global sort buffer)")
+		return nil
+	}
+	r.log.Info("ddl: index build", "settings", set)
+	_, err = r.conn.Execute("SET SESSION " + set)
+	return err
+}
+
+// buildKnobs is the SET SESSION list for the build variables the backend
+// has: as many build and read threads as the job has workers, and the
+// job's sort memory for the build's buffers, each within its variable's
+// range.
+func buildKnobs(has map[string]bool, s Settings) string {
+	var set []string
+	if has["innodb_ddl_threads"] {
+		set = append(set, fmt.Sprintf("innodb_ddl_threads = %d", min(max(s.Workers, 1), 64)))
+	}
+	if has["innodb_ddl_buffer_size"] {
+		set = append(set, fmt.Sprintf("innodb_ddl_buffer_size = %d", min(max(s.SortMemory, 65536), 1<<32-1)))
+	}
+	if has["innodb_parallel_read_threads"] {
+		set = append(set, fmt.Sprintf("innodb_parallel_read_threads = %d", min(max(s.Workers, 1), 256)))
+	}
+	return strings.Join(set, ", ")
 }
 
 // indexesBuilt reports whether the shadow has its deferred indexes: one
