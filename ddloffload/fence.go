@@ -56,6 +56,10 @@ type sessionTx struct {
 	// open: the session is in a transaction, or has a statement under
 	// way that may begin one.
 	open atomic.Bool
+	// seen: starting saw the statement under way (a plugin earlier on
+	// the chain may answer one, a BEGIN for instance, before this one's
+	// OnStatement). Only the session's goroutine touches it.
+	seen bool
 }
 
 // backendID is the key, in a session's state, of its backend connection's
@@ -92,6 +96,7 @@ func (f *fence) sessionTx(st *plugins.Statement) *sessionTx {
 // plugin takes over waits for its job, whose swap must not wait for it).
 func (f *fence) starting(st *plugins.Statement) {
 	s := f.sessionTx(st)
+	s.seen = true
 	s.open.Store(st.Kind != plugins.KindDDL)
 	if !st.InTx {
 		// Stored after open, so that a swap whose epoch this load missed
@@ -101,9 +106,16 @@ func (f *fence) starting(st *plugins.Statement) {
 }
 
 // ended records whether st's session is in a transaction after st, as
-// the client was told.
+// the client was told. A statement that another plugin answered before
+// starting saw it (a BEGIN the cache answers) begins its transaction now,
+// as far as the fence is concerned: it has reached nothing in the backend.
 func (f *fence) ended(st *plugins.Statement, out *plugins.Outcome) {
-	f.sessionTx(st).open.Store(out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)
+	s := f.sessionTx(st)
+	if !s.seen && !st.InTx {
+		s.began.Store(f.epoch.Load())
+	}
+	s.seen = false
+	s.open.Store(out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)
 }
 
 // closed forgets connection id's session.
@@ -162,15 +174,21 @@ type fenced struct {
 
 // hold fences t until release is called. epoch is the fence's: the
 // transactions begun before it are those the swap waits for.
+//
+// The table is fenced before the new epoch is published: a statement that
+// read the old epoch (its transaction counts as begun before the fence,
+// and the swap waits for it) may find the fence up, never the other way
+// round (a transaction of the new epoch that the fence missed).
 func (f *fence) hold(t tableKey) (epoch int64, release func()) {
-	fc := &fenced{done: make(chan struct{}), epoch: f.epoch.Add(1)}
 	f.mu.Lock()
+	fc := &fenced{done: make(chan struct{}), epoch: f.epoch.Load() + 1}
 	if f.tables == nil {
 		f.tables = map[tableKey]*fenced{}
 	}
 	f.tables[t] = fc
-	f.mu.Unlock()
 	f.n.Add(1)
+	f.epoch.Store(fc.epoch)
+	f.mu.Unlock()
 	var once sync.Once
 	return fc.epoch, func() {
 		once.Do(func() {
@@ -220,6 +238,11 @@ func (f *fence) wait(st *plugins.Statement, pool *sync.Pool, max time.Duration) 
 	}
 	if len(waitOn) == 0 {
 		return
+	}
+	if !st.InTx {
+		// A transaction this statement begins, begins during the fence:
+		// the swap need not wait for a session it holds.
+		f.sessionTx(st).began.Store(f.epoch.Load())
 	}
 	f.held.Add(1)
 	if id := sessionConnID(st); id != 0 {

@@ -144,3 +144,46 @@ func TestFenceOpenBefore(t *testing.T) {
 		t.Errorf("open before the fence after COMMIT and close: %v", got)
 	}
 }
+
+// A BEGIN another plugin answers (the cache, before this one on the chain)
+// reaches only ended: during a fence it begins a transaction of the fence,
+// whose statements on the table are held and which the swap does not wait
+// for. A statement the fence holds outside a transaction is not waited for
+// either: it cannot go on before the swap ends.
+func TestFenceAnsweredBeginAndHeldStatements(t *testing.T) {
+	var f fence
+	pool := &sync.Pool{New: func() any { return parser.New() }}
+	inTx := &plugins.Outcome{Status: mysql.SERVER_STATUS_IN_TRANS}
+	idle := &plugins.Outcome{}
+	a := &plugins.SessionState{}
+	f.starting(&plugins.Statement{ConnID: 1, SQL: "SELECT 1", Kind: plugins.KindSelect, Session: a})
+	f.ended(&plugins.Statement{ConnID: 1, SQL: "SELECT 1", Kind: plugins.KindSelect, Session: a}, idle)
+	epoch, release := f.hold(tableKey{"db", "t"})
+	defer release()
+	f.ended(&plugins.Statement{ConnID: 1, SQL: "BEGIN", Kind: plugins.KindBegin, Session: a}, inTx) // answered earlier on the chain
+	if got := f.openBefore(epoch); len(got) != 0 {
+		t.Errorf("a BEGIN answered during the fence counts as open before it: %v", got)
+	}
+	st := &plugins.Statement{ConnID: 1, SQL: "UPDATE t SET a = 1", DB: "db", Kind: plugins.KindUpdate, InTx: true, Session: a}
+	f.starting(st)
+	start := time.Now()
+	f.wait(st, pool, 40*time.Millisecond)
+	if time.Since(start) < 30*time.Millisecond {
+		t.Error("a statement on the table of a transaction begun by an answered BEGIN during the fence was not held")
+	}
+
+	// A session that read the old epoch just before the fence went up,
+	// then is held: not waited for.
+	b := &plugins.SessionState{}
+	sb := &plugins.Statement{ConnID: 2, SQL: "SELECT * FROM t", DB: "db", Kind: plugins.KindSelect, Session: b}
+	f.starting(sb)
+	f.sessionTx(sb).began.Store(epoch - 1)
+	done := make(chan struct{})
+	go func() { f.wait(sb, pool, time.Second); close(done) }()
+	time.Sleep(20 * time.Millisecond)
+	if got := f.openBefore(epoch); len(got) != 0 {
+		t.Errorf("a held statement counts as open before the fence: %v", got)
+	}
+	release()
+	<-done
+}

@@ -338,6 +338,9 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		}
 		user, db, query, set := st.User, strings.Clone(st.DB), strings.Clone(st.SQL), p.vars.settings(st)
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+			// DDL ends the session's transaction (sessionSeesBaseTable
+			// committed it), whatever the job's outcome: the answer says so.
+			w.SetStatus(w.Status() &^ mysql.SERVER_STATUS_IN_TRANS)
 			var report func(Job)
 			if pw, ok := w.(plugins.ProgressWriter); ok && pw.ReportsProgress() {
 				report = func(j Job) {

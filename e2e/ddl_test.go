@@ -665,6 +665,57 @@ func TestDDLSessionCases(t *testing.T) {
 	}
 }
 
+// TestDDLAfterDeferredBegin: with the cache on the chain, a BEGIN is
+// answered by the proxy and reaches the backend only with the
+// transaction's first statement there, here an ADD INDEX the job takes
+// over. The ALTER ends the transaction as DDL does: the client is told it
+// is no longer in one (so a later job's cut-over does not wait for the
+// idle session), and its next write commits on its own, visible to
+// everyone at once.
+func TestDDLAfterDeferredBegin(t *testing.T) {
+	e := newDDLEnv(t)
+	e.proxy.stop(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable, "CREATE TABLE `"+e.db+"`.small (id INT PRIMARY KEY)")
+	yaml := fmt.Sprintf("plugins:\n  - name: cache\n  - name: ddloffload\n    options: {old_table_retention: 0, binlog_user: %s}\n", e.admin.name)
+	e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: yaml, admins: []account{e.admin}, dataDir: e.dataDir})
+	if _, err := e.open(t, e.admin).Exec("ALTER TABLE small CACHE"); err != nil {
+		t.Fatal(err) // a cached table: the cache now answers a plain BEGIN
+	}
+	ctx := context.Background()
+	conn, err := e.open(t, e.app).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, s := range []string{"BEGIN", "ALTER TABLE t ADD INDEX ic (c)"} {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	// The session now idles outside a transaction: another job's cut-over
+	// has no transaction of it to wait for.
+	if _, err := e.open(t, e.app).Exec("ALTER TABLE t ADD INDEX ik (k)"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(e.proxy.stderr.String(), "cut-over goes on with transactions still open") {
+		t.Error("the second job's cut-over waited for the first ALTER's session, told it was still in a transaction")
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO t (k, c, pad) VALUES (1, 'after', 'x')"); err != nil {
+		t.Fatal(err)
+	}
+	var inTx int
+	if err := conn.QueryRowContext(ctx, "SELECT @@in_transaction").Scan(&inTx); err != nil || inTx != 0 {
+		t.Errorf("in a transaction after the ALTER: %d, %v", inTx, err)
+	}
+	var n int
+	if err := e.direct(t).QueryRow("SELECT COUNT(*) FROM t WHERE c = 'after'").Scan(&n); err != nil || n != 1 {
+		t.Errorf("the write after the ALTER, seen by another session: %d rows, %v (want it committed)", n, err)
+	}
+	if ddl := showCreate(t, e.direct(t), "t"); !strings.Contains(ddl, "KEY `ic` (`c`)") {
+		t.Errorf("index missing:\n%s", ddl)
+	}
+}
+
 // TestDDLCutOverWaitsForLongTransaction: a transaction that bypasses the
 // proxy keeps a write on the table open across the cut-over. The swap
 // gives up within its bound, releases everything, and succeeds once the
