@@ -385,19 +385,17 @@ func (t *throttle) latency() string {
 		t.heldSince = now
 		t.holds++
 	case now.Sub(t.heldSince) >= latRebase:
-		// Measured once the chunks under way have ended. The new baseline
-		// rises one step at most (to the limit it replaces): a foreground
-		// still slowed by the copy's after-effects (InnoDB's purge, the
-		// buffer pool refilling) must not set a lax bar for the rest of
-		// the job, as a p99 of 3.3 ms against 1.15 ms before the job once
-		// did; one that really became slower is followed step by step, a
-		// hold of latRebase each.
-		from := now.Add(-latRebaseWindow)
-		if settled := t.heldSince.Add(latProbeSettle); settled.After(from) {
-			from = settled
-		}
-		if b, n := fg.percentile(from, now, 99); n >= latMinCount && b > t.base {
-			b = min(b, limit)
+		// Measured over the hold's last latRebaseWindow, long after the
+		// chunks under way when it began have ended. The new baseline
+		// rises one step at most (to the limit it replaces, or to 1.5
+		// times itself when that limit is lower): a foreground still slowed by
+		// the copy's after-effects (InnoDB's purge, the buffer pool
+		// refilling) must not set a lax bar for the rest of the job, as a
+		// p99 of 3.3 ms against 1.15 ms before the job once did; one that
+		// really became slower is followed step by step, a hold of
+		// latRebase each.
+		if b, n := fg.percentile(now.Add(-latRebaseWindow), now, 99); n >= latMinCount && b > t.base {
+			b = min(b, max(limit, t.base*3/2))
 			t.r.log.Info("ddl: the foreground is slower without the copy too; its p99 latency measured again", "was", t.base, "now", b)
 			t.base = b
 			t.held += now.Sub(t.heldSince)
