@@ -409,6 +409,7 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 			return plugins.Continue, false
 		}
 	}
+	si.usesTables = true
 	for _, id := range shape.tables {
 		if !p.mayServe(st, si, id) {
 			// The common case while the tables are written: skip the
