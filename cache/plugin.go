@@ -542,10 +542,10 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 	p.endWrites(st.ConnID)
 }
 
-// OnConn implements plugins.ConnObserver: a session that ends ends its
-// transaction, and so its intents.
+// OnConn implements plugins.ConnObserver: a session that ends, or whose
+// state is reset, ends its transaction, and so its intents.
 func (p *Plugin) OnConn(ev plugins.ConnEvent) {
-	if ev.Kind == plugins.ConnClosed {
+	if ev.Kind == plugins.ConnClosed || ev.Kind == plugins.ConnReset {
 		p.endWrites(ev.ConnID)
 	}
 }

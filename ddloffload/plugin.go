@@ -286,9 +286,10 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 }
 
 // OnConn implements plugins.ConnObserver: the fence forgets a session that
-// ended.
+// ended, or whose state was reset (its transaction ended with it; its next
+// statement makes a new record).
 func (p *Plugin) OnConn(ev plugins.ConnEvent) {
-	if ev.Kind == plugins.ConnClosed {
+	if ev.Kind == plugins.ConnClosed || ev.Kind == plugins.ConnReset {
 		p.fence.closed(ev.ConnID)
 	}
 }

@@ -252,7 +252,7 @@ func (m *metricsPlugin) OnConn(ev ConnEvent) {
 	case ConnClosed:
 		m.connClosed.Inc()
 		m.connActive.Dec()
-	default:
+	case ConnRejected:
 		m.connRejected.Inc()
 	}
 }

@@ -277,6 +277,10 @@ const (
 	ConnOpened   ConnEventKind = iota // authenticated and bound to a backend
 	ConnClosed                        // ended, for whatever reason
 	ConnRejected                      // refused before it was opened (auth, limit, backend down)
+	// ConnReset: the session's state was reset (COM_RESET_CONNECTION, or
+	// COM_CHANGE_USER onto a fresh backend connection): its transaction,
+	// if any, ended without a commit, and Statement.Session is a new one.
+	ConnReset
 )
 
 func (k ConnEventKind) String() string {
@@ -285,6 +289,8 @@ func (k ConnEventKind) String() string {
 		return "opened"
 	case ConnClosed:
 		return "closed"
+	case ConnReset:
+		return "reset"
 	}
 	return "rejected"
 }

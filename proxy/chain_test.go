@@ -302,3 +302,38 @@ func TestStatementBegin(t *testing.T) {
 		}
 	}
 }
+
+// COM_RESET_CONNECTION ends the session's transaction: the plugins are told
+// (a "reset" connection event), so what they hold for it ends too.
+func TestResetConnectionTellsPlugins(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	rec := &recorder{}
+	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(rec))
+	c, err := client.Connect(px.addr, user, "pw", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Execute("BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	c.ResetSequence()
+	if err := c.WritePacket([]byte{0, 0, 0, 0, mysql.COM_RESET_CONNECTION}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.ReadPacket(); err != nil || len(p) == 0 || p[0] != mysql.OK_HEADER {
+		t.Fatalf("COM_RESET_CONNECTION: %v, %v", p, err)
+	}
+	if r, err := c.Execute("SELECT @@in_transaction"); err != nil {
+		t.Fatal(err)
+	} else if n, _ := r.GetInt(0, 0); n != 0 {
+		t.Errorf("in a transaction after the reset: %d", n)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if got := strings.Join(rec.conns, ","); got != "opened,reset" {
+		t.Errorf("connection events %s, want opened,reset", got)
+	}
+}

@@ -396,6 +396,7 @@ func (s *session) dispatch() (quit bool, err error) {
 		if st.err == nil {
 			clear(s.stmts)
 			s.st.Session = &plugins.SessionState{}
+			s.stateReset()
 		}
 		return false, nil
 	case mysql.COM_PROCESS_KILL:
@@ -710,7 +711,15 @@ func (s *session) changeUser(p []byte) error {
 	}
 	s.srv.pool.release(old, true)
 	s.db = db
+	s.stateReset()
 	return s.client.writePacket(appendOK(newPacket(16), 0, 0, s.status, 0))
+}
+
+// stateReset tells the plugins that the session's state was reset: its
+// transaction ended (rolled back), so what they hold for it (write
+// intents, the cut-over's record of it) ends too.
+func (s *session) stateReset() {
+	s.srv.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnReset, ConnID: s.id, User: s.user.Name, Remote: s.client.raw.RemoteAddr()})
 }
 
 func (s *session) protocolError() error {
