@@ -426,8 +426,8 @@ func containsFold(s, sub string) bool {
 // admin answers ADMIN SHOW DDL JOBS.
 func (p *Plugin) admin(st *plugins.Statement) plugins.Action {
 	pr := p.parsers.Get().(*parser.Parser)
+	defer p.parsers.Put(pr) // the tree is the parser's until its next parse
 	stmts, _, err := pr.ParseSQL(st.SQL)
-	p.parsers.Put(pr)
 	if err != nil || len(stmts) != 1 {
 		return plugins.Continue
 	}
