@@ -639,17 +639,8 @@ func TestDDLSessionCases(t *testing.T) {
 		t.Errorf("ADMIN SHOW DDL JOBS with no jobs: %v, %v", jobs, err)
 	}
 	ctx := context.Background()
-	conn, err := e.open(t, e.app).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, s := range []string{"CREATE TEMPORARY TABLE tmp (id INT PRIMARY KEY, a INT)", "ALTER TABLE tmp ADD INDEX ia (a)"} {
-		if _, err := conn.ExecContext(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	_, err = conn.ExecContext(ctx, "ALTER TABLE v ADD INDEX ic (c)")
+	conn := e.session(t, "CREATE TEMPORARY TABLE tmp (id INT PRIMARY KEY, a INT)", "ALTER TABLE tmp ADD INDEX ia (a)")
+	_, err := conn.ExecContext(ctx, "ALTER TABLE v ADD INDEX ic (c)")
 	wantError(t, err, 1347, "is not of type 'BASE TABLE'")
 	for _, s := range []string{"BEGIN", "INSERT INTO t (k, c, pad) VALUES (1, 'in-tx', 'x')", "ALTER TABLE t ADD INDEX ic (c)", "ROLLBACK"} {
 		if _, err := conn.ExecContext(ctx, s); err != nil {
@@ -682,16 +673,7 @@ func TestDDLAfterDeferredBegin(t *testing.T) {
 		t.Fatal(err) // a cached table: the cache now answers a plain BEGIN
 	}
 	ctx := context.Background()
-	conn, err := e.open(t, e.app).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, s := range []string{"BEGIN", "ALTER TABLE t ADD INDEX ic (c)"} {
-		if _, err := conn.ExecContext(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	conn := e.session(t, "BEGIN", "ALTER TABLE t ADD INDEX ic (c)")
 	// The session now idles outside a transaction: another job's cut-over
 	// has no transaction of it to wait for.
 	if _, err := e.open(t, e.app).Exec("ALTER TABLE t ADD INDEX ik (k)"); err != nil {

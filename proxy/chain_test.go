@@ -155,15 +155,7 @@ func (f *firstExecute) OnResult(*plugins.Statement, *plugins.Outcome) {}
 // execute, the backend never saw the types: the proxy must add them to the
 // next execute it forwards, or the backend fails it with error 1210.
 func TestExecuteAfterAnsweredExecuteCarriesTypes(t *testing.T) {
-	be := testdb.Get(t)
-	db := be.NewDatabase(t)
-	user := be.NewUser(t, "pw", "ALL", db)
-	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(&firstExecute{}))
-	c, err := client.Connect(px.addr, user, "pw", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, plugins.NewChain(&firstExecute{}))
 	// Prepared by hand: go-mysql's Stmt does not expose its id.
 	c.ResetSequence()
 	if err := c.WritePacket(append([]byte{0, 0, 0, 0, mysql.COM_STMT_PREPARE}, "SELECT ? AS v"...)); err != nil {
@@ -245,15 +237,7 @@ func (beginWith) OnStatement(st *plugins.Statement) plugins.Action {
 // after it; when BEGIN fails, the client gets its error, not the
 // statement's result, and the connection goes on.
 func TestStatementBegin(t *testing.T) {
-	be := testdb.Get(t)
-	db := be.NewDatabase(t)
-	user := be.NewUser(t, "pw", "ALL", db)
-	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(beginWith{}))
-	c, err := client.Connect(px.addr, user, "pw", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, plugins.NewChain(beginWith{}))
 	if _, err := c.Execute("CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
 		t.Fatal(err)
 	}
@@ -306,16 +290,8 @@ func TestStatementBegin(t *testing.T) {
 // COM_RESET_CONNECTION ends the session's transaction: the plugins are told
 // (a "reset" connection event), so what they hold for it ends too.
 func TestResetConnectionTellsPlugins(t *testing.T) {
-	be := testdb.Get(t)
-	db := be.NewDatabase(t)
-	user := be.NewUser(t, "pw", "ALL", db)
 	rec := &recorder{}
-	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(rec))
-	c, err := client.Connect(px.addr, user, "pw", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, plugins.NewChain(rec))
 	if _, err := c.Execute("BEGIN"); err != nil {
 		t.Fatal(err)
 	}
@@ -336,4 +312,20 @@ func TestResetConnectionTellsPlugins(t *testing.T) {
 	if got := strings.Join(rec.conns, ","); got != "opened,reset" {
 		t.Errorf("connection events %s, want opened,reset", got)
 	}
+}
+
+// connectThrough starts a proxy with chain in front of a fresh database and
+// returns a connection through it, closed when the test ends.
+func connectThrough(t *testing.T, chain *plugins.Chain) *client.Conn {
+	t.Helper()
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, chain)
+	c, err := client.Connect(px.addr, user, "pw", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
