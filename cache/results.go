@@ -506,12 +506,13 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 }
 
 // mayServe is false when table id surely cannot answer st from memory now:
-// it is not cached, a write to it is in flight, or st's transaction pinned
-// it while it could not be served. It changes nothing (txSnapshot pins).
+// a write to it is in flight, or st's transaction pinned it while it could
+// not be served (a table no longer cached is caught by the caller's next
+// look-up). It changes nothing (txSnapshot pins).
 func (p *Plugin) mayServe(st *plugins.Statement, si *sessionInfo, id lease.TableID) bool {
 	if st.InTx {
 		s, pinned := si.pins[id]
-		return p.table(id) != nil && (!pinned || s != nil)
+		return !pinned || s != nil
 	}
 	_, ok := p.Servable(id)
 	return ok
