@@ -130,7 +130,7 @@ func (r *runner) drain(ctx context.Context, c *client.Conn, mode applyMode, th *
 			batch := keys[i:min(i+applyBatch, len(keys))]
 			release := func() {}
 			if th != nil {
-				done, err := th.acquire(ctx)
+				done, err := th.acquireBatch(ctx)
 				if err != nil {
 					return n, err
 				}

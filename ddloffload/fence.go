@@ -60,6 +60,11 @@ type sessionTx struct {
 	// the chain may answer one, a BEGIN for instance, before this one's
 	// OnStatement). Only the session's goroutine touches it.
 	seen bool
+	// unitStart is when the session's unit of work began: its
+	// transaction, or its statement outside one; zero between them. The
+	// foreground's transaction latency is measured from it (see
+	// Plugin.unitEnded). Only the session's goroutine touches it.
+	unitStart time.Time
 }
 
 // backendID is the key, in a session's state, of its backend connection's
@@ -94,7 +99,7 @@ func (f *fence) sessionTx(st *plugins.Statement) *sessionTx {
 // session counts as open from now until its result says otherwise. DDL
 // commits whatever is open and begins nothing (and an ADD INDEX this
 // plugin takes over waits for its job, whose swap must not wait for it).
-func (f *fence) starting(st *plugins.Statement) {
+func (f *fence) starting(st *plugins.Statement) *sessionTx {
 	s := f.sessionTx(st)
 	s.seen = true
 	s.open.Store(st.Kind != plugins.KindDDL)
@@ -103,19 +108,21 @@ func (f *fence) starting(st *plugins.Statement) {
 		// sees the session open with an older epoch, and waits for it.
 		s.began.Store(f.epoch.Load())
 	}
+	return s
 }
 
 // ended records whether st's session is in a transaction after st, as
 // the client was told. A statement that another plugin answered before
 // starting saw it (a BEGIN the cache answers) begins its transaction now,
 // as far as the fence is concerned: it has reached nothing in the backend.
-func (f *fence) ended(st *plugins.Statement, out *plugins.Outcome) {
+func (f *fence) ended(st *plugins.Statement, out *plugins.Outcome) *sessionTx {
 	s := f.sessionTx(st)
 	if !s.seen && !st.InTx {
 		s.began.Store(f.epoch.Load())
 	}
 	s.seen = false
 	s.open.Store(out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)
+	return s
 }
 
 // closed forgets connection id's session.

@@ -7,8 +7,9 @@ import (
 )
 
 // The foreground's latency: how long the statements clients send through
-// the proxy take on the backend, kept as histograms per slot of time over
-// the last few seconds. A job's throttle compares the copy's effect on it
+// the proxy take on the backend, and how long their transactions take (see
+// Plugin.unitEnded), each kept as histograms per slot of time over the
+// last few seconds. A job's throttle compares the copy's effect on it
 // with what it was before the job (tableproxy_ddl_max_latency_pct): on a
 // backend with few cores the copy competes with the application for CPU and
 // I/O, and the proxy sees the application's latency directly, which

@@ -190,7 +190,8 @@ type Plugin struct {
 	opts    Options
 	jobs    *registry
 	fence   fence
-	fg      *latencies // the foreground's latency, for the throttle
+	fg      *latencies // the foreground's statement latency, for the throttle
+	fgTx    *latencies // the foreground's transaction latency, likewise (see unitEnded)
 	cached  CachedFunc
 
 	vars *vars
@@ -243,7 +244,7 @@ func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg, vars: newVars(opts), fg: newLatencies()}
+	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg, vars: newVars(opts), fg: newLatencies(), fgTx: newLatencies()}
 	p.stall, p.stallOn = stallFromEnv()
 	p.parsers.New = func() any { return parser.New() }
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -279,10 +280,45 @@ func (p *Plugin) Close() error {
 // seen; those the plugins answer (the ALTER a job runs for, this plugin's
 // admin statements) are left out of the latencies.
 func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
-	p.fence.ended(st, out)
+	s := p.fence.ended(st, out)
 	if out.Source == plugins.FromBackend {
 		p.fg.record(out.Duration)
 	}
+	switch {
+	case out.Status&mysql.SERVER_STATUS_IN_TRANS == 0:
+		p.unitEnded(s, out)
+	case s.unitStart.IsZero():
+		// Begun by a statement that a plugin earlier on the chain
+		// answered (the cache's BEGIN) before OnStatement saw it.
+		s.unitStart = p.fgTx.now()
+	}
+}
+
+// unitStarting notes when a session's unit of work begins: a statement
+// outside a transaction begins one (a transaction, if it is BEGIN or
+// autocommit is off; else the statement alone).
+func (p *Plugin) unitStarting(s *sessionTx, st *plugins.Statement) {
+	if !st.InTx && s.unitStart.IsZero() {
+		s.unitStart = p.fgTx.now()
+	}
+}
+
+// unitEnded records how long the session's unit of work took, from its
+// first statement's arrival to its last one's answer: what an application
+// waits for, a transaction's statements, the time between them and any
+// hold of the cut-over included. A statement's own latency barely moves
+// when the backend's CPUs are shared with a copy (each is slowed a little);
+// a transaction's, the sum of a dozen or more such, shows it, and it is
+// what clients see (sysbench's latency is the transaction's). Units that
+// the backend did not end (a plugin answered: this plugin's ALTER, which
+// waits for its job, or the cache's reads) are left out.
+func (p *Plugin) unitEnded(s *sessionTx, out *plugins.Outcome) {
+	start := s.unitStart
+	s.unitStart = time.Time{}
+	if start.IsZero() || out.Source != plugins.FromBackend {
+		return
+	}
+	p.fgTx.record(p.fgTx.now().Sub(start))
 }
 
 // OnConn implements plugins.ConnObserver: the fence forgets a session that
@@ -296,7 +332,7 @@ func (p *Plugin) OnConn(ev plugins.ConnEvent) {
 
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
-	p.fence.starting(st)
+	p.unitStarting(p.fence.starting(st), st)
 	if p.fence.active() {
 		p.fence.wait(st, &p.parsers, 2*time.Duration(p.opts.CutOverHold))
 	}

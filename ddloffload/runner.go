@@ -25,11 +25,11 @@ type runner struct {
 	cp   Checkpoint // what the job has made durable (see checkpoint.go)
 	mark string     // jobMarker, prefixed to the statements that write
 
-	resumed    bool          // resumed after a proxy stop
-	nativeDone bool          // a resumed native job whose ALTER had finished
-	rowsBase   int64         // rows copied before this run, for the rate
-	fgBase     time.Duration // the foreground's p99 without the job, once a throttle measured it
-	cpMu       sync.Mutex    // guards cp while the copy's goroutines save it
+	resumed    bool             // resumed after a proxy stop
+	nativeDone bool             // a resumed native job whose ALTER had finished
+	rowsBase   int64            // rows copied before this run, for the rate
+	fgBase     [2]time.Duration // the foreground's p99s without the job (statements, transactions), once a throttle measured them
+	cpMu       sync.Mutex       // guards cp while the copy's goroutines save it
 
 	uniques   []uniqueIndex // the new UNIQUE indexes, checked by the sort
 	sorters   []*sorter     // one per unique index

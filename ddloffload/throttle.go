@@ -25,18 +25,30 @@ import (
 type throttle struct {
 	p   *Plugin
 	r   *runner
-	mu  sync.Mutex // guards why, slots, busy and replica connections; taken by each chunk
+	mu  sync.Mutex // guards why, share, busy, notBefore and replica connections; taken by each chunk
 	why string
 	rc  map[string]*client.Conn
 
-	// The latency check lets slots of the workers copy at once (busy do):
-	// halved each time the foreground is too slow, one more each time it
-	// is not, up to all; at 0 the copy waits (why says so).
-	slots, busy int
+	// share is how much of the workers' time the latency check lets the
+	// copy use, in workers: halved when the foreground is too slow,
+	// shareStep more each time it is not, up to all of them; at 0 the
+	// copy waits (why says so). A share of w ≥ 1 lets w workers copy at
+	// once (busy do); below 1, one worker copies and then pauses, so that
+	// it copies that fraction of the time (notBefore: when the next chunk
+	// may start). The copy slows smoothly rather than in bursts of every
+	// worker at once, which hurt a foreground on a backend with few cores
+	// for seconds after each.
+	share     float64
+	busy      int
+	notBefore time.Time
+	// lastCut is when the latency check last halved share: at most once
+	// per latWindow, as the window a check reads still holds the
+	// latencies from before the last cut.
+	lastCut time.Time
 
 	// The latency check's state; only run's goroutine touches it.
-	base      time.Duration // the foreground's p99 without the copy; 0: not known yet
-	probeFrom time.Time     // while the copy is held to measure base: from when
+	sig       [2]fgSignal   // the foreground's statements and transactions
+	probeFrom time.Time     // while the copy is held to measure baselines: from when
 	heldSince time.Time     // the latency check has held the copy since (zero: it does not)
 	holds     int           // times the latency check held the copy
 	held      time.Duration // for how long in all
@@ -44,9 +56,22 @@ type throttle struct {
 	unlogged  int // changes not logged since lastLog
 }
 
+// fgSignal is one measure of the foreground that the latency check
+// watches: its latencies as the proxy records them, and their p99 without
+// the copy.
+type fgSignal struct {
+	what   string // "statement" or "transaction", for the log and the job's state
+	l      *latencies
+	base   time.Duration // 0: not known yet
+	probed bool          // a hold to measure base found too little foreground: not again
+}
+
 // newThrottle makes a throttle for a stage of r; start it with run.
 func newThrottle(r *runner) *throttle {
-	return &throttle{p: r.p, r: r, slots: r.set.Workers, base: r.fgBase}
+	return &throttle{p: r.p, r: r, share: float64(r.set.Workers), sig: [2]fgSignal{
+		{what: "statement", l: r.p.fg, base: r.fgBase[0]},
+		{what: "transaction", l: r.p.fgTx, base: r.fgBase[1]},
+	}}
 }
 
 // startThrottle starts a throttle measuring for a stage of r until ctx
@@ -63,7 +88,7 @@ func (r *runner) startThrottle(ctx context.Context) (th *throttle, stop func()) 
 	return th, func() {
 		cancel()
 		<-stopped
-		r.fgBase = th.base
+		r.fgBase = [2]time.Duration{th.sig[0].base, th.sig[1].base}
 	}
 }
 
@@ -80,6 +105,12 @@ const throttleEvery = 250 * time.Millisecond
 const (
 	// defaultMaxLatencyPct is tableproxy_ddl_max_latency_pct's default.
 	defaultMaxLatencyPct = 150
+	// shareStep is how much the copy's share grows (in workers) each
+	// throttleEvery the foreground is fast enough: from one worker's
+	// eighth to a whole worker in two seconds, to four in eight.
+	shareStep = 1.0 / 8
+	// minShare: a share halved below this holds the copy.
+	minShare = 1.0 / 32
 	// latWindow is the foreground's recent past the check reads: short,
 	// so that the copy slows as soon as the foreground does.
 	latWindow = 500 * time.Millisecond
@@ -294,86 +325,115 @@ func (t *throttle) wait(ctx context.Context) error {
 // acquire returns once a chunk may be copied, or ctx ends; done is called
 // when the chunk is.
 func (t *throttle) acquire(ctx context.Context) (done func(), err error) {
+	return t.take(ctx, true)
+}
+
+// acquireBatch is acquire for a batch of the live catch-up, which is not
+// paced below one worker: its work is the application's own writes,
+// applied once more, and applied more slowly than they come it would never
+// end. It waits while the copy is held, and with the copy's chunks.
+func (t *throttle) acquireBatch(ctx context.Context) (done func(), err error) {
+	return t.take(ctx, false)
+}
+
+func (t *throttle) take(ctx context.Context, paced bool) (done func(), err error) {
 	for {
 		t.mu.Lock()
-		if t.why == "" && t.busy < t.slots {
+		wait := time.Until(t.notBefore)
+		if !paced {
+			wait = 0
+		}
+		if t.why == "" && t.busy < t.slotsLocked() && wait <= 0 {
 			t.busy++
 			t.mu.Unlock()
+			start := time.Now()
 			return func() {
 				t.mu.Lock()
+				defer t.mu.Unlock()
 				t.busy--
-				t.mu.Unlock()
+				if paced && t.share > 0 && t.share < 1 {
+					// Copy share of the time: a chunk of d, then a pause.
+					took := time.Since(start)
+					t.notBefore = time.Now().Add(time.Duration(float64(took) * (1 - t.share) / t.share))
+				}
 			}, nil
 		}
 		t.mu.Unlock()
+		wait = min(max(wait, time.Millisecond), 10*time.Millisecond)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 }
 
+// slotsLocked is how many chunks may be copied at once.
+func (t *throttle) slotsLocked() int {
+	switch {
+	case t.share <= 0:
+		return 0
+	case t.share < 1:
+		return 1
+	}
+	return int(t.share)
+}
+
 // latency slows the copy while the foreground's p99 over the last
 // latWindow is above tableproxy_ddl_max_latency_pct percent of its p99
-// without the copy: each time, half as many workers may copy at once, down
-// to none (the copy is held); each time it is not, one more. That baseline is the p99 of the latBaseWindow before
-// the job started; when the job started without a foreground, or too long
-// ago (a resumed job), the copy is held once for latProbe to measure it.
-// Slowed and let go as the foreground slows and recovers, the copy takes
-// what the foreground leaves; with no foreground at all, it runs at full
-// speed.
+// without the copy: each time, the copy's share of the workers' time
+// halves, down to none (the copy is held); each time it is not, it grows
+// by shareStep (see throttle.share). Two p99s are
+// watched, the statements' and the transactions' (see Plugin.unitEnded);
+// either one over its bar slows the copy. A baseline is the p99 of the
+// latBaseWindow before the job started; when the job started without a
+// foreground, or too long ago (a resumed job), the copy is held once for
+// latProbe to measure it. Slowed and let go as the foreground slows and
+// recovers, the copy takes what the foreground leaves; with no foreground
+// at all, it runs at full speed.
 func (t *throttle) latency() string {
 	pct := t.p.vars.globalInt(varPrefix + "max_latency_pct")
 	if pct <= 0 {
 		t.heldSince = time.Time{}
 		t.mu.Lock()
-		t.slots = t.r.set.Workers
+		t.share = float64(t.r.set.Workers)
 		t.mu.Unlock()
 		return ""
 	}
-	fg := t.p.fg
-	now := fg.now()
-	if t.base == 0 {
-		start := t.r.rec.snapshot().Start
-		if b, n := fg.percentile(start.Add(-latBaseWindow), start, 99); n >= latMinCount && now.Sub(start) < latSlots*latSlot-latBaseWindow {
-			t.base = b
-			t.r.log.Info("ddl: the foreground's p99 latency before the job", "p99", b, "statements", n)
-		}
+	now := t.p.fg.now()
+	if why, measuring := t.baselines(now); measuring {
+		return why
 	}
-	if t.base == 0 {
-		if t.probeFrom.IsZero() {
-			if _, n := fg.percentile(now.Add(-latLongWindow), now, 99); n < latMinCount {
-				return "" // no foreground to slow down
-			}
-			t.probeFrom = now.Add(latProbeSettle)
+	var over *fgSignal
+	var cur time.Duration
+	for i := range t.sig {
+		s := &t.sig[i]
+		if s.base == 0 {
+			continue
 		}
-		if now.Before(t.probeFrom.Add(latProbe)) {
-			return "measuring the foreground's latency without the copy"
-		}
-		b, n := fg.percentile(t.probeFrom, now, 99)
-		t.probeFrom = time.Time{}
+		p99, n := s.l.percentile(now.Add(-latWindow), now, 99)
 		if n < latMinCount {
-			return ""
+			// A foreground slowed down sends fewer statements: look further back.
+			p99, n = s.l.percentile(now.Add(-latLongWindow), now, 99)
 		}
-		t.base = b
-		t.r.log.Info("ddl: the foreground's p99 latency with the copy held", "p99", b, "statements", n)
+		if n >= latMinCount && p99 > s.base*time.Duration(pct)/100 {
+			over, cur = s, p99
+			break
+		}
 	}
-	cur, n := fg.percentile(now.Add(-latWindow), now, 99)
-	if n < latMinCount {
-		// A foreground slowed down sends fewer statements: look further back.
-		cur, n = fg.percentile(now.Add(-latLongWindow), now, 99)
-	}
-	limit := t.base * time.Duration(pct) / 100
 	t.mu.Lock()
-	if n < latMinCount || cur <= limit {
-		t.slots = min(t.slots+1, t.r.set.Workers)
-	} else {
-		t.slots /= 2
+	switch {
+	case over == nil:
+		t.share = min(t.share+shareStep, float64(t.r.set.Workers))
+	case now.Sub(t.lastCut) >= latWindow:
+		t.lastCut = now
+		if t.share /= 2; t.share < minShare {
+			t.share = 0
+		}
 	}
-	slots := t.slots
+	share := t.share
 	t.mu.Unlock()
-	if slots > 0 {
+	if share > 0 || over == nil {
 		if !t.heldSince.IsZero() {
 			t.held += now.Sub(t.heldSince)
 			t.heldSince = time.Time{}
@@ -384,28 +444,93 @@ func (t *throttle) latency() string {
 	case t.heldSince.IsZero():
 		t.heldSince = now
 		t.holds++
-	case now.Sub(t.heldSince) >= latRebase:
-		// Measured over the hold's last latRebaseWindow, long after the
-		// chunks under way when it began have ended. The new baseline
-		// rises one step at most (to the limit it replaces, or to 1.5
-		// times itself when that limit is lower): a foreground still slowed by
-		// the copy's after-effects (InnoDB's purge, the buffer pool
-		// refilling) must not set a lax bar for the rest of the job, as a
-		// p99 of 3.3 ms against 1.15 ms before the job once did; one that
-		// really became slower is followed step by step, a hold of
-		// latRebase each.
-		if b, n := fg.percentile(now.Add(-latRebaseWindow), now, 99); n >= latMinCount && b > t.base {
-			b = min(b, max(limit, t.base*3/2))
-			t.r.log.Info("ddl: the foreground is slower without the copy too; its p99 latency measured again", "was", t.base, "now", b)
-			t.base = b
-			t.held += now.Sub(t.heldSince)
-			t.heldSince = time.Time{}
-			t.mu.Lock()
-			t.slots = 1
-			t.mu.Unlock()
-			return ""
+	case now.Sub(t.heldSince) >= latRebase && t.rebase(now, pct):
+		t.held += now.Sub(t.heldSince)
+		t.heldSince = time.Time{}
+		t.mu.Lock()
+		t.share = shareStep
+		t.mu.Unlock()
+		return ""
+	}
+	return fmt.Sprintf("the foreground's %s p99 latency %v > tableproxy_ddl_max_latency_pct %d%% of its %v without the copy",
+		over.what, cur.Round(10*time.Microsecond), pct, over.base.Round(10*time.Microsecond))
+}
+
+// baselines finds the p99s without the copy that are not known yet: from
+// the latBaseWindow before the job, or else by holding the copy for
+// latProbe (measuring reports that, with why the copy waits).
+func (t *throttle) baselines(now time.Time) (why string, measuring bool) {
+	missing := false
+	for i := range t.sig {
+		missing = missing || t.sig[i].base == 0
+	}
+	if !missing {
+		return "", false
+	}
+	if t.probeFrom.IsZero() {
+		start := t.r.rec.snapshot().Start
+		recent := now.Sub(start) < latSlots*latSlot-latBaseWindow
+		probe := false
+		for i := range t.sig {
+			s := &t.sig[i]
+			if s.base != 0 {
+				continue
+			}
+			if b, n := s.l.percentile(start.Add(-latBaseWindow), start, 99); recent && n >= latMinCount {
+				s.base = b
+				t.r.log.Info("ddl: the foreground's p99 latency before the job", "of", s.what+"s", "p99", b, "count", n)
+				continue
+			}
+			if _, n := s.l.percentile(now.Add(-latLongWindow), now, 99); n >= latMinCount && !s.probed {
+				probe = true
+			}
+		}
+		if !probe {
+			return "", false // no foreground (left) to slow down
+		}
+		t.probeFrom = now.Add(latProbeSettle)
+	}
+	if now.Before(t.probeFrom.Add(latProbe)) {
+		return "measuring the foreground's latency without the copy", true
+	}
+	for i := range t.sig {
+		s := &t.sig[i]
+		if s.base != 0 {
+			continue
+		}
+		s.probed = true
+		if b, n := s.l.percentile(t.probeFrom, now, 99); n >= latMinCount {
+			s.base = b
+			t.r.log.Info("ddl: the foreground's p99 latency with the copy held", "of", s.what+"s", "p99", b, "count", n)
 		}
 	}
-	return fmt.Sprintf("the foreground's p99 latency %v > tableproxy_ddl_max_latency_pct %d%% of its %v without the copy",
-		cur.Round(10*time.Microsecond), pct, t.base.Round(10*time.Microsecond))
+	t.probeFrom = time.Time{}
+	return "", false
+}
+
+// rebase measures the baselines again after the latency check has held the
+// copy for latRebase, over the hold's last latRebaseWindow, long after the
+// chunks under way when it began have ended, so that a foreground that
+// became slower by itself does not stop the job for good. A new baseline
+// rises one step at most (to the limit it replaces, or to 1.5 times itself
+// when that limit is lower): a foreground still slowed by the copy's
+// after-effects (InnoDB's purge, the buffer pool refilling) must not set a
+// lax bar for the rest of the job, as a p99 of 3.3 ms against 1.15 ms
+// before the job once did; one that really became slower is followed step
+// by step, a hold of latRebase each. It reports whether a baseline rose.
+func (t *throttle) rebase(now time.Time, pct int64) bool {
+	rose := false
+	for i := range t.sig {
+		s := &t.sig[i]
+		if s.base == 0 {
+			continue
+		}
+		if b, n := s.l.percentile(now.Add(-latRebaseWindow), now, 99); n >= latMinCount && b > s.base {
+			b = min(b, max(s.base*time.Duration(pct)/100, s.base*3/2))
+			t.r.log.Info("ddl: the foreground is slower without the copy too; its p99 latency measured again", "of", s.what+"s", "was", s.base, "now", b)
+			s.base = b
+			rose = true
+		}
+	}
+	return rose
 }
