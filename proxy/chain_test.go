@@ -329,3 +329,84 @@ func connectThrough(t *testing.T, chain *plugins.Chain) *client.Conn {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// sessionProbe reports, for each statement, whether the session's plugin
+// state is new ("fresh") or left from an earlier statement ("kept").
+type sessionProbe struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+type probeKey struct{}
+
+func (p *sessionProbe) Name() string { return "probe" }
+
+func (p *sessionProbe) OnStatement(st *plugins.Statement) plugins.Action {
+	state := "kept"
+	if st.Session.Get(probeKey{}) == nil {
+		state = "fresh"
+		st.Session.Set(probeKey{}, true)
+	}
+	p.mu.Lock()
+	p.seen = append(p.seen, state)
+	p.mu.Unlock()
+	return plugins.Continue
+}
+
+// COM_CHANGE_USER starts a new session on a new backend connection (see
+// bindBackend): the plugins' state for the session starts afresh (their
+// records of its transaction, the settings they learned), and statements
+// prepared before it are unknown after it, as MySQL deallocates them.
+func TestChangeUserStartsAFreshSession(t *testing.T) {
+	probe := &sessionProbe{}
+	c := connectThrough(t, plugins.NewChain(probe))
+	r, err := c.Execute("SELECT SUBSTRING_INDEX(CURRENT_USER(), '@', 1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, _ := r.GetString(0, 0)
+	stmt, err := c.Prepare("SELECT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The plugin name is not one the proxy speaks: it switches to its own
+	// with a new salt, which spares the test the handshake's.
+	pkt := []byte{0, 0, 0, 0, mysql.COM_CHANGE_USER}
+	pkt = append(append(pkt, user...), 0)
+	pkt = append(pkt, 0)     // no auth data
+	pkt = append(pkt, 0)     // no database
+	pkt = append(pkt, 33, 0) // utf8mb3_general_ci
+	pkt = append(pkt, "no_such_plugin\x00"...)
+	c.ResetSequence()
+	if err := c.WritePacket(pkt); err != nil {
+		t.Fatal(err)
+	}
+	sw, err := c.ReadPacket()
+	if err != nil || len(sw) < 2 || sw[0] != 0xfe {
+		t.Fatalf("COM_CHANGE_USER: want an auth switch, got %v, %v", sw, err)
+	}
+	plugin, rest, _ := strings.Cut(string(sw[1:]), "\x00")
+	if plugin != mysql.AUTH_NATIVE_PASSWORD {
+		t.Fatalf("auth switch to %q", plugin)
+	}
+	salt := []byte(strings.TrimSuffix(rest, "\x00"))
+	if err := c.WritePacket(append([]byte{0, 0, 0, 0}, mysql.CalcPassword(salt, []byte("pw"))...)); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.ReadPacket(); err != nil || len(p) == 0 || p[0] != mysql.OK_HEADER {
+		t.Fatalf("COM_CHANGE_USER: %v, %v", p, err)
+	}
+	if _, err := c.Execute("USE " + c.GetDB()); err != nil {
+		t.Fatal(err)
+	}
+	var me *mysql.MyError
+	if _, err := stmt.Execute(); !errors.As(err, &me) || me.Code != mysql.ER_UNKNOWN_STMT_HANDLER {
+		t.Errorf("a statement prepared before COM_CHANGE_USER, executed after it: %v; want error %d", err, mysql.ER_UNKNOWN_STMT_HANDLER)
+	}
+	probe.mu.Lock()
+	defer probe.mu.Unlock()
+	// SELECT CURRENT_USER(), the prepare, USE after the change.
+	if got := strings.Join(probe.seen[:3], ","); got != "fresh,kept,fresh" {
+		t.Errorf("plugin session state per statement: %s, want fresh,kept,fresh", got)
+	}
+}
