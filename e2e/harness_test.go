@@ -225,15 +225,32 @@ func (p *proxyProc) stop(t *testing.T) {
 	}
 }
 
+// freePort returns a loopback address free now, never one it returned
+// before in this process: the listener is closed before the caller binds
+// the port, so without that the kernel may hand the same port out twice
+// (a node's Raft address and its MySQL address, once).
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOutMu.Lock()
+	defer handedOutMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !handedOut[addr] {
+			handedOut[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[string]bool{}
+)
 
 // syncBuffer is a bytes.Buffer safe for the process's writes and the
 // test's reads.
