@@ -209,9 +209,16 @@ func (p *proxyProc) stop(t *testing.T) {
 			t.Errorf("proxy exited with %v after SIGTERM, want status 0", p.err)
 		}
 	case <-time.After(shutdownTimeout + 5*time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		t.Errorf("proxy still running %s after SIGTERM (shutdown timeout %s)", shutdownTimeout+5*time.Second, shutdownTimeout)
+		// SIGQUIT makes the Go runtime print every goroutine's stack to
+		// stderr (logged below) before it exits: where the shutdown hung.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		t.Errorf("proxy still running %s after SIGTERM (shutdown timeout %s); its goroutines are in its stderr", shutdownTimeout+5*time.Second, shutdownTimeout)
 	}
 	log := p.stderr.String()
 	if strings.Contains(log, "DATA RACE") {
