@@ -66,6 +66,9 @@ type fgSignal struct {
 	probed bool          // a hold to measure base found too little foreground: not again
 }
 
+// limit is the p99 above which the signal slows the copy.
+func (s *fgSignal) limit(pct int64) time.Duration { return s.base * time.Duration(pct) / 100 }
+
 // newThrottle makes a throttle for a stage of r; start it with run.
 func newThrottle(r *runner) *throttle {
 	return &throttle{p: r.p, r: r, share: float64(r.set.Workers), sig: [2]fgSignal{
@@ -416,7 +419,7 @@ func (t *throttle) latency() string {
 			// A foreground slowed down sends fewer statements: look further back.
 			p99, n = s.l.percentile(now.Add(-latLongWindow), now, 99)
 		}
-		if n >= latMinCount && p99 > s.base*time.Duration(pct)/100 {
+		if n >= latMinCount && p99 > s.limit(pct) {
 			over, cur = s, p99
 			break
 		}
@@ -434,10 +437,7 @@ func (t *throttle) latency() string {
 	share := t.share
 	t.mu.Unlock()
 	if share > 0 || over == nil {
-		if !t.heldSince.IsZero() {
-			t.held += now.Sub(t.heldSince)
-			t.heldSince = time.Time{}
-		}
+		t.endHold(now)
 		return ""
 	}
 	switch {
@@ -445,8 +445,7 @@ func (t *throttle) latency() string {
 		t.heldSince = now
 		t.holds++
 	case now.Sub(t.heldSince) >= latRebase && t.rebase(now, pct):
-		t.held += now.Sub(t.heldSince)
-		t.heldSince = time.Time{}
+		t.endHold(now)
 		t.mu.Lock()
 		t.share = shareStep
 		t.mu.Unlock()
@@ -454,6 +453,14 @@ func (t *throttle) latency() string {
 	}
 	return fmt.Sprintf("the foreground's %s p99 latency %v > tableproxy_ddl_max_latency_pct %d%% of its %v without the copy",
 		over.what, cur.Round(10*time.Microsecond), pct, over.base.Round(10*time.Microsecond))
+}
+
+// endHold counts the latency check's hold, if one is on, as ended now.
+func (t *throttle) endHold(now time.Time) {
+	if !t.heldSince.IsZero() {
+		t.held += now.Sub(t.heldSince)
+		t.heldSince = time.Time{}
+	}
 }
 
 // baselines finds the p99s without the copy that are not known yet: from
@@ -526,7 +533,7 @@ func (t *throttle) rebase(now time.Time, pct int64) bool {
 			continue
 		}
 		if b, n := s.l.percentile(now.Add(-latRebaseWindow), now, 99); n >= latMinCount && b > s.base {
-			b = min(b, max(s.base*time.Duration(pct)/100, s.base*3/2))
+			b = min(b, max(s.limit(pct), s.base*3/2))
 			t.r.log.Info("ddl: the foreground is slower without the copy too; its p99 latency measured again", "of", s.what+"s", "was", s.base, "now", b)
 			s.base = b
 			rose = true
