@@ -191,29 +191,13 @@ func (w *watcher) invalidate(id lease.TableID) {
 }
 
 // currentPosition asks the backend where its binary log ends now.
-// MySQL 8.4 renamed SHOW MASTER STATUS; try the old name, then the new.
 func (w *watcher) currentPosition(ctx context.Context) (mysql.Position, error) {
 	conn, err := w.p.backend.Connect(ctx, w.user, "")
 	if err != nil {
 		return mysql.Position{}, err
 	}
 	defer conn.Close()
-	var r *mysql.Result
-	for _, q := range []string{"SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"} {
-		if r, err = conn.Execute(q); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		return mysql.Position{}, err
-	}
-	defer r.Close()
-	if r.RowNumber() == 0 {
-		return mysql.Position{}, errors.New("the backend's binary log is off")
-	}
-	file := resultString(r, 0, 0)
-	pos, _ := r.GetUint(0, 1)
-	return mysql.Position{Name: file, Pos: uint32(pos)}, nil
+	return binlogEnd(conn)
 }
 
 // errNotFollower ends following when this proxy stops leading its cluster.

@@ -74,8 +74,9 @@ func (e *errTooLarge) Error() string {
 // loadSnapshot reads the whole table in one consistent snapshot on conn.
 // The caller reads the table's version before calling (with no write
 // intent open), so the copy holds at least every write that version
-// stands for; a write that lands during the load bumps the version past the
-// tag, and the copy is never served.
+// stands for (a write seen in the binary log, once the snapshot has
+// reached the log's end: see startSnapshot); a write that lands during the
+// load bumps the version past the tag, and the copy is never served.
 func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.Version, limit int64, colls *collations) (*Snapshot, error) {
 	start := time.Now()
 	if err := conn.Conn.SetDeadline(deadlineOf(ctx)); err != nil {
@@ -100,7 +101,7 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	if _, err := conn.Execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
 		return nil, err
 	}
-	if _, err := conn.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
+	if err := startSnapshot(ctx, conn, nil); err != nil {
 		return nil, err
 	}
 	order := make([]string, len(pk))

@@ -1,0 +1,111 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/internal/testdb"
+)
+
+func TestLogBefore(t *testing.T) {
+	for _, c := range []struct {
+		a, b mysql.Position
+		want bool
+	}{
+		{mysql.Position{Name: "binlog.000012", Pos: 4}, mysql.Position{Name: "binlog.000012", Pos: 5}, true},
+		{mysql.Position{Name: "binlog.000012", Pos: 5}, mysql.Position{Name: "binlog.000012", Pos: 5}, false},
+		{mysql.Position{Name: "binlog.000012", Pos: 900}, mysql.Position{Name: "binlog.000013", Pos: 4}, true},
+		{mysql.Position{Name: "binlog.000013", Pos: 4}, mysql.Position{Name: "binlog.000012", Pos: 900}, false},
+		{mysql.Position{Name: "binlog.999999", Pos: 900}, mysql.Position{Name: "binlog.1000000", Pos: 4}, true},
+	} {
+		if got := logBefore(c.a, c.b); got != c.want {
+			t.Errorf("logBefore(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// TestSnapshotReachesTheLogsEnd: a load's snapshot is taken again until it
+// holds everything the binary log held when the load began, so a write
+// that the log showed before the load is in the copy.
+func TestSnapshotReachesTheLogsEnd(t *testing.T) {
+	b := testdb.Get(t)
+	db := b.NewDatabase(t)
+	b.Exec(t, "CREATE TABLE `"+db+"`.t (id INT PRIMARY KEY, v INT)", "INSERT INTO `"+db+"`.t VALUES (1, 0)")
+	connect := func() *client.Conn {
+		c, err := client.Connect(b.Addr, b.RootUser, b.RootPassword, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	loader, writer := connect(), connect()
+	ctx := context.Background()
+
+	if err := startSnapshot(ctx, loader, nil); err != nil {
+		t.Fatalf("against the log's real end: %v", err)
+	}
+	if _, err := loader.Execute("COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	snap, ok, err := snapshotPosition(loader)
+	if err != nil || !ok {
+		t.Fatalf("MariaDB reports no snapshot position (ok %v, err %v)", ok, err)
+	}
+	end, err := binlogEnd(writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if logBefore(snap, end) {
+		t.Fatalf("the snapshot's position %s is before the log's end %s read after it", snap, end)
+	}
+
+	// A log end one byte past the real one stands for a transaction that
+	// is in the log but not yet committed by the engine: the snapshot
+	// must wait until a commit has moved past it.
+	ahead := func(*client.Conn) (mysql.Position, error) {
+		return mysql.Position{Name: end.Name, Pos: end.Pos + 1}, nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- startSnapshot(ctx, loader, ahead) }()
+	select {
+	case err := <-done:
+		t.Fatalf("the snapshot did not wait for the log's end (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := writer.Execute("UPDATE t SET v = 1 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the snapshot did not start after a commit moved the log past its end")
+	}
+	r, err := loader.Execute("SELECT v FROM t WHERE id = 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.GetInt(0, 0); v != 1 {
+		t.Errorf("the snapshot reads v = %d, want 1: it misses a write the log held before it began", v)
+	}
+	if _, err := loader.Execute("COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A log end that no commit reaches: the wait ends with the load's
+	// context.
+	far := func(*client.Conn) (mysql.Position, error) { return mysql.Position{Name: end.Name + "9", Pos: 4}, nil }
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := startSnapshot(short, loader, far); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("waiting for a log end no commit reaches: %v, want the context's deadline", err)
+	}
+}
