@@ -151,6 +151,11 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 	w.following.Store(true)
 	w.problem.Store(nil)
 	w.p.log.Info("cache: following the binary log", "from", pos.String())
+	// The tables bumped for the transaction being read: its rows events
+	// often name a table many times, and one bump is enough, since a load
+	// after it waits until its snapshot holds the whole transaction (see
+	// startSnapshot).
+	bumped := map[lease.TableID]bool{}
 	for {
 		ev, err := streamer.GetEvent(ctx)
 		if err != nil {
@@ -162,9 +167,15 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 		switch e := ev.Event.(type) {
 		case *replication.RowsEvent:
 			if e.Table != nil {
-				w.invalidate(lease.TableID{Schema: string(e.Table.Schema), Table: string(e.Table.Table)})
+				id := lease.TableID{Schema: string(e.Table.Schema), Table: string(e.Table.Table)}
+				if !bumped[id] && w.invalidate(id) {
+					bumped[id] = true
+				}
 			}
+		case *replication.XIDEvent, *replication.MariadbGTIDEvent, *replication.GTIDEvent, *replication.RotateEvent:
+			clear(bumped) // a transaction's end or start
 		case *replication.QueryEvent:
+			clear(bumped)
 			q := string(e.Query)
 			if strings.EqualFold(q, "BEGIN") || strings.EqualFold(q, "COMMIT") {
 				continue
@@ -182,12 +193,14 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 	}
 }
 
-func (w *watcher) invalidate(id lease.TableID) {
+// invalidate bumps id's version if it is cached, and says whether it was.
+func (w *watcher) invalidate(id lease.TableID) bool {
 	if w.p.table(id) == nil {
-		return
+		return false
 	}
 	w.events.Add(1)
 	w.p.leases.Invalidate(id)
+	return true
 }
 
 // currentPosition asks the backend where its binary log ends now.

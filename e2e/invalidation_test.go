@@ -142,6 +142,36 @@ func TestCachedReadsSeeWrites(t *testing.T) {
 		return read(2) == -7, nil
 	})
 	t.Logf("bypassing write seen through the proxy after %v", time.Since(start))
+
+	// A bypassing transaction of several statements (a rows event each in
+	// the binary log): every change is seen, for one version bump.
+	waitSettled(t, admin, "kv", 4)
+	_, _, v0, _ := cachedState(t, admin, "kv")
+	read(4) // warm
+	root := e.backend.Root(t)
+	tx, err = root.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"UPDATE `" + e.db + "`.kv SET v = -1 WHERE id = 1", "UPDATE `" + e.db + "`.kv SET v = -2 WHERE id = 2",
+		"UPDATE `" + e.db + "`.kv SET v = -4 WHERE id = 4"} {
+		if _, err := tx.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, bypassDelay, "a bypassing transaction to be seen through the proxy", func() (bool, error) {
+		return read(4) == -4, nil
+	})
+	if a, b := read(1), read(2); a != -1 || b != -2 {
+		t.Fatalf("after a bypassing transaction: ids 1, 2 read %d, %d, want -1, -2", a, b)
+	}
+	waitSettled(t, admin, "kv", 4)
+	if _, _, v, _ := cachedState(t, admin, "kv"); v != v0+1 {
+		t.Errorf("a bypassing transaction of three statements took the version from %d to %d, want one bump", v0, v)
+	}
 }
 
 // TestTransactionsReadOneVersion: inside a transaction, every read of a
