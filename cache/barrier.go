@@ -96,39 +96,51 @@ func logBefore(a, b mysql.Position) bool {
 
 // startSnapshot starts the read-only transaction a load reads in, once its
 // snapshot holds everything the binary log held when it was called (see
-// above). The wait is bounded by ctx and maxBarrierWait. end, when the
-// test sets it, replaces where the log ends.
-func startSnapshot(ctx context.Context, conn *client.Conn, end func(*client.Conn) (mysql.Position, error)) error {
+// above). The wait is bounded by ctx and maxBarrierWait. unchecked says
+// why the snapshot could not be checked, if it could not: the backend
+// reports no snapshot position, or the loading user may not read where
+// the log ends. end, when a test sets it, replaces where the log ends.
+func startSnapshot(ctx context.Context, conn *client.Conn, end func(*client.Conn) (mysql.Position, error)) (unchecked string, err error) {
 	if end == nil {
 		end = binlogEnd
 	}
-	// Without a readable end (binary log off, or no right to read it)
-	// there is nothing to wait for: the watcher cannot follow the log
-	// either, and copies are not served on its account.
 	barrier, berr := end(conn)
+	if errors.Is(berr, errBinlogOff) {
+		// Nothing to wait for: no write is seen in the log either, and
+		// copies are not served on its account.
+		berr, unchecked = nil, ""
+	} else if berr != nil {
+		unchecked = "the loading user cannot read where the binary log ends (it needs BINLOG MONITOR or REPLICATION CLIENT): " + berr.Error()
+	}
 	deadline := time.Now().Add(maxBarrierWait)
 	pause := time.Millisecond
 	for {
 		if _, err := conn.Execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
-			return err
+			return "", err
 		}
-		if berr != nil {
-			return nil
+		if unchecked != "" || barrier.Name == "" {
+			return unchecked, nil
 		}
 		at, ok, err := snapshotPosition(conn)
-		if err != nil || !ok || !logBefore(at, barrier) {
-			return err
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "the backend reports no binary log position for a snapshot (Binlog_snapshot_position)", nil
+		}
+		if !logBefore(at, barrier) {
+			return "", nil
 		}
 		if _, err := conn.Execute("COMMIT"); err != nil {
-			return err
+			return "", err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the backend's snapshot stayed at binary log position %s, before %s, the log's end when the load began, for %s",
+			return "", fmt.Errorf("the backend's snapshot stayed at binary log position %s, before %s, the log's end when the load began, for %s",
 				at, barrier, maxBarrierWait)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 50*time.Millisecond)

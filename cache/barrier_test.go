@@ -47,8 +47,8 @@ func TestSnapshotReachesTheLogsEnd(t *testing.T) {
 	loader, writer := connect(), connect()
 	ctx := context.Background()
 
-	if err := startSnapshot(ctx, loader, nil); err != nil {
-		t.Fatalf("against the log's real end: %v", err)
+	if unchecked, err := startSnapshot(ctx, loader, nil); err != nil || unchecked != "" {
+		t.Fatalf("against the log's real end: %v (unchecked: %q)", err, unchecked)
 	}
 	if _, err := loader.Execute("COMMIT"); err != nil {
 		t.Fatal(err)
@@ -72,7 +72,10 @@ func TestSnapshotReachesTheLogsEnd(t *testing.T) {
 		return mysql.Position{Name: end.Name, Pos: end.Pos + 1}, nil
 	}
 	done := make(chan error, 1)
-	go func() { done <- startSnapshot(ctx, loader, ahead) }()
+	go func() {
+		_, err := startSnapshot(ctx, loader, ahead)
+		done <- err
+	}()
 	select {
 	case err := <-done:
 		t.Fatalf("the snapshot did not wait for the log's end (err %v)", err)
@@ -100,12 +103,24 @@ func TestSnapshotReachesTheLogsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A user who may not read where the log ends still loads, and the
+	// load says that it could not check.
+	user := b.NewUser(t, "pw", "SELECT", db)
+	plain, err := client.Connect(b.Addr, user, "pw", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if unchecked, err := startSnapshot(ctx, plain, nil); err != nil || unchecked == "" {
+		t.Errorf("without the right to read the log's end: err %v, unchecked %q (want no error, and why it was not checked)", err, unchecked)
+	}
+
 	// A log end that no commit reaches: the wait ends with the load's
 	// context.
 	far := func(*client.Conn) (mysql.Position, error) { return mysql.Position{Name: end.Name + "9", Pos: 4}, nil }
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if err := startSnapshot(short, loader, far); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := startSnapshot(short, loader, far); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("waiting for a log end no commit reaches: %v, want the context's deadline", err)
 	}
 }

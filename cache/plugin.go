@@ -104,6 +104,9 @@ type Plugin struct {
 	colls *collations
 
 	dropped atomic.Uint64 // tables dropped for growing past the cap
+	// warnedUnchecked: a load could not check its snapshot against the
+	// binary log's end, and the log said so (once per process).
+	warnedUnchecked atomic.Bool
 
 	results *resultCache // nil when turned off
 	gens    atomic.Uint64
@@ -679,6 +682,10 @@ func (p *Plugin) load(id lease.TableID) {
 	ts.lastErr.Store(nil)
 	p.log.Info("cache: table loaded", "table", id.String(), "version", s.Version, "rows", len(s.Rows),
 		"bytes", s.Bytes, "took", s.LoadDuration)
+	if s.unchecked != "" && !p.warnedUnchecked.Swap(true) {
+		p.log.Warn("cache: a copy loaded in the moment between a write's entry in the binary log and its commit would miss it until the next write",
+			"table", id.String(), "why", s.unchecked)
+	}
 }
 
 func (p *Plugin) loadFailed(ts *tableState, err error) {

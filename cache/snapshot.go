@@ -55,6 +55,11 @@ type Snapshot struct {
 	// stringIndex); nil for a snapshot without string indexes.
 	strIndex []lazyIndex
 
+	// unchecked says why the load could not make sure that its snapshot
+	// holds every write the binary log showed before it (see
+	// startSnapshot); empty when it did, or when the log is off.
+	unchecked string
+
 	Bytes        int64 // memory held by the snapshot, accounted
 	LoadedAt     time.Time
 	LoadDuration time.Duration
@@ -101,7 +106,8 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	if _, err := conn.Execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
 		return nil, err
 	}
-	if err := startSnapshot(ctx, conn, nil); err != nil {
+	unchecked, err := startSnapshot(ctx, conn, nil)
+	if err != nil {
 		return nil, err
 	}
 	order := make([]string, len(pk))
@@ -121,7 +127,7 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 		return nil, err
 	}
 	defer r.Close()
-	s := &Snapshot{ID: id, Version: v, LoadedAt: time.Now()}
+	s := &Snapshot{ID: id, Version: v, LoadedAt: time.Now(), unchecked: unchecked}
 	for _, f := range r.Fields {
 		cp := *f
 		cp.Data = append(mysql.FieldData(nil), f.Data...)
