@@ -129,9 +129,15 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	defer r.Close()
 	s := &Snapshot{ID: id, Version: v, LoadedAt: time.Now(), unchecked: unchecked}
 	for _, f := range r.Fields {
-		cp := *f
-		cp.Data = append(mysql.FieldData(nil), f.Data...)
-		s.Fields = append(s.Fields, &cp)
+		// A field's names point into the result's packet buffer, which
+		// the client library hands to the next query once r is closed:
+		// parse a copy, so that they point into memory of the snapshot's
+		// own.
+		cp, err := mysql.FieldData(append([]byte(nil), f.Data...)).Parse()
+		if err != nil {
+			return nil, err
+		}
+		s.Fields = append(s.Fields, cp)
 		s.Bytes += int64(len(f.Data)) + 64
 	}
 	for _, name := range pk {
