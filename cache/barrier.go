@@ -105,11 +105,11 @@ func startSnapshot(ctx context.Context, conn *client.Conn, end func(*client.Conn
 		end = binlogEnd
 	}
 	barrier, berr := end(conn)
-	if errors.Is(berr, errBinlogOff) {
-		// Nothing to wait for: no write is seen in the log either, and
-		// copies are not served on its account.
-		berr, unchecked = nil, ""
-	} else if berr != nil {
+	switch {
+	case errors.Is(berr, errBinlogOff):
+		// Nothing to wait for (barrier is empty): no write is seen in the
+		// log either, and copies are not served on its account.
+	case berr != nil:
 		unchecked = "the loading user cannot read where the binary log ends (it needs BINLOG MONITOR or REPLICATION CLIENT): " + berr.Error()
 	}
 	deadline := time.Now().Add(maxBarrierWait)
