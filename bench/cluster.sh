@@ -12,7 +12,9 @@
 # (5000), --writes-n N (300 statements per table and pattern), --gap DUR
 # (100ms, the pause of the "spaced" pattern), --via follower|leader (the
 # member the clients use; follower), --proxy-bin PATH (default: build
-# bin/tableproxy).
+# bin/tableproxy), --compare-bin PATH (with --writes: a second three-proxy
+# cluster of that build, measured in the same run, its statements
+# interleaved with the first cluster's).
 #
 # Environment: TABLEPROXY_RUN_DIR, TABLEPROXY_MARIADB_PORT as for
 # bench/run.sh; TABLEPROXY_BENCH_CLUSTER_PORT (6400): the proxies listen on
@@ -31,7 +33,7 @@ BASE_PORT="${TABLEPROXY_BENCH_CLUSTER_PORT:-6400}"
 log() { printf 'cluster-bench: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-WRITES=0 READS=0 RW=0 TIME=20 THREADS=8 REPEAT=3 TABLE_SIZE=5000 WRITES_N=300 GAP=100ms VIA=follower PROXY_BIN=""
+WRITES=0 READS=0 RW=0 TIME=20 THREADS=8 REPEAT=3 TABLE_SIZE=5000 WRITES_N=300 GAP=100ms VIA=follower PROXY_BIN="" COMPARE_BIN=""
 ARGS="$*"
 while (($#)); do
 	case "$1" in
@@ -46,6 +48,7 @@ while (($#)); do
 	--gap) GAP=$2; shift ;;
 	--via) VIA=$2; shift ;;
 	--proxy-bin) PROXY_BIN=$2; shift ;;
+	--compare-bin) COMPARE_BIN=$2; shift ;;
 	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
@@ -111,6 +114,8 @@ for host in 127.0.0.1 localhost; do
 done
 sql+="CREATE TABLE sbtest.wkv (id INT PRIMARY KEY, v INT NOT NULL); CREATE TABLE sbtest.wplain LIKE sbtest.wkv;"
 sql+="USE sbtest; INSERT INTO sbtest.wkv SELECT seq, 0 FROM seq_1_to_100; INSERT INTO sbtest.wplain SELECT * FROM sbtest.wkv;"
+# The second cluster's (--compare-bin) cached table.
+sql+="CREATE TABLE sbtest.wkv2 LIKE sbtest.wkv; INSERT INTO sbtest.wkv2 SELECT * FROM sbtest.wkv;"
 mysql_root -e "$sql" || die "could not create database sbtest"
 SB_COMMON=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=sbtest --mysql-password=sbtest
 	--mysql-db=sbtest --tables=1 --table-size="$TABLE_SIZE" --report-interval=0 --percentile=95)
@@ -127,7 +132,8 @@ else
 fi
 (cd "$ROOT" && go build -o "$BENCH_DIR/writelat" ./bench/writelat)
 
-# start_proxy I [JOIN]: proxy I on BASE_PORT+I, Raft on BASE_PORT+10+I.
+# start_proxy I [JOIN]: proxy I (the build START_BIN, default PROXY_BIN) on
+# BASE_PORT+I, Raft on BASE_PORT+10+I.
 start_proxy() {
 	local i=$1 join=${2:-} port=$((BASE_PORT + $1)) raft=$((BASE_PORT + 10 + $1)) deadline
 	local dir="$BENCH_DIR/n$i"
@@ -136,7 +142,7 @@ start_proxy() {
 	local args=(serve --config "$dir/tableproxy.yaml" --listen "127.0.0.1:$port" --backend "127.0.0.1:$DB_PORT"
 		--admin-user sbtest:sbtest --data-dir "$dir/data" --node-id "n$i" --raft-listen "127.0.0.1:$raft")
 	[[ -z "$join" ]] || args+=(--join "$join")
-	"$PROXY_BIN" "${args[@]}" </dev/null >"$dir/proxy.log" 2>&1 &
+	"${START_BIN:-$PROXY_BIN}" "${args[@]}" </dev/null >"$dir/proxy.log" 2>&1 &
 	PIDS+=($!)
 	deadline=$((SECONDS + 30))
 	until mysql_at "$port" -e 'SELECT 1' >/dev/null 2>&1; do
@@ -163,28 +169,49 @@ wait_gone() {
 	done
 }
 
+# start_cluster FIRST: proxies FIRST..FIRST+2 (START_BIN) as one cluster;
+# sets LEADER, LEADER_PORT and VIA_PORT (the member the clients use).
+start_cluster() {
+	local first=$1 deadline follower
+	start_proxy "$first"
+	start_proxy $((first + 1)) "127.0.0.1:$((BASE_PORT + 10 + first))"
+	start_proxy $((first + 2)) "127.0.0.1:$((BASE_PORT + 10 + first))"
+	deadline=$((SECONDS + 30))
+	until [[ "$(mysql_at "$((BASE_PORT + first))" -N -e "SELECT id FROM tableproxy.cluster_members" 2>/dev/null | wc -l)" == 3 ]]; do
+		((SECONDS < deadline)) || die "the cluster of proxies $first-$((first + 2)) did not reach three members"
+		sleep 0.3
+	done
+	LEADER="$(mysql_at "$((BASE_PORT + first))" -N -e "SELECT id FROM tableproxy.cluster_members WHERE leader = 'YES'")"
+	LEADER_PORT=$((BASE_PORT + ${LEADER#n}))
+	follower=$((BASE_PORT + first + 1))
+	((follower != LEADER_PORT)) || follower=$((BASE_PORT + first + 2))
+	VIA_PORT=$follower
+	[[ "$VIA" == follower ]] || VIA_PORT=$LEADER_PORT
+	log "leader $LEADER (port $LEADER_PORT); clients go through the $VIA on port $VIA_PORT"
+}
+
 log "starting a cluster of three proxies (ports $((BASE_PORT + 1))-$((BASE_PORT + 3)))"
-start_proxy 1
-start_proxy 2 "127.0.0.1:$((BASE_PORT + 11))"
-start_proxy 3 "127.0.0.1:$((BASE_PORT + 11))"
-deadline=$((SECONDS + 30))
-until [[ "$(mysql_at "$((BASE_PORT + 1))" -N -e "SELECT id FROM tableproxy.cluster_members" 2>/dev/null | wc -l)" == 3 ]]; do
-	((SECONDS < deadline)) || die "the cluster did not reach three members"
-	sleep 0.3
-done
-LEADER="$(mysql_at "$((BASE_PORT + 1))" -N -e "SELECT id FROM tableproxy.cluster_members WHERE leader = 'YES'")"
-LEADER_PORT=$((BASE_PORT + ${LEADER#n}))
-FOLLOWER_PORT=$((BASE_PORT + 2))
-((FOLLOWER_PORT != LEADER_PORT)) || FOLLOWER_PORT=$((BASE_PORT + 3))
-VIA_PORT=$FOLLOWER_PORT
-[[ "$VIA" == follower ]] || VIA_PORT=$LEADER_PORT
-log "leader $LEADER (port $LEADER_PORT); clients go through the $VIA on port $VIA_PORT"
+start_cluster 1
 
 mysql_at "$VIA_PORT" -e "ALTER TABLE wkv CACHE; ALTER TABLE sbtest1 CACHE"
 for i in 1 2 3; do
 	wait_ready "$((BASE_PORT + i))" wkv
 	wait_ready "$((BASE_PORT + i))" sbtest1
 done
+
+# A second cluster, proxies 5-7, of the build to compare with.
+if [[ -n "$COMPARE_BIN" ]]; then
+	((WRITES)) || die "--compare-bin goes with --writes"
+	log "starting a second cluster of $(basename "$COMPARE_BIN") (ports $((BASE_PORT + 5))-$((BASE_PORT + 7)))"
+	saved=("$LEADER" "$LEADER_PORT" "$VIA_PORT")
+	START_BIN="$COMPARE_BIN" start_cluster 5
+	VIA_PORT2=$VIA_PORT
+	LEADER=${saved[0]} LEADER_PORT=${saved[1]} VIA_PORT=${saved[2]}
+	mysql_at "$VIA_PORT2" -e "ALTER TABLE wkv2 CACHE"
+	for i in 5 6 7; do
+		wait_ready "$((BASE_PORT + i))" wkv2
+	done
+fi
 
 OUT="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 {
@@ -213,13 +240,21 @@ if ((WRITES)); then
 		gap=0
 		[[ "$pattern" == back-to-back ]] || gap=$GAP
 		log "writes, $pattern"
-		"$BENCH_DIR/writelat" -dsn "sbtest:sbtest@tcp(127.0.0.1:$VIA_PORT)/sbtest" -tables wkv,wplain \
-			-n "$WRITES_N" -gap "$gap" >"$LOG_DIR/writes-$pattern.tsv"
+		targets=(-dsn "sbtest:sbtest@tcp(127.0.0.1:$VIA_PORT)/sbtest" -tables wkv,wplain)
+		[[ -z "$COMPARE_BIN" ]] || targets+=(-label "$REV" -dsn "sbtest:sbtest@tcp(127.0.0.1:$VIA_PORT2)/sbtest"
+			-tables wkv2,wplain -label "$(basename "$COMPARE_BIN")")
+		"$BENCH_DIR/writelat" "${targets[@]}" -n "$WRITES_N" -gap "$gap" >"$LOG_DIR/writes-$pattern.tsv"
 		while IFS=$'\t' read -r table n p50 p90 p99 max; do
 			pct_line "$pattern" "$table" "$p50" "$p90" "$p99" "$max" >>"$OUT"
 		done <"$LOG_DIR/writes-$pattern.tsv"
-		over="$(awk -F'\t' '$1 == "wkv" { c = $5 } $1 == "wplain" { u = $5 } END { printf "%.2f", c - u }' "$LOG_DIR/writes-$pattern.tsv")"
-		echo "| $pattern | **p99 cached - uncached** | | | **$over** | |" >>"$OUT"
+		# One line per cluster: its cached table (wkv*) against its wplain.
+		awk -F'\t' -v pattern="$pattern" '
+			{ label = ""; table = $1 }
+			table ~ /\// { label = table; sub(/\/.*/, "", label); sub(/.*\//, "", table) }
+			table ~ /^wkv/ { c[label] = $5; order[++n] = label }
+			table == "wplain" { u[label] = $5 }
+			END { for (i = 1; i <= n; i++) { l = order[i]; printf "| %s | **p99 cached - uncached%s** | | | **%.2f** | |\n", pattern, (l == "" ? "" : " (" l ")"), c[l] - u[l] } }
+		' "$LOG_DIR/writes-$pattern.tsv" >>"$OUT"
 	done
 fi
 
