@@ -130,7 +130,9 @@ if [[ -z "$PROXY_BIN" ]]; then
 else
 	REV="$(basename "$PROXY_BIN")"
 fi
-(cd "$ROOT" && go build -o "$BENCH_DIR/writelat" ./bench/writelat)
+(cd "$ROOT" && go build -o "$BENCH_DIR/writelat" ./bench/writelat && go build -o "$BENCH_DIR/fsyncprobe" ./bench/fsyncprobe)
+# The disk's fsync latency where the Raft logs live, at the start and the end.
+disk() { "$BENCH_DIR/fsyncprobe" -dir "$BENCH_DIR" -n 100 -gap 20ms; }
 
 # start_proxy I [JOIN]: proxy I (the build START_BIN, default PROXY_BIN) on
 # BASE_PORT+I, Raft on BASE_PORT+10+I.
@@ -217,6 +219,7 @@ OUT="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 {
 	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo),"
 	echo "MariaDB $(mysql_root -N -e 'SELECT VERSION()'), $(sysbench --version), proxy $REV, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "Disk at start: $(disk)."
 	echo
 	echo "\`bench/cluster.sh $ARGS\`: clients through the $VIA of a three-proxy cluster."
 } >"$OUT"
@@ -344,6 +347,6 @@ if ((RW)); then
 fi
 
 echo >>"$OUT"
-echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)." >>"$OUT"
+echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg). Disk at the end: $(disk)." >>"$OUT"
 cat "$OUT"
 log "results: $OUT"
