@@ -1279,12 +1279,13 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 	r.staged.clear()
 	if err != nil {
 		r.logger.Error("failed to commit logs", "error", err)
-		// The batch is not in the store: the last log goes back to what is,
-		// so that this node, now a follower, never claims entries it does
-		// not have. Followers may have received the batch; like any entry
-		// of a leader that stepped down, it commits only if a majority
-		// stored it, and is otherwise overwritten by the next leader.
-		r.setLastLog(prevIndex, prevTerm)
+		// The batch is not (or not all) in the store: the last log goes
+		// back to what the store holds, so that this node, now a follower,
+		// never claims entries it does not have. Followers may have
+		// received the batch; like any entry of a leader that stepped
+		// down, it commits only if a majority stored it, and is otherwise
+		// overwritten by the next leader.
+		r.setLastLog(r.storedLast(prevIndex, prevTerm))
 		for _, applyLog := range applyLogs {
 			applyLog.respond(err)
 		}

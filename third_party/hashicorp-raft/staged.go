@@ -59,3 +59,19 @@ func (r *Raft) getLog(index uint64, log *Log) error {
 	}
 	return r.logs.GetLog(index, log)
 }
+
+// storedLast is the index and term of the last entry in the log store after
+// a failed write of the batch that followed (prevIndex, prevTerm): a store
+// may have kept part of the batch. If the store cannot say, the entry before
+// the batch.
+func (r *Raft) storedLast(prevIndex, prevTerm uint64) (uint64, uint64) {
+	last, err := r.logs.LastIndex()
+	if err != nil || last <= prevIndex {
+		return prevIndex, prevTerm
+	}
+	var l Log
+	if err := r.logs.GetLog(last, &l); err != nil {
+		return prevIndex, prevTerm
+	}
+	return l.Index, l.Term
+}
