@@ -9,7 +9,9 @@
 #   bench/cluster.sh --rw             # oltp_read_write --point_selects 10, cached vs uncached, through the cluster
 #
 # Options: --time SEC (20), --threads N (8), --repeat N (3), --table-size N
-# (5000), --writes-n N (300 statements per table and pattern), --gap DUR
+# (5000), --writes-n N (300 statements per table and pattern), --writes-repeat
+# N (1: each pattern N times, with the median and range of the p99
+# difference; the p99 of one run follows the host's stalls), --gap DUR
 # (100ms, the pause of the "spaced" pattern), --via follower|leader (the
 # member the clients use; follower), --proxy-bin PATH (default: build
 # bin/tableproxy), --compare-bin PATH (with --writes: a second three-proxy
@@ -33,7 +35,7 @@ BASE_PORT="${TABLEPROXY_BENCH_CLUSTER_PORT:-6400}"
 log() { printf 'cluster-bench: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-WRITES=0 READS=0 RW=0 TIME=20 THREADS=8 REPEAT=3 TABLE_SIZE=5000 WRITES_N=300 GAP=100ms VIA=follower PROXY_BIN="" COMPARE_BIN=""
+WRITES=0 READS=0 RW=0 TIME=20 THREADS=8 REPEAT=3 TABLE_SIZE=5000 WRITES_N=300 WRITES_REPEAT=1 GAP=100ms VIA=follower PROXY_BIN="" COMPARE_BIN=""
 ARGS="$*"
 while (($#)); do
 	case "$1" in
@@ -45,6 +47,7 @@ while (($#)); do
 	--repeat) REPEAT=$2; shift ;;
 	--table-size) TABLE_SIZE=$2; shift ;;
 	--writes-n) WRITES_N=$2; shift ;;
+	--writes-repeat) WRITES_REPEAT=$2; shift ;;
 	--gap) GAP=$2; shift ;;
 	--via) VIA=$2; shift ;;
 	--proxy-bin) PROXY_BIN=$2; shift ;;
@@ -224,6 +227,7 @@ OUT="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 	echo "\`bench/cluster.sh $ARGS\`: clients through the $VIA of a three-proxy cluster."
 } >"$OUT"
 
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 pct_line() { printf '| %s | %s | %s | %s | %s | %s |\n' "$@"; }
 
 # --- writes --------------------------------------------------------------
@@ -242,22 +246,38 @@ if ((WRITES)); then
 	for pattern in back-to-back spaced; do
 		gap=0
 		[[ "$pattern" == back-to-back ]] || gap=$GAP
-		log "writes, $pattern"
 		targets=(-dsn "sbtest:sbtest@tcp(127.0.0.1:$VIA_PORT)/sbtest" -tables wkv,wplain)
 		[[ -z "$COMPARE_BIN" ]] || targets+=(-label "$REV" -dsn "sbtest:sbtest@tcp(127.0.0.1:$VIA_PORT2)/sbtest"
 			-tables wkv2,wplain -label "$(basename "$COMPARE_BIN")")
-		"$BENCH_DIR/writelat" "${targets[@]}" -n "$WRITES_N" -gap "$gap" >"$LOG_DIR/writes-$pattern.tsv"
-		while IFS=$'\t' read -r table n p50 p90 p99 max; do
-			pct_line "$pattern" "$table" "$p50" "$p90" "$p99" "$max" >>"$OUT"
-		done <"$LOG_DIR/writes-$pattern.tsv"
-		# One line per cluster: its cached table (wkv*) against its wplain.
-		awk -F'\t' -v pattern="$pattern" '
-			{ label = ""; table = $1 }
-			table ~ /\// { label = table; sub(/\/.*/, "", label); sub(/.*\//, "", table) }
-			table ~ /^wkv/ { c[label] = $5; order[++n] = label }
-			table == "wplain" { u[label] = $5 }
-			END { for (i = 1; i <= n; i++) { l = order[i]; printf "| %s | **p99 cached - uncached%s** | | | **%.2f** | |\n", pattern, (l == "" ? "" : " (" l ")"), c[l] - u[l] } }
-		' "$LOG_DIR/writes-$pattern.tsv" >>"$OUT"
+		over_all="$LOG_DIR/writes-$pattern-over.tsv"
+		: >"$over_all"
+		for ((rep = 1; rep <= WRITES_REPEAT; rep++)); do
+			name=$pattern
+			((WRITES_REPEAT == 1)) || name="$pattern #$rep"
+			log "writes, $name"
+			tsv="$LOG_DIR/writes-$pattern-$rep.tsv"
+			"$BENCH_DIR/writelat" "${targets[@]}" -n "$WRITES_N" -gap "$gap" >"$tsv"
+			while IFS=$'\t' read -r table n p50 p90 p99 max; do
+				pct_line "$name" "$table" "$p50" "$p90" "$p99" "$max" >>"$OUT"
+			done <"$tsv"
+			# One difference per cluster: its cached table (wkv*) against
+			# its wplain; "label<TAB>ms", label empty with one cluster.
+			awk -F'\t' '
+				{ label = ""; table = $1 }
+				table ~ /\// { label = table; sub(/\/.*/, "", label); sub(/.*\//, "", table) }
+				table ~ /^wkv/ { c[label] = $5; order[++n] = label }
+				table == "wplain" { u[label] = $5 }
+				END { for (i = 1; i <= n; i++) { l = order[i]; printf "%s\t%.2f\n", l, c[l] - u[l] } }
+			' "$tsv" | tee -a "$over_all" | while IFS=$'\t' read -r label over; do
+				echo "| $name | **p99 cached - uncached${label:+ ($label)}** | | | **$over** | |" >>"$OUT"
+			done
+		done
+		if ((WRITES_REPEAT > 1)); then
+			cut -f1 "$over_all" | awk '!seen[$0]++' | while IFS= read -r label; do
+				diffs="$(awk -F'\t' -v l="$label" '$1 == l { print $2 }' "$over_all")"
+				echo "| $pattern | **p99 cached - uncached${label:+ ($label)}, median of $WRITES_REPEAT** | | | **$(median <<<"$diffs")** ($(sort -g <<<"$diffs" | head -1) to $(sort -g <<<"$diffs" | tail -1)) | |" >>"$OUT"
+			done
+		fi
 	done
 fi
 
@@ -276,7 +296,6 @@ run_sb() {
 	log "$name: $QPS qps, $TPS tps, p95 $P95 ms"
 }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b / a }'; }
 
 if ((READS)); then
