@@ -261,20 +261,21 @@ if ((WRITES)); then
 				pct_line "$name" "$table" "$p50" "$p90" "$p99" "$max" >>"$OUT"
 			done <"$tsv"
 			# One difference per cluster: its cached table (wkv*) against
-			# its wplain; "label<TAB>ms", label empty with one cluster.
+			# its wplain; "ms<TAB>label", label empty with one cluster (last:
+			# read trims a leading tab).
 			awk -F'\t' '
 				{ label = ""; table = $1 }
 				table ~ /\// { label = table; sub(/\/.*/, "", label); sub(/.*\//, "", table) }
 				table ~ /^wkv/ { c[label] = $5; order[++n] = label }
 				table == "wplain" { u[label] = $5 }
-				END { for (i = 1; i <= n; i++) { l = order[i]; printf "%s\t%.2f\n", l, c[l] - u[l] } }
-			' "$tsv" | tee -a "$over_all" | while IFS=$'\t' read -r label over; do
+				END { for (i = 1; i <= n; i++) { l = order[i]; printf "%.2f\t%s\n", c[l] - u[l], l } }
+			' "$tsv" | tee -a "$over_all" | while IFS=$'\t' read -r over label; do
 				echo "| $name | **p99 cached - uncached${label:+ ($label)}** | | | **$over** | |" >>"$OUT"
 			done
 		done
 		if ((WRITES_REPEAT > 1)); then
-			cut -f1 "$over_all" | awk '!seen[$0]++' | while IFS= read -r label; do
-				diffs="$(awk -F'\t' -v l="$label" '$1 == l { print $2 }' "$over_all")"
+			cut -f2 "$over_all" | awk '!seen[$0]++' | while IFS= read -r label; do
+				diffs="$(awk -F'\t' -v l="$label" '$2 == l { print $1 }' "$over_all")"
 				echo "| $pattern | **p99 cached - uncached${label:+ ($label)}, median of $WRITES_REPEAT** | | | **$(median <<<"$diffs")** ($(sort -g <<<"$diffs" | head -1) to $(sort -g <<<"$diffs" | tail -1)) | |" >>"$OUT"
 			done
 		fi
