@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,10 @@ func (s *hookedStore) StoreLogs(logs []*raft.Log) error {
 }
 
 func (s *hookedStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// IsMonotonic makes the store behave like raft-wal, the store this module
+// uses: a snapshot installed on it removes the whole log.
+func (s *hookedStore) IsMonotonic() bool { return true }
 
 type nopFSM struct{}
 
@@ -201,7 +206,9 @@ func TestLeaderWriteFailureStepsDown(t *testing.T) {
 	broken := errors.New("disk gone")
 	l.store.setHook(func([]*raft.Log) error { return broken })
 
-	if err := l.r.Apply([]byte("x"), 5*time.Second).Error(); !errors.Is(err, broken) {
+	// The followers may have the entry and commit it: its outcome is
+	// unknown, which callers retry as they do a lost leadership.
+	if err := l.r.Apply([]byte("x"), 5*time.Second).Error(); !errors.Is(err, broken) || !errors.Is(err, raft.ErrLeadershipLost) {
 		t.Fatalf("apply on a leader whose write fails: %v", err)
 	}
 	if got, stored := l.r.LastIndex(), lastStored(t, l.store); got > stored {
@@ -223,5 +230,48 @@ func TestLeaderWriteFailureStepsDown(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the old leader's store ends at %d, the new leader's log at %d", lastStored(t, l.store), want)
 		}
+	}
+}
+
+// A replicator that saw a batch staged and reads it after the leader's write
+// of it failed must not take the missing entry for a compacted one and send
+// the leader's older snapshot: a follower in the same term would install it
+// and drop the newer entries it had acknowledged.
+func TestLeaderWriteFailureSendsNoOldSnapshot(t *testing.T) {
+	nodes, leader := newTestRafts(t)
+	l, f := nodes[leader], nodes[(leader+1)%3]
+	apply := func(n int, data string) {
+		for i := 0; i < n; i++ {
+			if err := l.r.Apply([]byte(data), time.Second).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	apply(10, "a")
+	if err := l.r.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	apply(10, "b")
+	time.Sleep(100 * time.Millisecond)
+	acked := lastStored(t, f.store)
+
+	// Cut f off so that its replicator backs off, holding a last index
+	// that will include the failed batch when it retries.
+	l.trans.Disconnect(f.trans.LocalAddr())
+	l.r.Apply([]byte("c"), time.Second).Error()
+	time.Sleep(50 * time.Millisecond)
+	var failed atomic.Bool
+	l.store.setHook(func([]*raft.Log) error {
+		if failed.Swap(true) {
+			return nil
+		}
+		time.Sleep(300 * time.Millisecond)
+		l.trans.Connect(f.trans.LocalAddr(), f.trans)
+		return errors.New("disk gone")
+	})
+	l.r.Apply([]byte("d"), time.Second).Error()
+	time.Sleep(2 * time.Second)
+	if last := lastStored(t, f.store); last < acked {
+		t.Fatalf("the follower's log ends at %d: it had acknowledged up to %d", last, acked)
 	}
 }

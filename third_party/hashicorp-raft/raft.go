@@ -1286,6 +1286,9 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		// down, it commits only if a majority stored it, and is otherwise
 		// overwritten by the next leader.
 		r.setLastLog(r.storedLast(prevIndex, prevTerm))
+		// The followers may hold the batch and commit it without this node:
+		// the outcome is unknown, as when a leader is deposed mid-commit.
+		err = fmt.Errorf("%w: %w", ErrLeadershipLost, err)
 		for _, applyLog := range applyLogs {
 			applyLog.respond(err)
 		}

@@ -6,7 +6,10 @@
 
 package raft
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
 
 // stagedLogs holds the batch the leader is writing to its own log store, so
 // that the replicators can send it to the followers while the leader's write
@@ -50,6 +53,11 @@ func (s *stagedLogs) get(index uint64) *Log {
 	return s.logs[index-first]
 }
 
+// errNotStored is what a replicator gets for an entry of a batch whose
+// write failed: past the end of the store, not compacted away, so the
+// replicator must not send a snapshot instead (ErrLogNotFound would).
+var errNotStored = errors.New("log entry not in the store: the leader's write of it failed")
+
 // getLog reads an entry for a replicator: the staged batch first, then the
 // log store.
 func (r *Raft) getLog(index uint64, log *Log) error {
@@ -57,7 +65,13 @@ func (r *Raft) getLog(index uint64, log *Log) error {
 		*log = *l
 		return nil
 	}
-	return r.logs.GetLog(index, log)
+	err := r.logs.GetLog(index, log)
+	if err != nil {
+		if last, lerr := r.logs.LastIndex(); lerr == nil && index > last {
+			return errNotStored
+		}
+	}
+	return err
 }
 
 // storedLast is the index and term of the last entry in the log store after
