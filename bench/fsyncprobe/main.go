@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 )
@@ -25,7 +24,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	defer os.Remove(filepath.Join(*dir, filepath.Base(f.Name())))
+	defer os.Remove(f.Name())
 	defer f.Close()
 	buf := make([]byte, 200)
 	lat := make([]time.Duration, 0, *n)

@@ -1281,13 +1281,10 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		r.logger.Error("failed to commit logs", "error", err)
 		// The batch is not (or not all) in the store: the last log goes
 		// back to what the store holds, so that this node, now a follower,
-		// never claims entries it does not have. Followers may have
-		// received the batch; like any entry of a leader that stepped
-		// down, it commits only if a majority stored it, and is otherwise
-		// overwritten by the next leader.
+		// never claims entries it does not have. The followers may have
+		// received the batch and may still commit it without this node, so
+		// its outcome is unknown, as when a leader is deposed mid-commit.
 		r.setLastLog(r.storedLast(prevIndex, prevTerm))
-		// The followers may hold the batch and commit it without this node:
-		// the outcome is unknown, as when a leader is deposed mid-commit.
 		err = fmt.Errorf("%w: %w", ErrLeadershipLost, err)
 		for _, applyLog := range applyLogs {
 			applyLog.respond(err)
