@@ -3,6 +3,9 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,11 +68,16 @@ func TestSnapshotReachesTheLogsEnd(t *testing.T) {
 		t.Fatalf("the snapshot's position %s is before the log's end %s read after it", snap, end)
 	}
 
-	// A log end one byte past the real one stands for a transaction that
-	// is in the log but not yet committed by the engine: the snapshot
-	// must wait until a commit has moved past it.
+	// A log end that the log has not reached yet stands for a transaction
+	// that is in the log but not yet committed by the engine: the snapshot
+	// must wait until a commit has moved past it. The end is put at the
+	// start of the next log file, which only a rotation reaches: other
+	// packages' tests share the server and commit at any time.
+	if _, err := writer.Execute("UPDATE t SET v = 1 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
 	ahead := func(*client.Conn) (mysql.Position, error) {
-		return mysql.Position{Name: end.Name, Pos: end.Pos + 1}, nil
+		return mysql.Position{Name: nextLogName(t, end.Name), Pos: 4}, nil
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -81,7 +89,15 @@ func TestSnapshotReachesTheLogsEnd(t *testing.T) {
 		t.Fatalf("the snapshot did not wait for the log's end (err %v)", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	if _, err := writer.Execute("UPDATE t SET v = 1 WHERE id = 1"); err != nil {
+	// The rotation itself commits nothing; the commit after it does.
+	if _, err := writer.Execute("FLUSH BINARY LOGS"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.Execute("UPDATE t SET v = 2 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	afterWrite, err := binlogEnd(writer)
+	if err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -92,12 +108,24 @@ func TestSnapshotReachesTheLogsEnd(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("the snapshot did not start after a commit moved the log past its end")
 	}
+	at, ok, err := snapshotPosition(loader)
+	if err != nil || !ok {
+		t.Fatalf("no snapshot position (ok %v, err %v)", ok, err)
+	}
+	barrier, _ := ahead(nil)
+	if logBefore(at, barrier) {
+		t.Fatalf("the snapshot started at %s, before the log's end %s", at, barrier)
+	}
+	// Another test's commit may have ended the wait before this one's
+	// second write; a snapshot at or past the log's end read after that
+	// write holds it, and any snapshot holds the first.
 	r, err := loader.Execute("SELECT v FROM t WHERE id = 1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := r.GetInt(0, 0); v != 1 {
-		t.Errorf("the snapshot reads v = %d, want 1: it misses a write the log held before it began", v)
+	v, _ := r.GetInt(0, 0)
+	if v != 1 && v != 2 || v == 1 && !logBefore(at, afterWrite) {
+		t.Errorf("the snapshot at %s (the log ended at %s after the last write) reads v = %d", at, afterWrite, v)
 	}
 	if _, err := loader.Execute("COMMIT"); err != nil {
 		t.Fatal(err)
@@ -123,4 +151,16 @@ func TestSnapshotReachesTheLogsEnd(t *testing.T) {
 	if _, err := startSnapshot(short, loader, far); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("waiting for a log end no commit reaches: %v, want the context's deadline", err)
 	}
+}
+
+// nextLogName is the name of the binary log file after name
+// (binlog.000019 -> binlog.000020).
+func nextLogName(t *testing.T, name string) string {
+	t.Helper()
+	dot := strings.LastIndexByte(name, '.')
+	n, err := strconv.Atoi(name[dot+1:])
+	if dot < 0 || err != nil {
+		t.Fatalf("binary log file name %q has no number", name)
+	}
+	return fmt.Sprintf("%s%0*d", name[:dot+1], len(name)-dot-1, n+1)
 }
