@@ -207,17 +207,29 @@ type constTri tri
 
 func (c constTri) eval(*rowCtx) tri { return tri(c) }
 
-// run selects the plan's rows from snap: their indexes, in output order.
-// why says, when the answer cannot be computed exactly here, why not.
-func (p *plan) run(snap *Snapshot, args []arg, env runEnv) (rows []int, why string) {
-	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
+// reuse readies r, scratch kept from statement to statement, for rows of
+// snap: only its offsets' storage survives.
+func (r *rowCtx) reuse(snap *Snapshot, args []arg, env runEnv) *rowCtx {
+	*r = rowCtx{snap: snap, args: args, env: env, offs: r.offs[:0]}
+	return r
+}
+
+// release drops what r refers to, so that scratch kept by an idle session
+// holds no snapshot (an old version of a table) in memory.
+func (r *rowCtx) release() { r.reuse(nil, nil, runEnv{}) }
+
+// run selects the plan's rows from the snapshot r is set up for (see
+// reuse): their indexes, in output order, appended to into[:0]. why says,
+// when the answer cannot be computed exactly here, why not.
+func (p *plan) run(r *rowCtx, into []int) (rows []int, why string) {
+	snap := r.snap
 	if len(p.whereArith) > 0 {
 		if why := p.checkArith(r); why != "" {
 			return nil, why
 		}
 	}
 	lo, hi, exact := p.scanRange(snap, r)
-	var out []int
+	out := into[:0]
 	check := func(i int) bool {
 		if !r.setRow(snap.Rows[i]) {
 			return false
@@ -228,9 +240,8 @@ func (p *plan) run(snap *Snapshot, args []arg, env runEnv) (rows []int, why stri
 		return !r.fail
 	}
 	if exact && p.join == nil {
-		out = make([]int, hi-lo)
-		for i := range out {
-			out[i] = lo + i
+		for i := lo; i < hi; i++ {
+			out = append(out, i)
 		}
 	} else if cand, ok := p.candidates(snap, r); ok && len(cand) < hi-lo {
 		for _, i := range cand {
@@ -645,9 +656,9 @@ func readLenEncBytes(b []byte) ([]byte, int, bool) {
 
 // decodeParams reads the integer, string (or NULL) parameters of a COM_STMT_EXECUTE:
 // flags (1), iteration count (4), NULL bitmap, new-params-bound flag, the
-// types when bound, then the values. Any other parameter type makes the
-// execution unservable (false).
-func decodeParams(b []byte, n int, types []byte) ([]arg, bool) {
+// types when bound, then the values, into into[:0]. Any other parameter
+// type makes the execution unservable (false).
+func decodeParams(b []byte, n int, types []byte, into []arg) ([]arg, bool) {
 	if n == 0 {
 		return nil, true
 	}
@@ -666,7 +677,7 @@ func decodeParams(b []byte, n int, types []byte) ([]arg, bool) {
 	if len(types) != 2*n {
 		return nil, false
 	}
-	args := make([]arg, n)
+	args := append(into[:0], make([]arg, n)...)
 	for i := 0; i < n; i++ {
 		if bitmap[i/8]&(1<<(i%8)) != 0 {
 			args[i].null = true

@@ -18,7 +18,7 @@ func TestDecodeParams(t *testing.T) {
 	for _, v := range vals {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}
-	args, ok := decodeParams(b, 3, types)
+	args, ok := decodeParams(b, 3, types, nil)
 	if !ok {
 		t.Fatal("not decoded")
 	}

@@ -519,6 +519,7 @@ func (p *Plugin) beginWrite(st *plugins.Statement, ids []lease.TableID) {
 // end with the statement, or with its transaction.
 func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 	if si, ok := st.Session.Get(sessionKey{}).(*sessionInfo); ok {
+		si.serve.answer = rowsAnswer{} // answered or not, it refers to a snapshot
 		p.resultsAfter(si, st, out)
 		if si.pending != nil {
 			if out.Source == plugins.FromBackend && out.Err == nil {

@@ -661,9 +661,9 @@ func (e *resultEntry) replay(w plugins.ResponseWriter) error {
 		var err error
 		switch int32(i) {
 		case e.mid:
-			err = writeEOF(w, e.midStatus)
+			err = writeEOF(w, e.midStatus, nil)
 		case e.final:
-			err = writeEOF(w, e.endStatus)
+			err = writeEOF(w, e.endStatus, nil)
 		default:
 			err = w.WritePacket(e.data[start:end])
 		}

@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -82,9 +83,47 @@ type sessionInfo struct {
 	rc resultSession // the result cache's part
 
 	// Scratch space reused by every statement of the session.
-	tmpl []byte
-	lits []literal
-	args []arg
+	tmpl  []byte
+	lits  []literal
+	args  []arg
+	serve servingScratch
+}
+
+// servingScratch is what an answer from memory reuses from one statement
+// of its session to the next instead of allocating it per query. Between
+// statements it refers to no snapshot: a session idle for hours must not
+// keep an old version of a table in memory.
+type servingScratch struct {
+	run    rowCtx // the plan's row selection (plan.run)
+	write  rowCtx // the rows being encoded (writeCached)
+	rows   []int  // the rows selected (plan.run)
+	buf    []byte // one row's packet
+	vals   [][]byte
+	fields []*mysql.Field // the binary protocol's row values and their columns
+	answer rowsAnswer
+}
+
+// maxKeptRowBuf and maxKeptRows bound the scratch a session keeps: a rare
+// wide row or long result gets buffers of its own.
+const (
+	maxKeptRowBuf = 64 << 10
+	maxKeptRows   = 8 << 10
+)
+
+// rowsAnswer answers a statement with rows of a snapshot, as selected by
+// the plan (writeCached).
+type rowsAnswer struct {
+	meta        *learned
+	pl          *plan
+	snap        *Snapshot
+	rows        []int
+	binaryProto bool
+	env         runEnv
+	scratch     *servingScratch
+}
+
+func (a *rowsAnswer) Respond(w plugins.ResponseWriter) error {
+	return writeCached(w, a.meta, a.pl, a.snap, a.rows, a.binaryProto, a.env, a.scratch)
 }
 
 type pendingLearn struct {
@@ -95,7 +134,12 @@ type pendingLearn struct {
 }
 
 // defsKey identifies a statement shape under a session configuration.
+// The plan entry it was planned as stands for the current database and
+// the tables' definitions (a new definition gets a new entry): the same
+// text may name another table in another database, and a column's
+// metadata changes with its definition.
 type defsKey struct {
+	ent        *planEntry
 	normalized string
 	binary     bool
 	ext        bool
@@ -347,9 +391,10 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		if pl.nparams != st.ParamCount {
 			return pass("the statement's parameters do not match its plan")
 		}
-		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes); !ok {
+		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes, si.args); !ok {
 			return pass("a parameter's type is not covered (integers and strings are)")
 		}
+		si.args = args
 	} else if len(args) != pl.nparams {
 		return pass("the statement's literals do not match its plan")
 	}
@@ -374,7 +419,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	if !si.env.plainValues {
 		return pass("the session's sql_mode changes values in results (EMPTY_STRING_IS_NULL or PAD_CHAR_TO_FULL_LENGTH)")
 	}
-	key := defsKey{normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
+	key := defsKey{ent: ent, normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
 	if pl.namesFromText && !binaryProto {
 		// Column names as typed, literals and spaces included: the select
 		// list's own text is part of the shape (the rest of the statement,
@@ -402,7 +447,11 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		}
 		snap = joinSnapshot(snaps[0], snaps[1], joined)
 	}
-	rows, why := pl.run(snap, args, si.env)
+	rows, why := pl.run(si.serve.run.reuse(snap, args, si.env), si.serve.rows)
+	si.serve.run.release()
+	if cap(rows) <= maxKeptRows {
+		si.serve.rows = rows[:0] // (in use until the statement is answered)
+	}
 	if why != "" {
 		return pass(why)
 	}
@@ -442,9 +491,8 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		})), ""
 	}
 	count(true)
-	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-		return writeCached(w, meta, pl, snap, rows, binaryProto, si.env)
-	})), ""
+	si.serve.answer = rowsAnswer{meta: meta, pl: pl, snap: snap, rows: rows, binaryProto: binaryProto, env: si.env, scratch: &si.serve}
+	return plugins.AnswerWith(&si.serve.answer), ""
 }
 
 // txSnapshot is the snapshot a transaction reads table id at: pinned by
@@ -863,21 +911,32 @@ func readLenEncInt(b []byte) (uint64, int, bool) {
 	return v, w, true
 }
 
-// writeCached writes a result set from the snapshot.
-func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapshot, rows []int, binaryProto bool, env runEnv) error {
-	if err := writeHead(w, meta); err != nil {
-		return err
-	}
-	r := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
-	buf := make([]byte, 0, 256)
+// writeCached writes a result set from the snapshot, with the session's
+// scratch space.
+func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapshot, rows []int, binaryProto bool, env runEnv, sc *servingScratch) error {
+	r := sc.write.reuse(snap, nil, runEnv{})
+	buf := sc.buf[:0]
 	var vals [][]byte
 	var fields []*mysql.Field
 	if binaryProto {
-		vals = make([][]byte, len(pl.cols))
-		fields = make([]*mysql.Field, len(pl.cols))
+		vals = slices.Grow(sc.vals[:0], len(pl.cols))[:len(pl.cols)]
+		fields = slices.Grow(sc.fields[:0], len(pl.cols))[:len(pl.cols)]
 		for j, c := range pl.cols {
 			fields[j] = snap.Fields[c]
 		}
+	}
+	defer func() {
+		// Keep the storage, not what it points to (see servingScratch).
+		r.release()
+		clear(vals)
+		clear(fields)
+		sc.vals, sc.fields = vals[:0], fields[:0]
+		if cap(buf) <= maxKeptRowBuf {
+			sc.buf = buf[:0]
+		}
+	}()
+	if err := writeHead(w, meta, buf); err != nil {
+		return err
 	}
 	// TIMESTAMP columns to shift to the session's zone (the binary
 	// protocol encodes them from text shifted by 0 too).
@@ -951,14 +1010,14 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 		}
 	}
 	w.Rows(uint64(len(rows)))
-	return writeTail(w, meta)
+	return writeTail(w, meta, buf)
 }
 
 // writeHead writes a result set's column count, the learned column
 // definitions and the EOF after them, with the session's status and the
 // backend's index-use bits for this shape.
-func writeHead(w plugins.ResponseWriter, meta *learned) error {
-	if err := w.WritePacket(mysql.AppendLengthEncodedInteger(nil, uint64(len(meta.defs)))); err != nil {
+func writeHead(w plugins.ResponseWriter, meta *learned, scratch []byte) error {
+	if err := w.WritePacket(mysql.AppendLengthEncodedInteger(scratch[:0], uint64(len(meta.defs)))); err != nil {
 		return err
 	}
 	for _, d := range meta.defs {
@@ -966,15 +1025,19 @@ func writeHead(w plugins.ResponseWriter, meta *learned) error {
 			return err
 		}
 	}
-	return writeEOF(w, meta.midStatus)
+	return writeEOF(w, meta.midStatus, scratch)
 }
 
 // writeTail writes the EOF that ends the rows.
-func writeTail(w plugins.ResponseWriter, meta *learned) error { return writeEOF(w, meta.finalStatus) }
+func writeTail(w plugins.ResponseWriter, meta *learned, scratch []byte) error {
+	return writeEOF(w, meta.finalStatus, scratch)
+}
 
-func writeEOF(w plugins.ResponseWriter, learnedStatus uint16) error {
+// writeEOF writes an EOF packet; scratch (nil or any buffer whose contents
+// are no longer needed) is where it is composed.
+func writeEOF(w plugins.ResponseWriter, learnedStatus uint16, scratch []byte) error {
 	s := w.Status() | learnedStatus&plugins.IndexUsageStatus
-	return w.WritePacket([]byte{0xfe, 0, 0, byte(s), byte(s >> 8)})
+	return w.WritePacket(append(scratch[:0], 0xfe, 0, 0, byte(s), byte(s>>8)))
 }
 
 var errCorruptRow = corruptRowError{}
@@ -986,7 +1049,7 @@ func (corruptRowError) Error() string { return "cache: a stored row could not be
 // writeValueRows writes a result set of computed rows (aggregates,
 // groups): values as the text protocol prints them, nil for NULL.
 func writeValueRows(w plugins.ResponseWriter, meta *learned, rows [][][]byte, binaryProto bool) error {
-	if err := writeHead(w, meta); err != nil {
+	if err := writeHead(w, meta, nil); err != nil {
 		return err
 	}
 	var buf []byte
@@ -1012,7 +1075,7 @@ func writeValueRows(w plugins.ResponseWriter, meta *learned, rows [][][]byte, bi
 		}
 	}
 	w.Rows(uint64(len(rows)))
-	return writeTail(w, meta)
+	return writeTail(w, meta, buf)
 }
 
 // appendBinaryRow appends a binary-protocol row: the 0x00 header, the NULL

@@ -334,12 +334,13 @@ func (s *Snapshot) scanCharsets() {
 	}
 }
 
-// layoutOf fingerprints what a plan depends on: column names, types and
-// flags, and the primary key.
+// layoutOf fingerprints what a plan and the column metadata learned for it
+// depend on: column names, types, flags, character sets, lengths and
+// decimals, and the primary key.
 func layoutOf(s *Snapshot) string {
 	var b strings.Builder
 	for _, f := range s.Fields {
-		fmt.Fprintf(&b, "%s:%d:%d:%d;", strings.ToLower(string(f.OrgName)), f.Type, f.Flag, f.Charset)
+		fmt.Fprintf(&b, "%s:%d:%d:%d:%d:%d;", strings.ToLower(string(f.OrgName)), f.Type, f.Flag, f.Charset, f.ColumnLength, f.Decimal)
 	}
 	for _, c := range s.colls {
 		if c != nil {

@@ -39,6 +39,8 @@ type StatementFilter interface {
 }
 
 // StatementObserver is told how a statement ended, whoever answered it.
+// The proxy reuses out for the session's next statement: an observer that
+// needs its fields later copies them.
 type StatementObserver interface {
 	Plugin
 	OnResult(st *Statement, out *Outcome)
@@ -315,7 +317,8 @@ type ResponseWriter interface {
 	// WritePacket writes one packet payload as it is; the proxy adds the
 	// header and sequence number. A plugin that encodes its own result sets
 	// (the cache, on its hot path) uses it, and must write a complete,
-	// well-formed response.
+	// well-formed response. The payload is copied before WritePacket
+	// returns: the plugin may reuse its buffer for the next packet.
 	WritePacket(payload []byte) error
 	// Status is the server status the session's last response carried,
 	// for the EOF and OK packets a plugin writes.
@@ -346,7 +349,8 @@ type ProgressWriter interface {
 	Progress(stage, maxStage int, percent float64, info string) error
 }
 
-// Responder produces an answer for the client.
+// Responder produces an answer for the client. The proxy reuses w for the
+// session's next answer: Respond must not keep it.
 type Responder interface {
 	Respond(w ResponseWriter) error
 }

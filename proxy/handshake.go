@@ -221,6 +221,7 @@ type clientConn struct {
 	caps    uint32 // negotiated capabilities
 	extCaps uint32 // negotiated MariaDB extended capabilities
 	tls     bool
+	hdr     [4]byte // a packet header being written (a local would escape to the heap)
 }
 
 // newClientConn wraps an accepted socket for the handshake. Until the
@@ -271,8 +272,8 @@ func (c *clientConn) writePayload(p []byte) error {
 		if n > mysql.MaxPayloadLen {
 			n = mysql.MaxPayloadLen
 		}
-		hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), c.pc.Sequence}
-		if _, err := c.buf.Write(hdr[:]); err != nil {
+		c.hdr = [4]byte{byte(n), byte(n >> 8), byte(n >> 16), c.pc.Sequence}
+		if _, err := c.buf.Write(c.hdr[:]); err != nil {
 			return err
 		}
 		if _, err := c.buf.Write(p[:n]); err != nil {

@@ -41,7 +41,12 @@ type session struct {
 
 	st    plugins.Statement
 	stmts map[uint32]*prepared // by the backend's statement id
-	exec  *prepared            // the statement of the COM_STMT_EXECUTE being handled
+	// out and answer are the current statement's outcome and the writer a
+	// plugin answers through, kept here rather than allocated per
+	// statement (plugins see them only during the call, like st).
+	out    plugins.Outcome
+	answer answerWriter
+	exec   *prepared // the statement of the COM_STMT_EXECUTE being handled
 
 	capture     *plugins.Capture // set while relaying a response a plugin asked to see
 	captureSets int              // result sets seen while capturing
@@ -460,7 +465,8 @@ func (s *session) runStatement() error {
 	if observe {
 		start = time.Now()
 	}
-	out := plugins.Outcome{}
+	out := &s.out
+	*out = plugins.Outcome{}
 	action, by := chain.Before(st)
 	if action.Verdict == plugins.Answer && cmd == plugins.ComStmtPrepare {
 		action = plugins.Continue // see plugins.StatementFilter
@@ -482,7 +488,8 @@ func (s *session) runStatement() error {
 		}
 	case plugins.Answer:
 		out.Source, out.Plugin = plugins.FromPlugin, by
-		w := &answerWriter{s: s, binary: cmd == plugins.ComStmtExecute}
+		w := &s.answer
+		*w = answerWriter{s: s, binary: cmd == plugins.ComStmtExecute}
 		err = action.Responder.Respond(w)
 		out.Err, out.Rows, out.AffectedRows = w.err, w.rows, w.affected
 		if err != nil && !errors.Is(err, errClientGone) {
@@ -516,7 +523,7 @@ func (s *session) runStatement() error {
 		if err != nil && out.Err == nil {
 			out.Err = mysql.NewError(2013, err.Error())
 		}
-		chain.After(st, &out)
+		chain.After(st, out)
 	}
 	return err
 }
