@@ -94,8 +94,11 @@ type Plugin struct {
 	// sent it, keyed by shape and session configuration.
 	learned *lru.Cache[defsKey, *learned]
 	// plans are planning outcomes by statement shape; purged when the set
-	// of cached tables changes.
-	plans *lru.Cache[planKey, *planEntry]
+	// of cached tables changes. planGen counts removals from it, after
+	// they are done: a session's memo of entries (planMemo) holds only
+	// within one count.
+	plans   *lru.Cache[planKey, *planEntry]
+	planGen atomic.Uint64
 	// effects is each statement shape's Analysis (writes and DDL), so
 	// that a repeated write is not parsed again.
 	effects *lru.Cache[planKey, Analysis]
@@ -311,9 +314,7 @@ func (p *Plugin) addTable(e Entry) *tableState {
 		p.cached.Store(int32(len(p.tables)))
 	}
 	p.mu.Unlock()
-	if p.plans != nil {
-		p.plans.Purge()
-	}
+	p.forgetPlans()
 	p.requestLoad(e.ID())
 	return ts
 }
@@ -323,7 +324,21 @@ func (p *Plugin) removeTable(id lease.TableID) {
 	delete(p.tables, id)
 	p.cached.Store(int32(len(p.tables)))
 	p.mu.Unlock()
-	p.plans.Purge()
+	p.forgetPlans()
+}
+
+// forgetPlans empties the plan cache (the set of cached tables changed).
+func (p *Plugin) forgetPlans() {
+	if p.plans != nil {
+		p.plans.Purge()
+		p.planGen.Add(1)
+	}
+}
+
+// forgetPlan removes one entry from the plan cache.
+func (p *Plugin) forgetPlan(k planKey) {
+	p.plans.Remove(k)
+	p.planGen.Add(1)
 }
 
 func (p *Plugin) table(id lease.TableID) *tableState {

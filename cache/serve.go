@@ -80,7 +80,8 @@ type sessionInfo struct {
 	// not started in the backend yet (see begin.go).
 	deferred bool
 
-	rc resultSession // the result cache's part
+	rc    resultSession // the result cache's part
+	plans planMemo      // the plan entries it used last
 
 	// Scratch space reused by every statement of the session.
 	tmpl  []byte
@@ -285,6 +286,7 @@ type planKey struct {
 
 // planEntry is a cached planning outcome.
 type planEntry struct {
+	key    planKey
 	plan   *plan // nil: the shape is not answered from memory
 	writes bool  // calls a stored function: may write any table
 	layout string
@@ -293,6 +295,46 @@ type planEntry struct {
 	// results: the statement may be answered from the result cache
 	// (nil: it may not).
 	results *resultShape
+}
+
+// planMemo holds the plan entries a session used last, with the column
+// metadata learned for them, so that a statement the session repeats skips
+// the plugin's shared plan and metadata caches (a lock and an LRU update
+// each). It holds for one generation of the plan cache (Plugin.planGen),
+// which every removal from that cache ends.
+type planMemo struct {
+	gen   uint64
+	slots [4]memoSlot
+	next  int // the slot to reuse next
+}
+
+type memoSlot struct {
+	ent     *planEntry
+	metaKey defsKey
+	meta    *learned // learned for metaKey; nil: not looked up, or not learned yet
+}
+
+// find returns the slot of the entry planned for text in database db, if
+// the memo has it and is of generation gen.
+func (m *planMemo) find(gen uint64, db, text string) *memoSlot {
+	if m.gen != gen {
+		*m = planMemo{gen: gen}
+		return nil
+	}
+	for i := range m.slots {
+		if s := &m.slots[i]; s.ent != nil && s.ent.key.text == text && s.ent.key.db == db {
+			return s
+		}
+	}
+	return nil
+}
+
+// add puts ent in the memo in place of its oldest entry.
+func (m *planMemo) add(ent *planEntry) *memoSlot {
+	s := &m.slots[m.next]
+	m.next = (m.next + 1) % len(m.slots)
+	*s = memoSlot{ent: ent}
+	return s
 }
 
 // read tries to answer a SELECT from memory, and records why it did or
@@ -331,14 +373,21 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 			text = st.SQL
 		}
 	}
-	ent, ok := p.plans.Get(planKey{db: st.DB, text: text})
-	if !ok {
-		text = strings.Clone(text) // the key outlives the statement
-		if ent = p.planText(text, st.DB); ent == nil {
-			return plugins.Continue, "a cached table it reads is still loading"
+	memo := si.plans.find(p.planGen.Load(), st.DB, text)
+	if memo == nil {
+		ent, ok := p.plans.Get(planKey{db: st.DB, text: text})
+		if !ok {
+			text = strings.Clone(text) // the key outlives the statement
+			if ent = p.planText(text, st.DB); ent == nil {
+				return plugins.Continue, "a cached table it reads is still loading"
+			}
+			ent.key = planKey{db: strings.Clone(st.DB), text: text}
+			p.plans.Add(ent.key, ent)
 		}
-		p.plans.Add(planKey{db: strings.Clone(st.DB), text: text}, ent)
+		memo = si.plans.add(ent)
 	}
+	ent := memo.ent
+	var ok bool
 	if ent.writes {
 		return p.unknownRead(st), "it calls a stored function, which may write: a write of every cached table"
 	}
@@ -384,7 +433,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		snap = joinSnapshot(snaps[0], snaps[1], nil)
 	}
 	if snap.layout != ent.layout {
-		p.plans.Remove(planKey{db: st.DB, text: text}) // the table changed shape
+		p.forgetPlan(ent.key) // the table changed shape
 		return pass("the table's columns changed since the statement was planned")
 	}
 	if binaryProto {
@@ -430,8 +479,19 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 			key.normalized = st.SQL
 		}
 	}
-	meta, ok := p.learned.Get(key)
-	if !ok {
+	meta := memo.meta
+	if meta == nil || memo.metaKey != key {
+		meta, _ = p.learned.Get(key)
+		memo.meta, memo.metaKey = meta, key
+		// The memo outlives the statement, whose text is in buffers the
+		// next command reuses.
+		if key.normalized == ent.key.text {
+			memo.metaKey.normalized = ent.key.text
+		} else {
+			memo.metaKey.normalized = strings.Clone(key.normalized)
+		}
+	}
+	if meta == nil {
 		// Learn this shape's metadata from the backend's answer.
 		key.normalized = strings.Clone(key.normalized)
 		pend := &pendingLearn{key: key, plan: pl, snap: snap}
