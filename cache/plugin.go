@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,10 @@ type Plugin struct {
 	mu     sync.RWMutex // guards tables; taken for writes only on CACHE/NOCACHE
 	tables map[lease.TableID]*tableState
 	cached atomic.Int32 // len(tables), read without the lock on every statement
+	// view is a copy of tables, replaced whole on every change, that the
+	// statements read without a lock (a read lock is two atomic updates
+	// of one shared word, which the CPUs pass back and forth).
+	view atomic.Pointer[map[lease.TableID]*tableState]
 
 	heldMu sync.Mutex // guards held
 	held   map[uint32][]heldWrite
@@ -311,7 +316,7 @@ func (p *Plugin) addTable(e Entry) *tableState {
 	if !ok {
 		ts = &tableState{entry: e, lease: p.leases.Table(e.ID()), gen: p.gens.Add(1)}
 		p.tables[e.ID()] = ts
-		p.cached.Store(int32(len(p.tables)))
+		p.tablesChanged()
 	}
 	p.mu.Unlock()
 	p.forgetPlans()
@@ -322,9 +327,16 @@ func (p *Plugin) addTable(e Entry) *tableState {
 func (p *Plugin) removeTable(id lease.TableID) {
 	p.mu.Lock()
 	delete(p.tables, id)
-	p.cached.Store(int32(len(p.tables)))
+	p.tablesChanged()
 	p.mu.Unlock()
 	p.forgetPlans()
+}
+
+// tablesChanged publishes tables to the readers; p.mu is held.
+func (p *Plugin) tablesChanged() {
+	view := maps.Clone(p.tables)
+	p.view.Store(&view)
+	p.cached.Store(int32(len(view)))
 }
 
 // forgetPlans empties the plan cache (the set of cached tables changed).
@@ -342,9 +354,10 @@ func (p *Plugin) forgetPlan(k planKey) {
 }
 
 func (p *Plugin) table(id lease.TableID) *tableState {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.tables[id]
+	if view := p.view.Load(); view != nil {
+		return (*view)[id]
+	}
+	return nil
 }
 
 func (p *Plugin) cachedIDs() []lease.TableID {

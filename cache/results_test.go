@@ -272,7 +272,7 @@ func (f *resultsFixture) cache() {
 	ts := &tableState{entry: Entry{Schema: f.id.Schema, Table: f.id.Table}, lease: p.leases.Table(f.id), gen: p.gens.Add(1)}
 	p.mu.Lock()
 	p.tables[f.id] = ts
-	p.cached.Store(int32(len(p.tables)))
+	p.tablesChanged()
 	p.mu.Unlock()
 	f.ts = ts
 	f.reload()
