@@ -69,10 +69,6 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
                         oltp_point_select, --repeat to 3
   --delay DUR           delay per direction for --latency (default 250us, i.e. a
                         0.5 ms round trip)
-  --rate N              offer N transactions/s in total (sysbench --rate) instead
-                        of as many as the threads can run: latency at a load the
-                        machine carries, not at saturation; a run that falls
-                        more than 5% short of N is reported as saturated
   --rw-cache            oltp_read_write through the proxy only, with the sbtest
                         tables cached and not cached (ALTER TABLE ... NOCACHE),
                         alternating, for each --point-selects value; prints the
@@ -106,7 +102,7 @@ need_number() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "option $1 needs a positive i
 need_addr() { [[ "$2" =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+$ ]] || die "option $1 needs a loopback host:port, got '$2'"; }
 
 QUICK=0 PROFILE=0 DIRECT_ONLY=0 CACHE=0 FLOOR="" LATENCY=0 RW_CACHE=0
-TIME="" THREADS="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES="" REPEAT="" DELAY="" POINT_SELECTS="" RATE=""
+TIME="" THREADS="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES="" REPEAT="" DELAY="" POINT_SELECTS=""
 PROXY_ADDR="" METRICS_ADDR="" PROXY_BIN=""
 while (($# > 0)); do
 	case "$1" in
@@ -117,7 +113,6 @@ while (($# > 0)); do
 	--rw-cache) RW_CACHE=1 ;;
 	--delay) need_value "$@"; [[ "$2" =~ ^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s)$ ]] || die "--delay needs a duration such as 250us, got '$2'"; DELAY="$2"; shift ;;
 	--repeat) need_value "$@"; need_number "$1" "$2"; REPEAT="$2"; shift ;;
-	--rate) need_value "$@"; need_number "$1" "$2"; RATE="$2"; shift ;;
 	--point-selects) need_value "$@"; POINT_SELECTS="$2"; shift ;;
 	--direct-only) DIRECT_ONLY=1 ;;
 	--floor) FLOOR=1 ;;
@@ -639,7 +634,7 @@ run_sysbench() {
 	sb0="$R_CHILD_TICKS" db0="$(cpu_ticks "$db_pid")" px0="$(cpu_ticks "$proxy_pid")"
 	timeout --kill-after=10 $((TIME + 60)) sysbench "$workload" "${SB_COMMON[@]}" \
 		--mysql-port="$port" --threads="$THREADS" --time="$TIME" --report-interval=0 \
-		--percentile=95 --db-ps-mode="$ps" ${RATE:+--rate="$RATE"} "$@" run >"$out" 2>&1 || rc=$?
+		--percentile=95 --db-ps-mode="$ps" "$@" run >"$out" 2>&1 || rc=$?
 	children_ticks
 	R_CPU_SB=$((R_CHILD_TICKS - sb0)) R_CPU_DB=$(($(cpu_ticks "$db_pid") - db0)) R_CPU_PX=$(($(cpu_ticks "$proxy_pid") - px0))
 	R_QPS="$(sb_field "$out" qps)"
@@ -668,11 +663,6 @@ run_sysbench() {
 		FAILURES+=("$workload ps=$ps $target$suffix: $problem (log: $out)")
 		R_QPS="" R_TPS="" R_P95="" R_QUERIES=""
 		return 0
-	fi
-	# With --rate, a run that could not keep up measured a queue, not the
-	# latency at that load.
-	if [[ -n "$RATE" && -n "$R_TPS" ]] && awk -v t="$R_TPS" -v r="$RATE" 'BEGIN { exit !(t < 0.95 * r) }'; then
-		NOTES+=("$workload ps=$ps $target$suffix: saturated: $R_TPS transactions/s of the $RATE offered")
 	fi
 	# Without --mysql-ignore-errors, sysbench aborts on any error except
 	# deadlocks and lock wait timeouts (1213, 1205, 1020), which it retries and
@@ -964,7 +954,6 @@ else
 	SETTINGS="$THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows"
 fi
 ((REPEAT > 1)) && SETTINGS+=", $REPEAT runs each"
-[[ -n "$RATE" ]] && SETTINGS+=", $RATE transactions/s offered (sysbench --rate)"
 CACHE_ACTIVITY_TITLE="Cache activity of each proxied run (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables):"
 if ((RW_CACHE)); then
 	CACHE_ACTIVITY_TITLE="Cache activity of the cached runs (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables and the $REPEAT run(s)):"
