@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,13 +78,12 @@ type Plugin struct {
 	maxBytes int64
 	opts     Options
 
-	mu     sync.RWMutex // guards tables; taken for writes only on CACHE/NOCACHE
-	tables map[lease.TableID]*tableState
-	cached atomic.Int32 // len(tables), read without the lock on every statement
-	// view is a copy of tables, replaced whole on every change, that the
-	// statements read without a lock (a read lock is two atomic updates
-	// of one shared word, which the CPUs pass back and forth).
-	view atomic.Pointer[map[lease.TableID]*tableState]
+	// tables are the cached tables. The map is never changed once stored:
+	// CACHE and NOCACHE store a new one (serialized by mu), so statements
+	// read it without a lock (a read lock is two atomic updates of one
+	// shared word, which the CPUs pass back and forth).
+	mu     sync.Mutex
+	tables atomic.Pointer[map[lease.TableID]*tableState]
 
 	heldMu sync.Mutex // guards held
 	held   map[uint32][]heldWrite
@@ -248,7 +248,7 @@ func build(env plugins.Env, leases lease.Manager, cat CatalogSource, limit int64
 // New builds the plugin and starts loading the catalog's tables.
 func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat CatalogSource, maxBytes int64, opts Options) *Plugin {
 	p := &Plugin{log: log, backend: backend, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
-		tables: map[lease.TableID]*tableState{}, held: map[uint32][]heldWrite{},
+		held:  map[uint32][]heldWrite{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
 	p.learned, _ = lru.New[defsKey, *learned](8192)
 	p.colls = newCollations()
@@ -312,11 +312,10 @@ func (p *Plugin) Close() error {
 
 func (p *Plugin) addTable(e Entry) *tableState {
 	p.mu.Lock()
-	ts, ok := p.tables[e.ID()]
-	if !ok {
+	ts := p.table(e.ID())
+	if ts == nil {
 		ts = &tableState{entry: e, lease: p.leases.Table(e.ID()), gen: p.gens.Add(1)}
-		p.tables[e.ID()] = ts
-		p.tablesChanged()
+		p.changeTables(func(m map[lease.TableID]*tableState) { m[e.ID()] = ts })
 	}
 	p.mu.Unlock()
 	p.forgetPlans()
@@ -326,17 +325,27 @@ func (p *Plugin) addTable(e Entry) *tableState {
 
 func (p *Plugin) removeTable(id lease.TableID) {
 	p.mu.Lock()
-	delete(p.tables, id)
-	p.tablesChanged()
+	p.changeTables(func(m map[lease.TableID]*tableState) { delete(m, id) })
 	p.mu.Unlock()
 	p.forgetPlans()
 }
 
-// tablesChanged publishes tables to the readers; p.mu is held.
-func (p *Plugin) tablesChanged() {
-	view := maps.Clone(p.tables)
-	p.view.Store(&view)
-	p.cached.Store(int32(len(view)))
+// changeTables stores a changed copy of the cached tables; p.mu is held.
+func (p *Plugin) changeTables(change func(map[lease.TableID]*tableState)) {
+	m := maps.Clone(p.cachedTables())
+	if m == nil {
+		m = map[lease.TableID]*tableState{}
+	}
+	change(m)
+	p.tables.Store(&m)
+}
+
+// cachedTables is the current map of cached tables, not to be changed.
+func (p *Plugin) cachedTables() map[lease.TableID]*tableState {
+	if m := p.tables.Load(); m != nil {
+		return *m
+	}
+	return nil
 }
 
 // forgetPlans empties the plan cache (the set of cached tables changed).
@@ -353,21 +362,10 @@ func (p *Plugin) forgetPlan(k planKey) {
 	p.planGen.Add(1)
 }
 
-func (p *Plugin) table(id lease.TableID) *tableState {
-	if view := p.view.Load(); view != nil {
-		return (*view)[id]
-	}
-	return nil
-}
+func (p *Plugin) table(id lease.TableID) *tableState { return p.cachedTables()[id] }
 
 func (p *Plugin) cachedIDs() []lease.TableID {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	ids := make([]lease.TableID, 0, len(p.tables))
-	for id := range p.tables {
-		ids = append(ids, id)
-	}
-	return ids
+	return slices.Collect(maps.Keys(p.cachedTables()))
 }
 
 // Servable returns the snapshot of id that may answer a read now, if any:
@@ -388,7 +386,7 @@ func (p *Plugin) Servable(id lease.TableID) (*Snapshot, bool) {
 
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
-	if st.Session == nil || p.cached.Load() == 0 {
+	if st.Session == nil || len(p.cachedTables()) == 0 {
 		return p.onStatement(st)
 	}
 	si := session(st)
@@ -415,7 +413,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		if a, ok := p.virtualQuery(st); ok {
 			return a
 		}
-		if p.cached.Load() > 0 {
+		if len(p.cachedTables()) > 0 {
 			return p.read(st)
 		}
 		session(st).explain(st.SQL, false, "no table is cached")
@@ -437,7 +435,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		// function is planned as a write once reads are served.)
 		return plugins.Continue
 	}
-	if p.cached.Load() == 0 && st.Kind != plugins.KindDDL {
+	if len(p.cachedTables()) == 0 && st.Kind != plugins.KindDDL {
 		return plugins.Continue
 	}
 	a, err := p.analyze(st)
@@ -741,10 +739,8 @@ func (p *Plugin) loadFailed(ts *tableState, err error) {
 func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 	sum := func(f func(*tableState) uint64) func() float64 {
 		return func() float64 {
-			p.mu.RLock()
-			defer p.mu.RUnlock()
 			var n uint64
-			for _, ts := range p.tables {
+			for _, ts := range p.cachedTables() {
 				n += f(ts)
 			}
 			return float64(n)
@@ -756,7 +752,7 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_pass_throughs_total",
 			Help: "Reads of cached tables that went to the backend (tables cached now)."}, sum(func(ts *tableState) uint64 { return ts.passes.Load() })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_cache_tables",
-			Help: "Tables cached."}, func() float64 { return float64(p.cached.Load()) }),
+			Help: "Tables cached."}, func() float64 { return float64(len(p.cachedTables())) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_tables_dropped_total",
 			Help: "Tables no longer cached because they grew past max_table_size."}, func() float64 { return float64(p.dropped.Load()) }),
 	}, p.resultMetrics()...) {

@@ -256,7 +256,7 @@ func newResultsFixture(t *testing.T) *resultsFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.store.Close)
-	p := &Plugin{log: slog.Default(), leases: lease.NewLocal(), tables: map[lease.TableID]*tableState{},
+	p := &Plugin{log: slog.Default(), leases: lease.NewLocal(),
 		held: map[uint32][]heldWrite{}, opts: Options{AcceptStaleRisk: true}, results: rc}
 	f := &resultsFixture{p: p, id: lease.TableID{Schema: "shop", Table: "rates"},
 		sess: &fakeSession{autocommit: "1", sqlMode: "STRICT_TRANS_TABLES", isolation: "REPEATABLE-READ", timeZone: "SYSTEM", autoNull: "0"}}
@@ -271,8 +271,7 @@ func (f *resultsFixture) cache() {
 	p := f.p
 	ts := &tableState{entry: Entry{Schema: f.id.Schema, Table: f.id.Table}, lease: p.leases.Table(f.id), gen: p.gens.Add(1)}
 	p.mu.Lock()
-	p.tables[f.id] = ts
-	p.tablesChanged()
+	p.changeTables(func(m map[lease.TableID]*tableState) { m[f.id] = ts })
 	p.mu.Unlock()
 	f.ts = ts
 	f.reload()
