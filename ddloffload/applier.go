@@ -21,19 +21,30 @@ import (
 // A change can reach the binary log a moment before it is visible in the
 // engine (the log is written first at commit). While the application
 // writes, a batch therefore first share-locks its keys in the table, in a
-// statement of its own: once it has the locks, no writer whose change
-// made a key dirty is still committing, and the copy that follows (a
-// consistent read, under READ COMMITTED) sees that change. The locks are
-// released at once: a change made after they were taken marks its key
-// dirty again, so holding them through the copy would only make the
-// application's writers of those rows wait for it (seen: a second, on the
-// hot rows of a skewed workload). And they are taken with NOWAIT: a
-// statement that waited for a writer while holding the locks of its other
-// keys could close a cycle with that writer's transaction, and InnoDB
-// would fail the application's transaction (the smaller one) with a
-// deadlock. A batch that meets a held key is copied in halves, down to
-// the held key, which is tried again a moment later, then left for a
-// later pass.
+// statement of its own that also checksums the rows it locked: once it has
+// the locks, no writer whose change made a key dirty is still committing,
+// and a locking read reads the newest committed version of each row. The
+// copy that follows is a consistent read (READ COMMITTED), and a snapshot
+// can still miss a transaction that has only just committed: MariaDB's
+// InnoDB marks a transaction committed, which ends its implicit locks,
+// before it removes it from the list that new snapshots exclude. So the
+// copy checksums what it wrote, inside its transaction, and commits only
+// if that matches what the locking read saw; otherwise it rolls back and
+// the batch is copied again (a writer that changed a key between the two
+// reads also makes them differ). That a lock alone did not suffice was
+// seen once in CI: a row inserted under a running job was missing from
+// the copy, and the verify stage refused the swap.
+//
+// The locks are released at once: a change made after they were taken
+// marks its key dirty again, so holding them through the copy would only
+// make the application's writers of those rows wait for it (seen: a
+// second, on the hot rows of a skewed workload). And they are taken with
+// NOWAIT: a statement that waited for a writer while holding the locks of
+// its other keys could close a cycle with that writer's transaction, and
+// InnoDB would fail the application's transaction (the smaller one) with
+// a deadlock. A batch that meets a held key, or whose rows changed between
+// its two reads, is copied in halves, down to the key, which is tried
+// again a moment later, then left for a later pass.
 
 const applyBatch = 500
 
@@ -48,27 +59,47 @@ const (
 	frozen
 )
 
+// errCopyRaced is a live copy whose rows differ from what its locking
+// read saw a moment before: the copy was rolled back.
+var errCopyRaced = errors.New("the rows changed between the locking read and the copy")
+
 // copyKeys copies keys from the table into the shadow.
 func (r *runner) copyKeys(c *client.Conn, keys [][]string, mode applyMode) error {
 	cond := r.t.keyIn(keys)
 	shadow := tableName(r.t.Schema, r.shadow)
-	stmts := []string{
-		"BEGIN",
-		r.mark + "DELETE FROM " + shadow + " WHERE " + cond,
-		r.mark + "INSERT INTO " + shadow + " (" + r.t.copyColumns() + ") SELECT " + r.t.copyColumns() + " FROM " + r.t.name() +
-			" WHERE " + cond + " ORDER BY " + r.t.keyList(),
-		"COMMIT",
+	del := r.mark + "DELETE FROM " + shadow + " WHERE " + cond
+	ins := r.mark + "INSERT INTO " + shadow + " (" + r.t.copyColumns() + ") SELECT " + r.t.copyColumns() + " FROM " + r.t.name() +
+		" WHERE " + cond + " ORDER BY " + r.t.keyList()
+	if mode != live {
+		return execAll(c, []string{"BEGIN", del, ins, "COMMIT"})
 	}
-	if mode == live {
-		// Autocommit: each statement is its own transaction, and the
-		// locks end with the statement that took them. The first read
-		// takes no locks and brings the keys' pages into the buffer
-		// pool, so that the locking read is quick: it holds the locks of
-		// the keys it has read while it reads the next ones.
-		keys := "SELECT " + r.t.keyList() + " FROM " + r.t.name() + " WHERE " + cond
-		stmts = append([]string{keys, keys + r.shareLock(c)}, stmts...)
+	// Autocommit: the locks end with the statement that took them. The
+	// first read takes no locks and brings the keys' pages into the
+	// buffer pool, so that the locking read is quick: it holds the locks
+	// of the keys it has read while it reads the next ones.
+	if _, err := c.Execute("SELECT " + r.t.keyList() + " FROM " + r.t.name() + " WHERE " + cond); err != nil {
+		return err
 	}
-	return execAll(c, stmts)
+	locked, err := r.sumWhere(c, r.t.name(), cond, r.shareLock(c))
+	if err != nil {
+		return err
+	}
+	if r.afterLock != nil {
+		r.afterLock(keys)
+	}
+	if err := execAll(c, []string{"BEGIN", del, ins}); err != nil {
+		return err
+	}
+	copied, err := r.sumWhere(c, shadow, cond, "")
+	if err == nil && copied != locked {
+		r.raced.Add(1)
+		err = errCopyRaced
+	}
+	if err != nil {
+		_, _ = c.Execute("ROLLBACK")
+		return err
+	}
+	return execAll(c, []string{"COMMIT"})
 }
 
 // shareLock is the clause that share-locks the rows a live batch reads
@@ -169,7 +200,7 @@ func (r *runner) drain(ctx context.Context, c *client.Conn, mode applyMode, th *
 // split is what copySplit did with a batch of keys.
 type split struct {
 	copied bool       // some keys were copied
-	held   [][]string // keys an application transaction holds (live only)
+	held   [][]string // keys an application transaction holds or changes (live only)
 	dup    [][]string // keys whose copy met a duplicate in the shadow
 	dupErr error      // the backend's error for one of them
 }
@@ -180,10 +211,11 @@ type split struct {
 // by them.
 func (r *runner) copySplit(c *client.Conn, keys [][]string, mode applyMode) (split, error) {
 	err := r.copyKeys(c, keys, mode)
+	retry := func(err error) bool { return isLockTimeout(err) || errors.Is(err, errCopyRaced) }
 	if len(keys) == 1 {
 		// A writer's transaction is a few statements: a key it holds
-		// is likely free a moment later.
-		for pause := 5 * time.Millisecond; isLockTimeout(err) && pause <= 10*time.Millisecond; pause *= 2 {
+		// is likely free, and settled, a moment later.
+		for pause := 5 * time.Millisecond; retry(err) && pause <= 10*time.Millisecond; pause *= 2 {
 			time.Sleep(pause)
 			err = r.copyKeys(c, keys, mode)
 		}
@@ -191,7 +223,7 @@ func (r *runner) copySplit(c *client.Conn, keys [][]string, mode applyMode) (spl
 	switch {
 	case err == nil:
 		return split{copied: true}, nil
-	case isLockTimeout(err) && mode == live:
+	case retry(err) && mode == live:
 		if len(keys) == 1 {
 			return split{held: keys}, nil
 		}
@@ -245,7 +277,7 @@ func (r *runner) catchUpPaced(ctx context.Context, th *throttle) error {
 			}
 		}
 		if n < applyBatch || time.Since(t0) < 500*time.Millisecond {
-			r.log.Debug("ddl: caught up", "pass", pass, "keys", n, "pending", r.stream.pending())
+			r.log.Debug("ddl: caught up", "pass", pass, "keys", n, "pending", r.stream.pending(), "copies_raced", r.raced.Load())
 			return nil
 		}
 	}

@@ -44,11 +44,13 @@ type runner struct {
 	old         string // <table>__old: what the original is renamed to
 	deferred    []string
 	stream      *stream
-	shareClause string      // how a live catch-up batch share-locks its keys (see shareLock)
-	shareOnce   sync.Once   // finds shareClause
-	applyMu     sync.Mutex  // the verify's workers take turns applying dirty keys on conn
-	created     bool        // the shadow exists and is the job's
-	swapped     atomic.Bool // the RENAME happened
+	shareClause string           // how a live catch-up batch share-locks its keys (see shareLock)
+	shareOnce   sync.Once        // finds shareClause
+	applyMu     sync.Mutex       // the verify's workers take turns applying dirty keys on conn
+	raced       atomic.Int64     // live copies rolled back: their rows changed after the locking read
+	afterLock   func([][]string) // tests: runs between a live copy's locking read and its copy
+	created     bool             // the shadow exists and is the job's
+	swapped     atomic.Bool      // the RENAME happened
 	connID      atomic.Uint32
 }
 

@@ -124,7 +124,8 @@ func (r *runner) verify(ctx context.Context) error {
 		return nil
 	})
 	if firstErr == nil {
-		r.log.Info("ddl: shadow verified", "ranges", len(all), "read_again", readAgain.Load(), "compared_frozen", comparedFrozen.Load())
+		r.log.Info("ddl: shadow verified", "ranges", len(all), "read_again", readAgain.Load(), "compared_frozen", comparedFrozen.Load(),
+			"copies_raced", r.raced.Load())
 	}
 	return firstErr
 }
@@ -175,7 +176,13 @@ func (r *runner) rangeSums(c *client.Conn, kr keyRange) (table, shadow string, e
 // rangeSum checksums one key range of a table: its row count and the XOR
 // of its rows' checksums.
 func (r *runner) rangeSum(c *client.Conn, table string, kr keyRange) (string, error) {
-	res, err := c.Execute("SELECT COUNT(*), IFNULL(BIT_XOR(" + r.t.checksumExpr() + "), 0) FROM " + table + " WHERE " + r.t.rangeCond(kr))
+	return r.sumWhere(c, table, r.t.rangeCond(kr), "")
+}
+
+// sumWhere checksums the rows of a table that match cond, as rangeSum
+// does; suffix ends the statement (a locking clause, or nothing).
+func (r *runner) sumWhere(c *client.Conn, table, cond, suffix string) (string, error) {
+	res, err := c.Execute("SELECT COUNT(*), IFNULL(BIT_XOR(" + r.t.checksumExpr() + "), 0) FROM " + table + " WHERE " + cond + suffix)
 	if err != nil {
 		return "", err
 	}
@@ -227,10 +234,60 @@ func (r *runner) compareFrozen(ctx context.Context, c *client.Conn, kr keyRange)
 		return err
 	}
 	if a != b {
+		r.log.Warn("ddl: verify: rows that differ (read after the unlock: the table may have changed since)",
+			"where", r.t.rangeCond(kr), "rows", r.rangeDiff(c, kr, 20))
 		return errJob("verify: %s and its copy differ where %s (count/xor %s against %s); nothing was changed",
 			r.t.name(), r.t.rangeCond(kr), a, b)
 	}
 	return nil
+}
+
+// rangeDiff lists, for the log, up to max keys of a range whose rows differ
+// between the table and the shadow, each with its checksum on either side
+// ("-" where the row is missing).
+func (r *runner) rangeDiff(c *client.Conn, kr keyRange, max int) []string {
+	sums := func(table string) (map[string]string, []string, error) {
+		res, err := c.Execute("SELECT CONCAT_WS(',', " + r.t.keyList() + "), " + r.t.checksumExpr() + " FROM " + table +
+			" WHERE " + r.t.rangeCond(kr) + " ORDER BY " + r.t.keyList())
+		if err != nil {
+			return nil, nil, err
+		}
+		m, order := map[string]string{}, []string(nil)
+		for i := range res.RowNumber() {
+			k, _ := res.GetString(i, 0)
+			v, _ := res.GetString(i, 1)
+			m[k] = v
+			order = append(order, k)
+		}
+		return m, order, nil
+	}
+	table, tableKeys, err := sums(r.t.name())
+	if err != nil {
+		return []string{err.Error()}
+	}
+	shadow, shadowKeys, err := sums(tableName(r.t.Schema, r.shadow))
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	note := func(k, t, s string) {
+		if len(out) < max {
+			out = append(out, fmt.Sprintf("(%s) table %s shadow %s", k, t, s))
+		}
+	}
+	for _, k := range tableKeys {
+		if s, ok := shadow[k]; !ok {
+			note(k, table[k], "-")
+		} else if s != table[k] {
+			note(k, table[k], s)
+		}
+	}
+	for _, k := range shadowKeys {
+		if _, ok := table[k]; !ok {
+			note(k, "-", shadow[k])
+		}
+	}
+	return out
 }
 
 // String describes a range for logs.
