@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -21,19 +22,19 @@ import (
 // A change can reach the binary log a moment before it is visible in the
 // engine (the log is written first at commit). While the application
 // writes, a batch therefore first share-locks its keys in the table, in a
-// statement of its own that also checksums the rows it locked: once it has
+// statement of its own that also checksums each row it locked: once it has
 // the locks, no writer whose change made a key dirty is still committing,
 // and a locking read reads the newest committed version of each row. The
 // copy that follows is a consistent read (READ COMMITTED), and a snapshot
 // can still miss a transaction that has only just committed: MariaDB's
 // InnoDB marks a transaction committed, which ends its implicit locks,
 // before it removes it from the list that new snapshots exclude. So the
-// copy checksums what it wrote, inside its transaction, and commits only
-// if that matches what the locking read saw; otherwise it rolls back and
-// the batch is copied again (a writer that changed a key between the two
-// reads also makes them differ). That a lock alone did not suffice was
-// seen once in CI: a row inserted under a running job was missing from
-// the copy, and the verify stage refused the swap.
+// copy checksums each row it wrote, inside its transaction, and a key
+// whose row differs from what the locking read saw is marked dirty again
+// (a writer that changed the row between the two reads makes them differ
+// too; either way a later pass copies it again). That a lock alone did
+// not suffice was seen once in CI: a row inserted under a running job was
+// missing from the copy, and the verify stage refused the swap.
 //
 // The locks are released at once: a change made after they were taken
 // marks its key dirty again, so holding them through the copy would only
@@ -42,9 +43,9 @@ import (
 // NOWAIT: a statement that waited for a writer while holding the locks of
 // its other keys could close a cycle with that writer's transaction, and
 // InnoDB would fail the application's transaction (the smaller one) with
-// a deadlock. A batch that meets a held key, or whose rows changed between
-// its two reads, is copied in halves, down to the key, which is tried
-// again a moment later, then left for a later pass.
+// a deadlock. A batch that meets a held key is copied in halves, down to
+// the held key, which is tried again a moment later, then left for a
+// later pass.
 
 const applyBatch = 500
 
@@ -59,47 +60,89 @@ const (
 	frozen
 )
 
-// errCopyRaced is a live copy whose rows differ from what its locking
-// read saw a moment before: the copy was rolled back.
-var errCopyRaced = errors.New("the rows changed between the locking read and the copy")
-
-// copyKeys copies keys from the table into the shadow.
-func (r *runner) copyKeys(c *client.Conn, keys [][]string, mode applyMode) error {
+// copyKeys copies keys from the table into the shadow. A live copy
+// returns the keys whose rows changed under it (see above): they must be
+// copied again.
+func (r *runner) copyKeys(c *client.Conn, keys [][]string, mode applyMode) (changed [][]string, err error) {
 	cond := r.t.keyIn(keys)
 	shadow := tableName(r.t.Schema, r.shadow)
 	del := r.mark + "DELETE FROM " + shadow + " WHERE " + cond
 	ins := r.mark + "INSERT INTO " + shadow + " (" + r.t.copyColumns() + ") SELECT " + r.t.copyColumns() + " FROM " + r.t.name() +
 		" WHERE " + cond + " ORDER BY " + r.t.keyList()
 	if mode != live {
-		return execAll(c, []string{"BEGIN", del, ins, "COMMIT"})
+		return nil, execAll(c, []string{"BEGIN", del, ins, "COMMIT"})
 	}
 	// Autocommit: the locks end with the statement that took them. The
 	// first read takes no locks and brings the keys' pages into the
 	// buffer pool, so that the locking read is quick: it holds the locks
 	// of the keys it has read while it reads the next ones.
 	if _, err := c.Execute("SELECT " + r.t.keyList() + " FROM " + r.t.name() + " WHERE " + cond); err != nil {
-		return err
+		return nil, err
 	}
-	locked, err := r.sumWhere(c, r.t.name(), cond, r.shareLock(c))
+	locked, err := r.rowSums(c, r.t.name(), cond, r.shareLock(c))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if r.afterLock != nil {
 		r.afterLock(keys)
 	}
 	if err := execAll(c, []string{"BEGIN", del, ins}); err != nil {
-		return err
+		return nil, err
 	}
-	copied, err := r.sumWhere(c, shadow, cond, "")
-	if err == nil && copied != locked {
-		r.raced.Add(1)
-		err = errCopyRaced
+	copied, err := r.rowSums(c, shadow, cond, "")
+	if err == nil {
+		_, err = c.Execute("COMMIT")
 	}
 	if err != nil {
 		_, _ = c.Execute("ROLLBACK")
-		return err
+		return nil, err
 	}
-	return execAll(c, []string{"COMMIT"})
+	changed = locked.differ(copied)
+	r.raced.Add(int64(len(changed)))
+	return changed, nil
+}
+
+// rowSums are rows' checksums by key.
+type rowSums map[string]rowSum
+
+type rowSum struct {
+	key []string // literals
+	sum uint64
+}
+
+// rowSums reads the checksum of each row of a table that matches cond
+// (suffix ends the statement: a locking clause, or nothing).
+func (r *runner) rowSums(c *client.Conn, table, cond, suffix string) (rowSums, error) {
+	res, err := c.Execute("SELECT " + r.t.keyList() + ", " + r.t.checksumExpr() + " FROM " + table + " WHERE " + cond + suffix)
+	if err != nil {
+		return nil, err
+	}
+	n := len(r.t.Key)
+	sums := make(rowSums, len(res.Values))
+	for _, row := range res.Values {
+		key, err := r.t.keyLiterals(row[:n])
+		if err != nil {
+			return nil, err
+		}
+		sums[strings.Join(key, "\x00")] = rowSum{key: key, sum: row[n].AsUint64()}
+	}
+	return sums, nil
+}
+
+// differ lists the keys whose rows are not the same in a and b.
+func (a rowSums) differ(b rowSums) [][]string {
+	var out [][]string
+	for k, x := range a {
+		if y, ok := b[k]; !ok || y.sum != x.sum {
+			out = append(out, x.key)
+		}
+	}
+	for k, y := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, y.key)
+		}
+	}
+	return out
 }
 
 // shareLock is the clause that share-locks the rows a live batch reads
@@ -210,20 +253,19 @@ type split struct {
 // apart, down to the keys that fail alone: the others are not held back
 // by them.
 func (r *runner) copySplit(c *client.Conn, keys [][]string, mode applyMode) (split, error) {
-	err := r.copyKeys(c, keys, mode)
-	retry := func(err error) bool { return isLockTimeout(err) || errors.Is(err, errCopyRaced) }
+	changed, err := r.copyKeys(c, keys, mode)
 	if len(keys) == 1 {
 		// A writer's transaction is a few statements: a key it holds
-		// is likely free, and settled, a moment later.
-		for pause := 5 * time.Millisecond; retry(err) && pause <= 10*time.Millisecond; pause *= 2 {
+		// is likely free a moment later.
+		for pause := 5 * time.Millisecond; isLockTimeout(err) && pause <= 10*time.Millisecond; pause *= 2 {
 			time.Sleep(pause)
-			err = r.copyKeys(c, keys, mode)
+			changed, err = r.copyKeys(c, keys, mode)
 		}
 	}
 	switch {
 	case err == nil:
-		return split{copied: true}, nil
-	case retry(err) && mode == live:
+		return split{copied: true, held: changed}, nil
+	case isLockTimeout(err) && mode == live:
 		if len(keys) == 1 {
 			return split{held: keys}, nil
 		}
@@ -277,7 +319,7 @@ func (r *runner) catchUpPaced(ctx context.Context, th *throttle) error {
 			}
 		}
 		if n < applyBatch || time.Since(t0) < 500*time.Millisecond {
-			r.log.Debug("ddl: caught up", "pass", pass, "keys", n, "pending", r.stream.pending(), "copies_raced", r.raced.Load())
+			r.log.Debug("ddl: caught up", "pass", pass, "keys", n, "pending", r.stream.pending(), "keys_raced", r.raced.Load())
 			return nil
 		}
 	}

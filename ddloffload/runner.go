@@ -47,7 +47,7 @@ type runner struct {
 	shareClause string           // how a live catch-up batch share-locks its keys (see shareLock)
 	shareOnce   sync.Once        // finds shareClause
 	applyMu     sync.Mutex       // the verify's workers take turns applying dirty keys on conn
-	raced       atomic.Int64     // live copies rolled back: their rows changed after the locking read
+	raced       atomic.Int64     // keys copied again: their rows changed between a live copy's locking read and its copy
 	afterLock   func([][]string) // tests: runs between a live copy's locking read and its copy
 	created     bool             // the shadow exists and is the job's
 	swapped     atomic.Bool      // the RENAME happened

@@ -125,7 +125,7 @@ func (r *runner) verify(ctx context.Context) error {
 	})
 	if firstErr == nil {
 		r.log.Info("ddl: shadow verified", "ranges", len(all), "read_again", readAgain.Load(), "compared_frozen", comparedFrozen.Load(),
-			"copies_raced", r.raced.Load())
+			"keys_raced", r.raced.Load())
 	}
 	return firstErr
 }
