@@ -49,9 +49,23 @@ func TestDDLLatencyThrottle(t *testing.T) {
 	if j.RowsDone >= 100000 {
 		t.Fatalf("the copy ended before the throttle could hold it: %+v", j)
 	}
-	// Once the stall is over, chunks under way finish; then nothing moves.
-	time.Sleep(time.Until(stallEnds) + 300*time.Millisecond)
+	// Once the stall is over and the copy held (the throttle halves the
+	// copy's share at most every half second, so the hold may come after
+	// the stall), the chunks under way finish; then nothing moves.
+	time.Sleep(time.Until(stallEnds))
+	waitJob(t, admin, 5*time.Second, "the job to be throttled after the stall", func(j ddlJob) bool { return j.State == "throttled" })
 	j, _ = lastJob(admin)
+	for settle := time.Now().Add(3 * time.Second); ; {
+		time.Sleep(300 * time.Millisecond)
+		next, _ := lastJob(admin)
+		if next.RowsDone == j.RowsDone {
+			break
+		}
+		if time.Now().After(settle) {
+			t.Fatalf("the copy went on while held: %+v then %+v", j, next)
+		}
+		j = next
+	}
 	time.Sleep(700 * time.Millisecond)
 	j2, _ := lastJob(admin)
 	if j2.State != "throttled" || j2.RowsDone != j.RowsDone {
