@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -124,7 +123,7 @@ func (r *runner) rowSums(c *client.Conn, table, cond, suffix string) (rowSums, e
 		if err != nil {
 			return nil, err
 		}
-		sums[strings.Join(key, "\x00")] = rowSum{key: key, sum: row[n].AsUint64()}
+		sums[keyID(key)] = rowSum{key: key, sum: row[n].AsUint64()}
 	}
 	return sums, nil
 }

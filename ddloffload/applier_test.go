@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -72,7 +73,7 @@ func TestLiveCopyRetriesWhenRowsChange(t *testing.T) {
 	}
 
 	sum := func(table string) string {
-		s, err := r.sumWhere(c, tableName(db, table), "TRUE", "")
+		s, err := r.sumWhere(c, tableName(db, table), "TRUE")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,5 +84,14 @@ func TestLiveCopyRetriesWhenRowsChange(t *testing.T) {
 	}
 	if changed != 3 || r.raced.Load() != 3 {
 		t.Errorf("%d rows changed under the copy, %d keys copied again for it; want 3 and 3", changed, r.raced.Load())
+	}
+
+	// What a failed verify logs: the rows that differ, from either side.
+	b.Exec(t, "DELETE FROM `"+db+"`.t__new WHERE id = 5", "UPDATE `"+db+"`.t__new SET v = 'x' WHERE id = 7",
+		"INSERT INTO `"+db+"`.t__new VALUES (5000, 'extra', NULL)")
+	diff := r.rangeDiff(c, keyRange{}, 10)
+	if len(diff) != 3 || !strings.HasPrefix(diff[0], "(5) table ") || !strings.HasSuffix(diff[0], " shadow -") ||
+		!strings.HasPrefix(diff[1], "(5000) table - shadow ") || !strings.HasPrefix(diff[2], "(7) table ") {
+		t.Errorf("rows that differ: %q", diff)
 	}
 }

@@ -178,7 +178,7 @@ func (s *stream) handle(ev *replication.BinlogEvent) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range keys {
-		s.dirty[strings.Join(k, "\x00")] = k
+		s.dirty[keyID(k)] = k
 	}
 	s.events += int64(len(keys))
 	if ev.Header.LogPos > 0 && ev.Header.EventType != replication.HEARTBEAT_EVENT {
@@ -238,6 +238,9 @@ func (s *stream) checkQuery(schema, q string) error {
 	}
 	return nil
 }
+
+// keyID is a key's rendered literals as one map key.
+func keyID(k []string) string { return strings.Join(k, "\x00") }
 
 // take removes and returns every dirty key.
 func (s *stream) take() ([][]string, error) {
@@ -375,7 +378,7 @@ func (s *stream) requeue(keys [][]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range keys {
-		s.dirty[strings.Join(k, "\x00")] = k
+		s.dirty[keyID(k)] = k
 	}
 }
 

@@ -3,7 +3,9 @@ package ddloffload
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,13 +178,13 @@ func (r *runner) rangeSums(c *client.Conn, kr keyRange) (table, shadow string, e
 // rangeSum checksums one key range of a table: its row count and the XOR
 // of its rows' checksums.
 func (r *runner) rangeSum(c *client.Conn, table string, kr keyRange) (string, error) {
-	return r.sumWhere(c, table, r.t.rangeCond(kr), "")
+	return r.sumWhere(c, table, r.t.rangeCond(kr))
 }
 
 // sumWhere checksums the rows of a table that match cond, as rangeSum
-// does; suffix ends the statement (a locking clause, or nothing).
-func (r *runner) sumWhere(c *client.Conn, table, cond, suffix string) (string, error) {
-	res, err := c.Execute("SELECT COUNT(*), IFNULL(BIT_XOR(" + r.t.checksumExpr() + "), 0) FROM " + table + " WHERE " + cond + suffix)
+// does.
+func (r *runner) sumWhere(c *client.Conn, table, cond string) (string, error) {
+	res, err := c.Execute("SELECT COUNT(*), IFNULL(BIT_XOR(" + r.t.checksumExpr() + "), 0) FROM " + table + " WHERE " + cond)
 	if err != nil {
 		return "", err
 	}
@@ -246,48 +248,27 @@ func (r *runner) compareFrozen(ctx context.Context, c *client.Conn, kr keyRange)
 // between the table and the shadow, each with its checksum on either side
 // ("-" where the row is missing).
 func (r *runner) rangeDiff(c *client.Conn, kr keyRange, max int) []string {
-	sums := func(table string) (map[string]string, []string, error) {
-		res, err := c.Execute("SELECT CONCAT_WS(',', " + r.t.keyList() + "), " + r.t.checksumExpr() + " FROM " + table +
-			" WHERE " + r.t.rangeCond(kr) + " ORDER BY " + r.t.keyList())
-		if err != nil {
-			return nil, nil, err
-		}
-		m, order := map[string]string{}, []string(nil)
-		for i := range res.RowNumber() {
-			k, _ := res.GetString(i, 0)
-			v, _ := res.GetString(i, 1)
-			m[k] = v
-			order = append(order, k)
-		}
-		return m, order, nil
-	}
-	table, tableKeys, err := sums(r.t.name())
+	table, err := r.rowSums(c, r.t.name(), r.t.rangeCond(kr), "")
 	if err != nil {
 		return []string{err.Error()}
 	}
-	shadow, shadowKeys, err := sums(tableName(r.t.Schema, r.shadow))
+	shadow, err := r.rowSums(c, tableName(r.t.Schema, r.shadow), r.t.rangeCond(kr), "")
 	if err != nil {
 		return []string{err.Error()}
+	}
+	side := func(sums rowSums, id string) string {
+		if s, ok := sums[id]; ok {
+			return strconv.FormatUint(s.sum, 10)
+		}
+		return "-"
 	}
 	var out []string
-	note := func(k, t, s string) {
-		if len(out) < max {
-			out = append(out, fmt.Sprintf("(%s) table %s shadow %s", k, t, s))
-		}
+	for _, k := range table.differ(shadow) {
+		id := keyID(k)
+		out = append(out, fmt.Sprintf("(%s) table %s shadow %s", strings.Join(k, ", "), side(table, id), side(shadow, id)))
 	}
-	for _, k := range tableKeys {
-		if s, ok := shadow[k]; !ok {
-			note(k, table[k], "-")
-		} else if s != table[k] {
-			note(k, table[k], s)
-		}
-	}
-	for _, k := range shadowKeys {
-		if _, ok := table[k]; !ok {
-			note(k, "-", shadow[k])
-		}
-	}
-	return out
+	slices.Sort(out)
+	return out[:min(len(out), max)]
 }
 
 // String describes a range for logs.
