@@ -809,17 +809,20 @@ func TestDDLRecoversSwappedJob(t *testing.T) {
 		l := leftovers(t, direct)
 		return len(l) == 0, fmt.Errorf("left: %v", l)
 	})
-	list, err := showJobs(e.open(t, e.admin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, j := range list {
-		got = append(got, fmt.Sprintf("%d %s %s", j.ID, j.Table, j.State))
-	}
-	if strings.Join(got, ", ") != "8 u failed, 7 t done" {
-		t.Errorf("jobs after the restart: %v", got)
-	}
+	// Each job is settled in the background, its tables dropped before its
+	// state is recorded: wait for both.
+	admin := e.open(t, e.admin)
+	waitFor(t, 10*time.Second, "the jobs to be settled as 8 failed, 7 done", func() (bool, error) {
+		list, err := showJobs(admin)
+		if err != nil {
+			return false, err
+		}
+		var got []string
+		for _, j := range list {
+			got = append(got, fmt.Sprintf("%d %s %s", j.ID, j.Table, j.State))
+		}
+		return strings.Join(got, ", ") == "8 u failed, 7 t done", fmt.Errorf("jobs after the restart: %v", got)
+	})
 }
 
 // TestDDLPauseResume: ADMIN PAUSE DDL JOBS stops the copy at its next
