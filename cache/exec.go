@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/big"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -561,7 +560,8 @@ func (p *plan) scanRange(snap *Snapshot, r *rowCtx) (lo, hi int, exact bool) {
 			}
 			switch op {
 			case opcode.EQ:
-				lo, hi = max(lo, snap.lowerBound(v)), min(hi, snap.upperBound(v))
+				l, h := snap.equalRange(v)
+				lo, hi = max(lo, l), min(hi, h)
 			case opcode.GE:
 				lo = max(lo, snap.lowerBound(v))
 			case opcode.GT:
@@ -611,12 +611,44 @@ func flip(op opcode.Op) opcode.Op {
 }
 
 // lowerBound is the first row whose key is >= v; upperBound the first > v.
+// lowerBound is the index of the first row whose key is at least v. The
+// searches are written out rather than given to sort.Search: a point select
+// spends more on the closure calls than on the comparisons.
 func (s *Snapshot) lowerBound(v num) int {
-	return sort.Search(len(s.pkNums), func(i int) bool { return s.pkNums[i].cmp(v) >= 0 })
+	lo, hi := 0, len(s.pkNums)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.pkNums[m].cmp(v) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
+// upperBound is the index of the first row whose key is above v.
 func (s *Snapshot) upperBound(v num) int {
-	return sort.Search(len(s.pkNums), func(i int) bool { return s.pkNums[i].cmp(v) > 0 })
+	lo, hi := 0, len(s.pkNums)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.pkNums[m].cmp(v) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// equalRange is the rows whose key is v: at most one, the key being the
+// primary key, so one search finds it.
+func (s *Snapshot) equalRange(v num) (lo, hi int) {
+	lo = s.lowerBound(v)
+	if lo < len(s.pkNums) && s.pkNums[lo].cmp(v) == 0 {
+		return lo, lo + 1
+	}
+	return lo, lo
 }
 
 // parseNum parses a decimal integer as MariaDB prints integer columns.
