@@ -234,7 +234,7 @@ func (s *session) relayLocalInfile() error {
 			return errClientGone
 		}
 		seq := s.client.pc.Sequence
-		if err := s.client.pc.ReadPacketTo(&s.resp); err != nil {
+		if err := s.client.readPacket(&s.resp); err != nil {
 			return errClientGone
 		}
 		s.backend.Sequence = seq

@@ -168,7 +168,7 @@ func (s *session) login(ctx context.Context) error {
 	}
 	var pkt packetBuffer
 	pkt.reset(64 << 10)
-	if err := c.pc.ReadPacketTo(&pkt); err != nil {
+	if err := c.readPacket(&pkt); err != nil {
 		return err
 	}
 	if p := pkt.payload(); len(p) == sslRequestLen && caps&mysql.CLIENT_SSL != 0 &&
@@ -177,7 +177,7 @@ func (s *session) login(ctx context.Context) error {
 			return err
 		}
 		pkt.reset(64 << 10)
-		if err := c.pc.ReadPacketTo(&pkt); err != nil {
+		if err := c.readPacket(&pkt); err != nil {
 			return err
 		}
 	}
@@ -232,7 +232,7 @@ func (s *session) authenticate(name, plugin string, auth []byte) error {
 		}
 		var pkt packetBuffer
 		pkt.reset(4 << 10)
-		if err := c.pc.ReadPacketTo(&pkt); err != nil {
+		if err := c.readPacket(&pkt); err != nil {
 			return err
 		}
 		auth = pkt.payload()
@@ -293,7 +293,7 @@ func (s *session) run() (clean bool) {
 		if s.srv.draining.Load() && !s.inTx() {
 			return true
 		}
-		err := s.client.pc.ReadPacketTo(&s.cmd)
+		err := s.client.readPacket(&s.cmd)
 		s.idle.Store(false)
 		if err != nil {
 			if s.cmd.overflow {

@@ -12,10 +12,11 @@ import (
 // one side can be written to the other without copying it again.
 const headerLen = 4
 
-// packetBuffer is an io.Writer that packet.Conn.ReadPacketTo fills with one
-// (possibly multi-part) packet. It is reused across packets to avoid
-// allocating per packet, and refuses to grow past limit so that a client
-// cannot make the proxy buffer more than max_allowed_packet.
+// packetBuffer is an io.Writer that clientConn.readPacket (or
+// packet.Conn.ReadPacketTo) fills with one (possibly multi-part) packet. It
+// is reused across packets to avoid allocating per packet, and refuses to
+// grow past limit so that a client cannot make the proxy buffer more than
+// max_allowed_packet.
 type packetBuffer struct {
 	b        []byte
 	limit    int // payload bytes allowed; 0 = no limit
