@@ -71,8 +71,8 @@ func TestReadPacket(t *testing.T) {
 	c, feed = pipeReader(t)
 	go feed.Write(frame(payload(10000), 0))
 	dst.reset(4096)
-	if err := c.readPacket(&dst); err == nil || !dst.overflow {
-		t.Fatalf("over the limit: err %v, overflow %v", err, dst.overflow)
+	if err := c.readPacket(&dst); err == nil || !dst.overflow || len(dst.payload()) > 4096 {
+		t.Fatalf("over the limit: err %v, overflow %v, %d bytes kept", err, dst.overflow, len(dst.payload()))
 	}
 
 	// A sequence number out of order.
@@ -81,6 +81,19 @@ func TestReadPacket(t *testing.T) {
 	dst.reset(0)
 	if err := c.readPacket(&dst); err == nil || !strings.Contains(err.Error(), "invalid sequence") {
 		t.Fatalf("wrong sequence: %v", err)
+	}
+
+	// A continuation part out of order (the first part is 0, so the next
+	// must be 1).
+	c, feed = pipeReader(t)
+	go func() {
+		b := frame(payload(mysql.MaxPayloadLen), 0)
+		b[len(b)-1] = 7 // the empty last part's sequence number
+		feed.Write(b)
+	}()
+	dst.reset(0)
+	if err := c.readPacket(&dst); err == nil || !strings.Contains(err.Error(), "invalid sequence 7 != 1") {
+		t.Fatalf("wrong sequence on a continuation: %v", err)
 	}
 
 	// The client goes away in the middle of a packet.
