@@ -215,7 +215,8 @@ func checkScramble(plugin string, salt, resp []byte, password string) bool {
 }
 
 // clientConn is the client side of a session: the packet connection, its
-// write buffer, and what the handshake negotiated.
+// write buffer and (after the handshake) its read buffer, and what the
+// handshake negotiated.
 type clientConn struct {
 	raw     net.Conn      // the accepted socket
 	buf     *bufferedConn // write buffering over raw or its TLS wrapper
