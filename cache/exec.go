@@ -610,29 +610,21 @@ func flip(op opcode.Op) opcode.Op {
 	return op
 }
 
-// lowerBound is the first row whose key is >= v; upperBound the first > v.
-// lowerBound is the index of the first row whose key is at least v. The
-// searches are written out rather than given to sort.Search: a point select
-// spends more on the closure calls than on the comparisons.
-func (s *Snapshot) lowerBound(v num) int {
-	lo, hi := 0, len(s.pkNums)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if s.pkNums[m].cmp(v) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
+// lowerBound is the index of the first row whose key is at least v;
+// upperBound the first whose key is above v.
+func (s *Snapshot) lowerBound(v num) int { return s.firstWhere(v, 0) }
 
-// upperBound is the index of the first row whose key is above v.
-func (s *Snapshot) upperBound(v num) int {
+func (s *Snapshot) upperBound(v num) int { return s.firstWhere(v, 1) }
+
+// firstWhere is the index of the first row whose key compares to v as t or
+// more (cmp's -1, 0, 1). The search is written out rather than given to
+// sort.Search: a point select spent more on the closure calls than on the
+// comparisons.
+func (s *Snapshot) firstWhere(v num, t int) int {
 	lo, hi := 0, len(s.pkNums)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if s.pkNums[m].cmp(v) <= 0 {
+		if s.pkNums[m].cmp(v) < t {
 			lo = m + 1
 		} else {
 			hi = m
