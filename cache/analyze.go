@@ -29,6 +29,19 @@ const (
 type Analysis struct {
 	Effect Effect
 	Tables []lease.TableID // the written, altered or (for CACHE/NOCACHE) targeted tables
+	// Targets are the tables whose definition a DDL statement changes;
+	// Tables also has those it only reads (a view's, CREATE TABLE ...
+	// SELECT's). DropSchema is the schema DROP DATABASE drops, tables
+	// and all.
+	Targets    []lease.TableID
+	DropSchema string
+	// TempCreated and TempDropped name the temporary tables the request
+	// creates and drops (DROP TABLE without TEMPORARY drops the session's
+	// temporary table of that name, if it has one, rather than the base
+	// table). TempsUnknown: it may create, drop or rename temporary tables
+	// it does not name (CALL, EXECUTE, RENAME, a stored function).
+	TempCreated, TempDropped []lease.TableID
+	TempsUnknown             bool
 }
 
 var parsers = sync.Pool{New: func() any { return parser.New() }}
@@ -43,7 +56,7 @@ var errMixedAdmin = errors.New("ALTER TABLE ... CACHE/NOCACHE must be a statemen
 // stale row).
 func Analyze(sql, db string) (Analysis, error) {
 	if hidesCode(sql) {
-		return Analysis{Effect: EffectUnknown}, nil
+		return Analysis{Effect: EffectUnknown, TempsUnknown: true}, nil
 	}
 	p := parsers.Get().(*parser.Parser)
 	// The syntax tree belongs to the parser until its next parse: give the
@@ -51,7 +64,7 @@ func Analyze(sql, db string) (Analysis, error) {
 	defer parsers.Put(p)
 	stmts, _, err := p.ParseSQL(sql)
 	if err != nil {
-		return Analysis{Effect: EffectUnknown}, nil
+		return Analysis{Effect: EffectUnknown, TempsUnknown: true}, nil
 	}
 	var out Analysis
 	for _, stmt := range stmts {
@@ -69,6 +82,13 @@ func Analyze(sql, db string) (Analysis, error) {
 			out.Effect = a.Effect
 		}
 		out.Tables = appendUnique(out.Tables, a.Tables...)
+		out.Targets = appendUnique(out.Targets, a.Targets...)
+		if a.DropSchema != "" {
+			out.DropSchema = a.DropSchema // (one DROP DATABASE per request is enough to refuse it)
+		}
+		out.TempCreated = append(out.TempCreated, a.TempCreated...)
+		out.TempDropped = append(out.TempDropped, a.TempDropped...)
+		out.TempsUnknown = out.TempsUnknown || a.TempsUnknown || a.Effect == EffectUnknown
 	}
 	return out, nil
 }
@@ -84,9 +104,50 @@ func analyzeOne(stmt ast.StmtNode, db string) Analysis {
 				return Analysis{Effect: EffectNoCache, Tables: []lease.TableID{tableID(n.Table, db)}}
 			}
 		}
-		return Analysis{Effect: EffectDDL, Tables: collectTables(stmt, db)}
+		a := Analysis{Effect: EffectDDL, Tables: collectTables(stmt, db), Targets: []lease.TableID{tableID(n.Table, db)}}
+		for _, spec := range n.Specs {
+			if spec.Tp == ast.AlterTableRenameTable && spec.NewTable != nil {
+				a.Targets = appendUnique(a.Targets, tableID(spec.NewTable, db))
+				a.TempsUnknown = true // (the table renamed may be a temporary one)
+			}
+		}
+		return a
+	case *ast.CreateTableStmt:
+		if n.TemporaryKeyword == ast.TemporaryLocal {
+			// A session's own table: it changes no base table, but hides
+			// one of its name from that session.
+			return Analysis{Effect: EffectNone, TempCreated: []lease.TableID{tableID(n.Table, db)}}
+		}
+		return Analysis{Effect: EffectDDL, Tables: collectTables(stmt, db), Targets: []lease.TableID{tableID(n.Table, db)}}
+	case *ast.DropTableStmt:
+		a := Analysis{Effect: EffectDDL, Tables: collectTables(stmt, db)}
+		if !n.IsView {
+			for _, t := range n.Tables {
+				a.TempDropped = append(a.TempDropped, tableID(t, db))
+			}
+			if n.TemporaryKeyword == ast.TemporaryLocal {
+				return Analysis{Effect: EffectNone, TempDropped: a.TempDropped}
+			}
+		}
+		a.Targets = a.Tables
+		return a
+	case *ast.CreateViewStmt:
+		// The view's SELECT only reads its tables.
+		return Analysis{Effect: EffectDDL, Tables: collectTables(stmt, db), Targets: []lease.TableID{tableID(n.ViewName, db)}}
+	case *ast.RenameTableStmt:
+		a := Analysis{Effect: EffectDDL, Tables: collectTables(stmt, db), TempsUnknown: true}
+		a.Targets = a.Tables
+		return a
+	case *ast.DropDatabaseStmt:
+		return Analysis{Effect: EffectDDL, DropSchema: strings.Clone(n.Name.O)}
+	case *ast.LockTablesStmt, *ast.UnlockTablesStmt:
+		// Locks change no table (the session's reads are followed: see
+		// sessionInfo.tableLocks).
+		return Analysis{Effect: EffectNone}
 	case ast.DDLNode:
-		return Analysis{Effect: EffectDDL, Tables: collectTables(stmt, db)}
+		a := Analysis{Effect: EffectDDL, Tables: collectTables(stmt, db)}
+		a.Targets = a.Tables
+		return a
 	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.LoadDataStmt:
 		return Analysis{Effect: EffectWrite, Tables: collectTables(stmt, db)}
 	case *ast.SelectStmt, *ast.SetOprStmt:
@@ -106,7 +167,7 @@ func analyzeOne(stmt ast.StmtNode, db string) Analysis {
 		return Analysis{Effect: EffectNone}
 	}
 	// CALL, EXECUTE, handler statements, and whatever else: unknown.
-	return Analysis{Effect: EffectUnknown}
+	return Analysis{Effect: EffectUnknown, TempsUnknown: true}
 }
 
 // hidesCode reports whether sql has a MariaDB executable comment

@@ -69,3 +69,94 @@ func FuzzAnalyze(f *testing.F) {
 		}
 	})
 }
+
+// TestAnalyzeTargets checks what a DDL statement would change (what the
+// proxy refuses on a cached table) apart from what it only reads, and what
+// it does to the session's temporary tables.
+func TestAnalyzeTargets(t *testing.T) {
+	rates := lease.TableID{Schema: "shop", Table: "rates"}
+	v := lease.TableID{Schema: "shop", Table: "v"}
+	copyT := lease.TableID{Schema: "shop", Table: "copy"}
+	for _, tc := range []struct {
+		sql              string
+		effect           Effect
+		targets          []lease.TableID
+		created, dropped []lease.TableID
+		unknown          bool
+		schema           string
+	}{
+		{sql: "ALTER TABLE rates ADD COLUMN x INT", effect: EffectDDL, targets: []lease.TableID{rates}},
+		{sql: "CREATE OR REPLACE VIEW v AS SELECT id FROM rates", effect: EffectDDL, targets: []lease.TableID{v}},
+		{sql: "CREATE TABLE copy AS SELECT * FROM rates", effect: EffectDDL, targets: []lease.TableID{copyT}},
+		{sql: "CREATE TABLE copy LIKE rates", effect: EffectDDL, targets: []lease.TableID{copyT}},
+		{sql: "CREATE TEMPORARY TABLE rates (id INT)", effect: EffectNone, created: []lease.TableID{rates}},
+		{sql: "DROP TEMPORARY TABLE rates", effect: EffectNone, dropped: []lease.TableID{rates}},
+		{sql: "DROP TABLE rates", effect: EffectDDL, targets: []lease.TableID{rates}, dropped: []lease.TableID{rates}},
+		{sql: "DROP VIEW v", effect: EffectDDL, targets: []lease.TableID{v}},
+		{sql: "RENAME TABLE copy TO rates", effect: EffectDDL, targets: []lease.TableID{copyT, rates}, unknown: true},
+		{sql: "ALTER TABLE copy RENAME TO rates", effect: EffectDDL, targets: []lease.TableID{copyT, rates}, unknown: true},
+		{sql: "LOCK TABLES rates READ", effect: EffectNone},
+		{sql: "UNLOCK TABLES", effect: EffectNone},
+		{sql: "DROP DATABASE shop", effect: EffectDDL, schema: "shop"},
+		{sql: "CALL make_temps()", effect: EffectUnknown, unknown: true},
+		{sql: "EXECUTE s", effect: EffectUnknown, unknown: true},
+		{sql: "SELECT my_func(id) FROM rates", effect: EffectUnknown, unknown: true},
+		{sql: "SELECT id FROM rates", effect: EffectNone},
+	} {
+		a, err := Analyze(tc.sql, "shop")
+		if err != nil {
+			t.Errorf("%s: %v", tc.sql, err)
+			continue
+		}
+		same := func(got, want []lease.TableID) bool {
+			if len(got) != len(want) {
+				return false
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					return false
+				}
+			}
+			return true
+		}
+		if a.Effect != tc.effect || !same(a.Targets, tc.targets) || !same(a.TempCreated, tc.created) ||
+			!same(a.TempDropped, tc.dropped) || a.TempsUnknown != tc.unknown || a.DropSchema != tc.schema {
+			t.Errorf("%s: got effect %v targets %v created %v dropped %v unknown %v schema %q", tc.sql,
+				a.Effect, a.Targets, a.TempCreated, a.TempDropped, a.TempsUnknown, a.DropSchema)
+		}
+	}
+}
+
+// TestSessionTemps follows a session's temporary tables through the
+// statements that name them and those that may make them unseen.
+func TestSessionTemps(t *testing.T) {
+	rates := lease.TableID{Schema: "shop", Table: "rates"}
+	upper := lease.TableID{Schema: "SHOP", Table: "Rates"}
+	var temps sessionTemps
+	step := func(sql string, ok bool) {
+		a, err := Analyze(sql, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		temps.expect(a)
+		temps.answered(ok)
+	}
+	step("CREATE TEMPORARY TABLE rates (id INT)", false)
+	if temps.has(rates) || !temps.unknown {
+		t.Fatal("a failed CREATE TEMPORARY TABLE must leave the names to be looked up, not known")
+	}
+	temps.reset()
+	step("CREATE TEMPORARY TABLE rates (id INT)", true)
+	if !temps.has(rates) || !temps.has(upper) {
+		t.Fatal("the temporary table is not known (names compare without case)")
+	}
+	step("DROP TABLE rates", true)
+	if temps.has(rates) {
+		t.Fatal("DROP TABLE dropped the temporary table, which is still known")
+	}
+	temps.checked = map[string]bool{tempKey(rates): true}
+	step("CALL make_temps()", true)
+	if !temps.unknown || len(temps.checked) != 0 {
+		t.Fatal("after CALL every cached table must be looked up again")
+	}
+}

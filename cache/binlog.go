@@ -171,6 +171,11 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 				if !bumped[id] && w.invalidate(id) {
 					bumped[id] = true
 				}
+				if id.Schema == "mysql" && !bumped[privilegesID] {
+					// The grant tables, written directly.
+					bumped[privilegesID] = true
+					w.p.leases.Invalidate(privilegesID)
+				}
 			}
 		case *replication.XIDEvent, *replication.MariadbGTIDEvent, *replication.GTIDEvent, *replication.RotateEvent:
 			clear(bumped) // a transaction's end or start
@@ -184,9 +189,17 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 			switch a.Effect {
 			case EffectUnknown:
 				w.p.invalidateAll()
+				w.p.leases.Invalidate(privilegesID) // GRANT, REVOKE, FLUSH PRIVILEGES, ...
 			case EffectWrite, EffectDDL:
 				for _, id := range a.Tables {
 					w.invalidate(id)
+				}
+				if a.DropSchema != "" {
+					for _, id := range w.p.cachedIDs() {
+						if strings.EqualFold(id.Schema, a.DropSchema) {
+							w.invalidate(id)
+						}
+					}
 				}
 			}
 		}

@@ -273,6 +273,18 @@ func (p *plan) run(r *rowCtx, into []int) (rows []int, why string) {
 	return out, ""
 }
 
+// zeroLimit reports whether the statement has LIMIT 0, which the backend
+// answers without reading the table (so without index-use status bits).
+func (p *plan) zeroLimit(args []arg) bool {
+	if p.limit.kind == opNone {
+		return false
+	}
+	var r rowCtx
+	r.args = args
+	n, ok := r.operand(p.limit)
+	return ok && !n.neg && n.mag == 0
+}
+
 // window applies LIMIT and OFFSET to n results: the range to keep.
 func (p *plan) window(r *rowCtx, n int) (from, to int, why string) {
 	if p.limit.kind == opNone {

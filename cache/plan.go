@@ -62,6 +62,9 @@ type plan struct {
 	// an alias, so the backend names its column after the text as typed
 	// (spaces and literals included), which the template does not keep.
 	namesFromText bool
+	// paramsShown: an item of the select list has a parameter of a
+	// prepared statement, whose type decides the column's definition.
+	paramsShown bool
 	// whereArith is the arithmetic in the WHERE clause. The backend may
 	// evaluate it on rows the proxy skips (its access paths are its own),
 	// and an overflow there is an error; so the proxy answers only when it
@@ -122,6 +125,19 @@ type operand struct {
 	str      []byte
 	arith    opcode.Op // for opArith: Plus, Minus, Mul, or UnaryMinus
 	args     []operand // for opArith
+}
+
+// hasParam reports whether o is or contains a parameter.
+func (o *operand) hasParam() bool {
+	if o.kind == opParam {
+		return true
+	}
+	for i := range o.args {
+		if o.args[i].hasParam() {
+			return true
+		}
+	}
+	return false
 }
 
 type opKind uint8
@@ -238,6 +254,10 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil {
 		return nil, nil, "only a plain SELECT, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory"
 	}
+	if sel.SelectStmtOpts != nil && sel.SelectStmtOpts.CalcFoundRows {
+		// FOUND_ROWS() would then count the rows without the LIMIT.
+		return nil, nil, "SQL_CALC_FOUND_ROWS: the backend counts the rows for FOUND_ROWS()"
+	}
 	// FROM t [AS a], or an inner join of two tables: t1 [AS a] [INNER |
 	// CROSS] JOIN t2 [AS b] [ON ...], or t1, t2.
 	from := sel.From.TableRefs
@@ -335,6 +355,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 				if o, ok := pl.operand(f.Expr); ok && o.kind == opArith {
 					p.items = append(p.items, item{col: -1, agg: -1, expr: &o})
 					p.computed = true
+					p.paramsShown = p.paramsShown || o.hasParam()
 					continue
 				}
 				return nil, nil, "select expression " + restore(f.Expr) + " is not covered (columns, integer arithmetic and aggregates only)"
@@ -676,6 +697,12 @@ func (pl *planner) aggregate(a *ast.AggregateFuncExpr) (agg, bool) {
 	}
 	i := pl.column(c)
 	if i < 0 || !isInteger(pl.snap.Fields[i]) {
+		return agg{}, false
+	}
+	if (fn == ast.AggFuncMin || fn == ast.AggFuncMax) && pl.snap.Fields[i].Flag&mysql.ZEROFILL_FLAG != 0 {
+		// MariaDB pads a ZEROFILL column's MIN or MAX with zeros in a
+		// GROUP BY, and not without one (where it reads the value from
+		// the index): the stored, padded value is not always its answer.
 		return agg{}, false
 	}
 	return agg{fn: fn, col: i}, true

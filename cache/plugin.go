@@ -71,12 +71,13 @@ func errUnsupported(what string) *mysql.MyError {
 
 // Plugin is the cache on the plugin chain.
 type Plugin struct {
-	log      *slog.Logger
-	backend  plugins.Backend
-	leases   lease.Manager
-	catalog  CatalogSource
-	maxBytes int64
-	opts     Options
+	log        *slog.Logger
+	backend    plugins.Backend
+	leases     lease.Manager
+	privileges lease.Table // see privilegesID
+	catalog    CatalogSource
+	maxBytes   int64
+	opts       Options
 
 	// tables are the cached tables. The map is never changed once stored:
 	// CACHE and NOCACHE store a new one (serialized by mu), so statements
@@ -250,6 +251,7 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat Ca
 	p := &Plugin{log: log, backend: backend, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
 		held:  map[uint32][]heldWrite{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
+	p.privileges = leases.Table(privilegesID)
 	p.learned, _ = lru.New[defsKey, *learned](8192)
 	p.colls = newCollations()
 	p.plans, _ = lru.New[planKey, *planEntry](8192)
@@ -323,6 +325,25 @@ func (p *Plugin) addTable(e Entry) *tableState {
 	return ts
 }
 
+// privilegesID names, in the lease manager, the backend's privileges: not
+// a table, but versioned like one, so that every proxy of a cluster sees
+// its changes. A statement that may change privileges (GRANT, REVOKE,
+// CREATE USER, FLUSH PRIVILEGES, ...: anything whose effect the proxy
+// cannot name), through this proxy or in the binary log, and a write of
+// the mysql schema's tables bump it. The column definitions learned for a
+// shape are kept under the version at which the backend answered it, so
+// after a bump each account learns each shape again, and the backend
+// checks again that it may read it.
+var privilegesID = lease.TableID{Schema: "mysql", Table: "#privileges"}
+
+// privilegesVersion is the current version of the backend's privileges.
+func (p *Plugin) privilegesVersion() lease.Version {
+	if p.privileges == nil {
+		return 0
+	}
+	return p.privileges.Version()
+}
+
 func (p *Plugin) removeTable(id lease.TableID) {
 	p.mu.Lock()
 	p.changeTables(func(m map[lease.TableID]*tableState) { delete(m, id) })
@@ -386,8 +407,15 @@ func (p *Plugin) Servable(id lease.TableID) (*Snapshot, bool) {
 
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
-	if st.Session == nil || len(p.cachedTables()) == 0 {
+	if st.Session == nil {
 		return p.onStatement(st)
+	}
+	if len(p.cachedTables()) == 0 {
+		a := p.onStatement(st)
+		if si, ok := st.Session.Get(sessionKey{}).(*sessionInfo); ok && a.Verdict == plugins.Pass {
+			payCounts(st, si)
+		}
+		return a
 	}
 	si := session(st)
 	if a, ok := p.beginDeferred(st, si); ok {
@@ -396,14 +424,18 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 	}
 	si.pureRead = false
 	a := p.onStatement(st)
+	owing := si.counts.owed && mentionsCounts(st.SQL)
 	if si.deferred && a.Verdict == plugins.Pass {
-		if si.pureRead && (st.Command == plugins.ComQuery || st.Command == plugins.ComStmtExecute) {
+		if si.pureRead && !owing && (st.Command == plugins.ComQuery || st.Command == plugins.ComStmtExecute) {
 			// BEGIN travels with the statement: no round trip of its own.
 			si.deferred = false
 			st.Begin = true
 		} else if err := startDeferred(st, si); err != nil {
 			return plugins.RefuseWith(err)
 		}
+	}
+	if owing && a.Verdict == plugins.Pass {
+		payCounts(st, si) // (after BEGIN, which resets ROW_COUNT())
 	}
 	return a
 }
@@ -436,11 +468,18 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		return plugins.Continue
 	}
 	if len(p.cachedTables()) == 0 && st.Kind != plugins.KindDDL {
+		if st.Kind == plugins.KindCall || strings.EqualFold(plugins.FirstKeyword(st.SQL), "EXECUTE") {
+			// It may create temporary tables of names cached later.
+			session(st).temps.opaque()
+		}
 		return plugins.Continue
 	}
 	a, err := p.analyze(st)
 	if err != nil {
 		return plugins.RefuseWith(mysql.NewError(mysql.ER_NOT_SUPPORTED_YET, err.Error()))
+	}
+	if st.Command != plugins.ComStmtPrepare {
+		session(st).temps.expect(a)
 	}
 	switch a.Effect {
 	case EffectCache, EffectNoCache:
@@ -449,8 +488,17 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		}
 		return p.admin(st, a)
 	case EffectDDL:
-		for _, id := range a.Tables {
-			if p.table(id) != nil {
+		si := session(st)
+		targets := a.Targets
+		if a.DropSchema != "" {
+			for _, id := range p.cachedIDs() {
+				if strings.EqualFold(id.Schema, a.DropSchema) {
+					targets = append(targets, id)
+				}
+			}
+		}
+		for _, id := range targets {
+			if p.table(id) != nil && !si.temps.has(id) {
 				e := errUnsupported(ddlName(st.SQL))
 				e.Message += fmt.Sprintf(" Run ALTER TABLE %s.%s NOCACHE first.", quoteIdent(id.Schema), quoteIdent(id.Table))
 				return plugins.RefuseWith(e)
@@ -463,6 +511,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		var ids []lease.TableID
 		if a.Effect == EffectUnknown {
 			ids = p.cachedIDs()
+			session(st).privilegesMayChange = true
 		} else {
 			for _, id := range a.Tables {
 				if p.table(id) != nil {
@@ -562,6 +611,18 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 			}
 		}
 		si.afterStatement(st, out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)
+		if si.inTx && out.Source == plugins.FromBackend && (len(si.reads) > 0 || si.readsUnknown) {
+			p.pinBackendReads(si)
+		}
+		si.reads, si.readsUnknown = nil, false
+		si.temps.answered(out.Err == nil)
+		if si.privilegesMayChange {
+			// After the backend has answered: a shape learned while the
+			// change was on its way is learned again.
+			si.privilegesMayChange = false
+			p.leases.Invalidate(privilegesID)
+		}
+		si.counts.answeredBy(st, out)
 		si.afterBackend(st, out)
 	} else if locksTables(st) {
 		session(st).afterBackend(st, out)

@@ -38,7 +38,10 @@ type sessionInfo struct {
 	charset  string // @@character_set_results ("" for NULL)
 	sqlMode  string
 	pending  *pendingLearn // a response being recorded for this session
-	settings string        // charset and sql_mode, part of the learned-metadata key
+	settings string        // charset, sql_mode, account and role: part of the learned-metadata key
+	// unlimited: sql_select_limit and max_join_size (sql_big_selects) are
+	// at their defaults, so neither cuts nor refuses a SELECT.
+	unlimited bool
 
 	// Transactions. A transaction reads each cached table at one version:
 	// the snapshot its first read of the table was answered from, or the
@@ -72,6 +75,17 @@ type sessionInfo struct {
 	diagDirty, usesTables bool
 
 	last explanation // the last statement's outcome, for EXPLAIN LAST STATEMENT
+	// reads are the cached tables the SELECT being handled reads;
+	// readsUnknown: it was not parsed, and may read any of them. Should
+	// the backend answer it in a transaction, the transaction reads those
+	// tables there from then on (see pinBackendReads).
+	reads        []lease.TableID
+	readsUnknown bool
+	temps        sessionTemps // the session's temporary tables (see temps.go)
+	counts       owedCounts   // FOUND_ROWS() and ROW_COUNT() the backend has not seen (see counts.go)
+	// privilegesMayChange: the statement being handled may change the
+	// backend's privileges (see privilegesID).
+	privilegesMayChange bool
 	// pureRead: the statement being handled is a read that changes
 	// nothing (no locking clause, no INTO, deterministic functions only),
 	// so a deferred BEGIN may travel with it (see plugins.Statement.Begin).
@@ -145,6 +159,14 @@ type defsKey struct {
 	binary     bool
 	ext        bool
 	settings   string
+	// privileges is the version of the backend's privileges when the
+	// metadata was learned, which is when the backend checked that the
+	// session may read what the shape reads (see privilegesID).
+	privileges lease.Version
+	// paramTypes are the types of a prepared statement's parameters and
+	// its NULL bitmap, when its select list shows one: they decide the
+	// column's definition.
+	paramTypes string
 }
 
 // learned is the backend's metadata for a shape.
@@ -153,6 +175,15 @@ type learned struct {
 	fields      []*mysql.Field // defs, parsed
 	midStatus   uint16
 	finalStatus uint16
+}
+
+// unread is the metadata of an answer for which the backend reads no
+// table: without the index-use bits of the shape's first execution.
+func (m *learned) unread() *learned {
+	c := *m
+	c.midStatus &^= plugins.IndexUsageStatus
+	c.finalStatus &^= plugins.IndexUsageStatus
+	return &c
 }
 
 // loaderCharset is the character set the loader's connection reads
@@ -194,7 +225,12 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	// transaction_isolation. Ask for one, then the other.
 	var r *mysql.Result
 	var err error
-	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone, @@div_precision_increment, @@autocommit, @@completion_type"
+	// CURRENT_USER() and CURRENT_ROLE() are who the backend checks
+	// privileges for: they are part of the learned-metadata key, so that
+	// a shape one account or role may read is learned (and so checked)
+	// for each of them.
+	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone, @@div_precision_increment, @@autocommit, @@completion_type" +
+		", @@collation_connection, @@sql_select_limit, @@sql_big_selects, CURRENT_USER(), CURRENT_ROLE()"
 	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation" + vars,
 		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation" + vars} {
 		if r, err = st.Backend.Query(q); err == nil {
@@ -223,11 +259,21 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	ct := resultString(r, 0, 10)
 	si.plainCompletion = ct == "NO_CHAIN" || ct == "0"
 	si.env.plainValues = plainValues(si.sqlMode)
-	// The settings that change the metadata of an answer.
-	si.settings = si.charset + "|" + si.sqlMode + "|" + strconv.Itoa(si.env.divPrecision)
+	// A session that limits or refuses SELECTs by their size
+	// (sql_select_limit, max_join_size) reads from the backend, which
+	// applies the limits.
+	si.unlimited = resultString(r, 0, 12) == maxSelectLimit && resultString(r, 0, 13) == "1"
+	// The settings that change the metadata of an answer (the collation
+	// of string columns follows collation_connection when it is in the
+	// results' character set), and whose privileges it was read with.
+	si.settings = si.charset + "|" + si.sqlMode + "|" + strconv.Itoa(si.env.divPrecision) + "|" +
+		resultString(r, 0, 11) + "|" + resultString(r, 0, 14) + "|" + resultString(r, 0, 15)
 	si.known = true
 	return true
 }
+
+// maxSelectLimit is sql_select_limit's default: no limit.
+const maxSelectLimit = "18446744073709551615"
 
 // parsesAsDefault reports whether statements parse in sql_mode as in the
 // default mode the proxy's parser uses: the modes that change what a
@@ -341,6 +387,7 @@ func (m *planMemo) add(ent *planEntry) *memoSlot {
 // did not for EXPLAIN LAST STATEMENT.
 func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	si := session(st)
+	si.reads, si.readsUnknown = nil, false
 	a, why := p.readWhy(st, si)
 	si.explain(st.SQL, a.Verdict == plugins.Answer, why)
 	return a
@@ -379,6 +426,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		if !ok {
 			text = strings.Clone(text) // the key outlives the statement
 			if ent = p.planText(text, st.DB); ent == nil {
+				si.readsUnknown = true
 				return plugins.Continue, "a cached table it reads is still loading"
 			}
 			ent.key = planKey{db: strings.Clone(st.DB), text: text}
@@ -387,6 +435,8 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		memo = si.plans.add(ent)
 	}
 	ent := memo.ent
+	si.reads = ent.tables
+	si.readsUnknown = ent.plan == nil && ent.results != nil && ent.results.reparse
 	var ok bool
 	if ent.writes {
 		return p.unknownRead(st), "it calls a stored function, which may write: a write of every cached table"
@@ -417,6 +467,11 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	si.usesTables = true
 	if why := si.blocked(); why != "" {
 		return pass(why)
+	}
+	for _, id := range pl.tables {
+		if p.shadowed(st, si, id) {
+			return pass("the session has (or may have) a temporary table of the table's name, which hides it")
+		}
 	}
 	var snaps [2]*Snapshot
 	for i, id := range pl.tables {
@@ -468,7 +523,19 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	if !si.env.plainValues {
 		return pass("the session's sql_mode changes values in results (EMPTY_STRING_IS_NULL or PAD_CHAR_TO_FULL_LENGTH)")
 	}
+	if !si.unlimited {
+		return pass("the session limits SELECTs (sql_select_limit, or max_join_size with sql_big_selects off), which the backend applies")
+	}
 	key := defsKey{ent: ent, normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
+	key.privileges = p.privilegesVersion()
+	if binaryProto && pl.paramsShown {
+		// The types in force and which values are NULL (the backend types
+		// a NULL as NULL, whatever type was bound).
+		key.paramTypes = string(st.ParamTypes) // (a shape that shows a parameter is rare)
+		if n := 5 + (st.ParamCount+7)/8; n <= len(st.Params) {
+			key.paramTypes += "\x00" + string(st.Params[5:n])
+		}
+	}
 	if pl.namesFromText && !binaryProto {
 		// Column names as typed, literals and spaces included: the select
 		// list's own text is part of the shape (the rest of the statement,
@@ -491,6 +558,9 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 			memo.metaKey.normalized = strings.Clone(key.normalized)
 		}
 	}
+	if meta == nil && pl.zeroLimit(args) {
+		return pass("LIMIT 0: the backend reads no table, so its answer's status is not what the shape's other executions get")
+	}
 	if meta == nil {
 		// Learn this shape's metadata from the backend's answer.
 		key.normalized = strings.Clone(key.normalized)
@@ -499,6 +569,9 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		count(false)
 		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture},
 			"first execution of this shape in these settings: the backend answers, and its column metadata is learned"
+	}
+	if pl.zeroLimit(args) {
+		meta = meta.unread()
 	}
 	if pl.join != nil {
 		joined, why := pl.joinRows(snaps[0], snaps[1], args, si.env)
@@ -719,6 +792,27 @@ func singleStatement(sql string) bool {
 	return !strings.Contains(s, ";")
 }
 
+// pinBackendReads follows a SELECT of cached tables that the backend
+// answered inside a transaction (or that started one there, with
+// autocommit off): InnoDB's snapshot now holds those tables, as of a moment
+// the proxy cannot name, so the transaction reads each of them that it has
+// not read from memory yet from the backend until it ends. Each table is
+// then read from one place, at one version, for the whole transaction.
+func (p *Plugin) pinBackendReads(si *sessionInfo) {
+	ids := si.reads
+	if si.readsUnknown {
+		ids = p.cachedIDs()
+	}
+	if si.pins == nil {
+		si.pins = map[lease.TableID]*Snapshot{}
+	}
+	for _, id := range ids {
+		if _, pinned := si.pins[id]; !pinned {
+			si.pins[id] = nil
+		}
+	}
+}
+
 // pinToBackend makes the session's transaction read ids from the backend.
 func (si *sessionInfo) pinToBackend(ids []lease.TableID) {
 	if si.pins == nil {
@@ -771,6 +865,13 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	if callsUserFunction(stmts[0]) {
 		return &planEntry{writes: true}
 	}
+	if containsFold(text, "/*!") {
+		// The parser reads every executable comment's text; the backend
+		// reads it or skips it by the version it names (MariaDB skips
+		// /*!50700 to /*!99999 as MySQL's), so the two may not answer
+		// the same statement.
+		return &planEntry{why: "it has an executable comment (/*! ... */), which the backend reads or skips by its version"}
+	}
 	shape := resultShapeOf(stmts[0], db)
 	sel, ok := stmts[0].(*ast.SelectStmt)
 	if !ok {
@@ -807,6 +908,7 @@ func (p *Plugin) planText(text, db string) *planEntry {
 // write any table: it is a write of every cached table.
 func (p *Plugin) unknownRead(st *plugins.Statement) plugins.Action {
 	session(st).rc.known = false // a stored function may change settings too
+	session(st).temps.opaque()   // or create temporary tables
 	if ids := p.cachedIDs(); len(ids) > 0 {
 		p.beginWrite(st, ids)
 	}
