@@ -56,8 +56,9 @@ func (p *backendParams) key() poolKey {
 type backendConn struct {
 	*client.Conn
 	key       poolKey
-	threadID  uint32 // the backend's id for this connection (for KILL)
-	maxPacket int    // the backend's max_allowed_packet
+	threadID  uint32      // the backend's id for this connection (for KILL)
+	maxPacket int         // the backend's max_allowed_packet
+	charset   connCharset // what the backend chose for the handshake's collation
 	idleSince time.Time
 }
 
@@ -189,10 +190,11 @@ func (bp *backendPool) dial(ctx context.Context, params *backendParams, key pool
 		return nil, &backendDownError{addr: bp.cfg.Addr, err: err}
 	}
 	bc := &backendConn{Conn: c, key: key, threadID: c.GetConnectionID(), maxPacket: 64 << 20}
-	if r, err := c.Execute("SELECT @@max_allowed_packet"); err == nil {
+	if r, err := c.Execute("SELECT @@max_allowed_packet, " + charsetVars); err == nil {
 		if v, err := r.GetInt(0, 0); err == nil && v > 0 {
 			bc.maxPacket = int(v)
 		}
+		bc.charset = readCharset(r, 1)
 	} else {
 		c.Close()
 		return nil, &backendDownError{addr: bp.cfg.Addr, err: err}
@@ -220,19 +222,11 @@ func (bp *backendPool) release(bc *backendConn, clean bool) {
 
 // resetAndPool clears every piece of session state (user variables,
 // temporary tables, prepared statements, open transaction, session
-// variables) with COM_RESET_CONNECTION, checks the current database is the
-// one the connection was opened with, and pools it.
+// variables) with COM_RESET_CONNECTION, checks the connection is as it was
+// opened (see restoreOpened), and pools it.
 func (bp *backendPool) resetAndPool(bc *backendConn) {
 	_ = bc.Conn.Conn.SetDeadline(time.Now().Add(bp.cfg.ConnectTimeout))
-	ok := resetConnection(bc) == nil
-	if ok {
-		r, err := bc.Execute("SELECT DATABASE()")
-		ok = err == nil
-		if ok {
-			db, _ := r.GetString(0, 0)
-			ok = db == bc.key.db
-		}
-	}
+	ok := resetConnection(bc) == nil && restoreOpened(bc) == nil
 	_ = bc.Conn.Conn.SetDeadline(time.Time{})
 	if !ok {
 		bc.Conn.Close()
@@ -249,6 +243,78 @@ func (bp *backendPool) resetAndPool(bc *backendConn) {
 	bp.nIdle++
 	bp.mu.Unlock()
 }
+
+// restoreOpened checks that a connection just reset is in the database it
+// was opened with, and gives it back the character set the backend chose
+// for it then, so that the next session starts as on a fresh connection.
+// The reset does not always do that: it restores the character set of the
+// handshake's collation, and when the backend did not know that collation
+// (MariaDB 10.11 does not know 255, utf8mb4_0900_ai_ci, which MySQL 8
+// clients send) and fell back to its defaults, it restores a stale one
+// instead. The check is part of pooling, not of a session's start.
+func restoreOpened(bc *backendConn) error {
+	r, err := bc.Execute("SELECT DATABASE(), " + charsetVars)
+	if err != nil {
+		return err
+	}
+	db, _ := r.GetString(0, 0)
+	cs := readCharset(r, 1)
+	if db != bc.key.db {
+		return fmt.Errorf("reset left database %q, want %q", db, bc.key.db)
+	}
+	if cs == bc.charset {
+		return nil
+	}
+	if _, err := bc.Execute(bc.charset.restoreStatement()); err != nil {
+		return err
+	}
+	r, err = bc.Execute("SELECT " + charsetVars)
+	if err != nil {
+		return err
+	}
+	cs = readCharset(r, 0)
+	if cs != bc.charset {
+		return fmt.Errorf("character set %+v after restoring %+v", cs, bc.charset)
+	}
+	return nil
+}
+
+// charsetVars are the variables that make up a connection's character set.
+const charsetVars = "@@character_set_client, @@character_set_connection, @@character_set_results, @@collation_connection"
+
+// connCharset is a connection's character set, as charsetVars reads it.
+// results is empty when character_set_results is NULL (results are sent
+// unconverted).
+type connCharset struct {
+	client, connection, results, collation string
+}
+
+// readCharset reads charsetVars from r's first row, from column col on.
+// The results here are not Closed: go-mysql's pool would hand their
+// Resultset, old column definitions and all, to a plugin's next
+// BuildSimpleResultset, which then fails on their types.
+func readCharset(r *mysql.Result, col int) connCharset {
+	var cs connCharset
+	for i, v := range []*string{&cs.client, &cs.connection, &cs.results, &cs.collation} {
+		s, _ := r.GetString(0, col+i)
+		*v = strings.Clone(s) // go-mysql's string points into a pooled buffer
+	}
+	return cs
+}
+
+// restoreStatement is the SET that gives a connection cs. Setting
+// collation_connection sets character_set_connection with it.
+func (cs connCharset) restoreStatement() string {
+	results := "NULL"
+	if cs.results != "" {
+		results = quoteString(cs.results)
+	}
+	return "SET character_set_client = " + quoteString(cs.client) +
+		", collation_connection = " + quoteString(cs.collation) +
+		", character_set_results = " + results
+}
+
+func quoteString(s string) string { return "'" + mysql.Escape(s) + "'" }
 
 func resetConnection(bc *backendConn) error {
 	bc.ResetSequence()

@@ -33,7 +33,7 @@ type session struct {
 	params  backendParams
 	backend *backendConn
 	db      string // current database, as far as the proxy has seen it change
-	status  uint16 // server status flags from the backend's latest response
+	status  uint16 // the session-state bits of the latest status (see sessionStatusFlags)
 
 	cmd  packetBuffer // the client's current command
 	resp packetBuffer // the packet being relayed
@@ -131,7 +131,16 @@ func (s *session) inTx() bool { return s.status&mysql.SERVER_STATUS_IN_TRANS != 
 // inTxShared is inTx for other goroutines.
 func (s *session) inTxShared() bool { return s.txOpen.Load() }
 
+// sessionStatusFlags are the server status bits that describe the session
+// itself. The others (no index used, more results, cursor, query was
+// slow, ...) describe only the response they came with: a response the
+// proxy writes itself must not inherit them from the statement before.
+const sessionStatusFlags = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT |
+	mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED | mysql.SERVER_STATUS_IN_TRANS_READONLY
+
+// setStatus records the session state a response's status reports.
 func (s *session) setStatus(status uint16) {
+	status &= sessionStatusFlags
 	s.status = status
 	if tx := status&mysql.SERVER_STATUS_IN_TRANS != 0; tx != s.txOpen.Load() {
 		s.txOpen.Store(tx)
@@ -479,6 +488,7 @@ func (s *session) runStatement() error {
 		}
 	}
 	var err error
+	var rs relayStats
 	switch action.Verdict {
 	case plugins.Refuse:
 		out.Source, out.Plugin, out.Err = plugins.FromProxy, by, action.Err
@@ -497,7 +507,6 @@ func (s *session) runStatement() error {
 			err = errClientGone
 		}
 	default:
-		var rs relayStats
 		if c := action.Capture; c != nil && cmd != plugins.ComStmtPrepare {
 			c.Columns, c.Binary = c.Columns[:0], cmd == plugins.ComStmtExecute
 			s.capture, s.captureSets = c, 0
@@ -518,6 +527,9 @@ func (s *session) runStatement() error {
 		out.Source, out.Err, out.Rows, out.AffectedRows, out.Warnings = plugins.FromBackend, rs.err, rs.rows, rs.affected, rs.warnings
 	}
 	out.Status = s.status
+	if rs.haveStat {
+		out.Status = rs.status // as relayed, with the statement's own bits
+	}
 	if observe {
 		out.Duration = time.Since(start)
 		if err != nil && out.Err == nil {
@@ -751,6 +763,8 @@ func (w *answerWriter) WritePacket(payload []byte) error {
 	return nil
 }
 
+// Status is the session's state only (see sessionStatusFlags): what the
+// backend said about its last answer does not describe this one.
 func (w *answerWriter) Status() uint16 { return w.s.status }
 
 func (w *answerWriter) SetStatus(status uint16) { w.s.setStatus(status) }
