@@ -494,7 +494,7 @@ func (p *Plugin) admin(st *plugins.Statement) plugins.Action {
 			for i, id := range ids {
 				rows[i] = []any{id, act(id)}
 			}
-			rs, err := mysql.BuildSimpleTextResultset([]string{"JOB_ID", "RESULT"}, rows)
+			rs, err := plugins.TextResultset([]string{"JOB_ID", "RESULT"}, rows)
 			if err != nil {
 				return w.WriteError(errJob("%v", err))
 			}
@@ -615,14 +615,14 @@ func jobsResultset(jobs []Job, limit int64) (*mysql.Resultset, error) {
 	}
 	if len(rows) == 0 {
 		// go-mysql needs a row to type the columns; send the header only.
-		rs, err := mysql.BuildSimpleTextResultset(jobsColumns, [][]any{{int64(0), "", "", "", "", "", int64(0), int64(0), int64(0), "", "", "", "", ""}})
+		rs, err := plugins.TextResultset(jobsColumns, [][]any{{int64(0), "", "", "", "", "", int64(0), int64(0), int64(0), "", "", "", "", ""}})
 		if err != nil {
 			return nil, err
 		}
 		rs.Values, rs.RowDatas = nil, nil
 		return rs, nil
 	}
-	return mysql.BuildSimpleTextResultset(jobsColumns, rows)
+	return plugins.TextResultset(jobsColumns, rows)
 }
 
 // janitor drops kept old tables when their retention ends.

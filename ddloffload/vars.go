@@ -439,14 +439,14 @@ func answerRows(cols []string, rows [][]any) plugins.Action {
 			for i := range blank {
 				blank[i] = ""
 			}
-			rs, err := mysql.BuildSimpleTextResultset(cols, [][]any{blank})
+			rs, err := plugins.TextResultset(cols, [][]any{blank})
 			if err != nil {
 				return w.WriteError(errJob("%v", err))
 			}
 			rs.Values, rs.RowDatas = nil, nil
 			return w.WriteResult(&mysql.Result{Resultset: rs})
 		}
-		rs, err := mysql.BuildSimpleTextResultset(cols, rows)
+		rs, err := plugins.TextResultset(cols, rows)
 		if err != nil {
 			return w.WriteError(errJob("%v", err))
 		}

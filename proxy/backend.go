@@ -291,8 +291,9 @@ type connCharset struct {
 
 // readCharset reads charsetVars from r's first row, from column col on.
 // The results here are not Closed: go-mysql's pool would hand their
-// Resultset, old column definitions and all, to a plugin's next
-// BuildSimpleResultset, which then fails on their types.
+// Resultset, old column definitions and all, to the next
+// mysql.BuildSimpleResultset in the process, which keeps them (the
+// product's plugins build theirs with plugins.TextResultset instead).
 func readCharset(r *mysql.Result, col int) connCharset {
 	var cs connCharset
 	for i, v := range []*string{&cs.client, &cs.connection, &cs.results, &cs.collation} {
