@@ -424,7 +424,7 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 	}
 	si.pureRead = false
 	a := p.onStatement(st)
-	owing := si.counts.owed && mentionsCounts(st.SQL)
+	owing := a.Verdict == plugins.Pass && si.counts.owed && mentionsCounts(st.SQL)
 	if si.deferred && a.Verdict == plugins.Pass {
 		if si.pureRead && !owing && (st.Command == plugins.ComQuery || st.Command == plugins.ComStmtExecute) {
 			// BEGIN travels with the statement: no round trip of its own.
@@ -434,7 +434,7 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 			return plugins.RefuseWith(err)
 		}
 	}
-	if owing && a.Verdict == plugins.Pass {
+	if owing {
 		payCounts(st, si) // (after BEGIN, which resets ROW_COUNT())
 	}
 	return a
