@@ -214,7 +214,7 @@ func (s *session) login(ctx context.Context) error {
 		return err
 	}
 	s.db = resp.db
-	ok := appendOK(newPacket(16), 0, 0, mysql.SERVER_STATUS_AUTOCOMMIT, 0)
+	ok := appendOK(newPacket(16), 0, 0, s.status, 0)
 	if err := c.writePacket(ok); err != nil {
 		return err
 	}
@@ -283,7 +283,15 @@ func (s *session) bindBackend(ctx context.Context) error {
 		return me
 	}
 	s.backend = bc
-	s.setStatus(mysql.SERVER_STATUS_AUTOCOMMIT)
+	// The session starts as the backend's did: with autocommit as its
+	// global value (or init_connect) left it, which go-mysql read from the
+	// status of the last query it ran on the connection (at dial, or after
+	// the pool's reset).
+	var status uint16
+	if bc.IsAutoCommit() {
+		status = mysql.SERVER_STATUS_AUTOCOMMIT
+	}
+	s.setStatus(status)
 	s.st = plugins.Statement{ConnID: s.id, User: s.user.Name, Admin: s.user.Admin, Remote: s.client.raw.RemoteAddr(),
 		Session: &plugins.SessionState{}, Backend: sessionBackend{s},
 		ExtendedMetadata: s.client.extCaps&mariadbExtendedMetadata != 0}
