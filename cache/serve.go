@@ -334,7 +334,7 @@ type planKey struct {
 type planEntry struct {
 	key    planKey
 	plan   *plan // nil: the shape is not answered from memory
-	writes bool  // calls a stored function: may write any table
+	writes bool  // calls a stored function (or may: why says): may write any table
 	layout string
 	tables []lease.TableID // cached tables the statement reads, for pass counts
 	why    string          // when plan is nil: why
@@ -439,7 +439,11 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	si.readsUnknown = ent.plan == nil && ent.results != nil && ent.results.reparse
 	var ok bool
 	if ent.writes {
-		return p.unknownRead(st), "it calls a stored function, which may write: a write of every cached table"
+		why := ent.why
+		if why == "" {
+			why = "it calls a stored function, which may write: a write of every cached table"
+		}
+		return p.unknownRead(st), why
 	}
 	si.pureRead = ent.plan != nil || ent.results != nil && !ent.results.reparse
 	if ent.plan == nil {
@@ -849,7 +853,7 @@ func containsFold(s, w string) bool {
 // cached table it reads has no snapshot loaded.
 func (p *Plugin) planText(text, db string) *planEntry {
 	if hidesCode(text) {
-		return &planEntry{writes: true} // it may call anything
+		return &planEntry{writes: true, why: "it has a MariaDB executable comment (/*M! ... */), whose text the proxy does not read and which may call anything: a write of every cached table"}
 	}
 	pr := parsers.Get().(*parser.Parser)
 	defer parsers.Put(pr) // the tree is the parser's until its next parse
