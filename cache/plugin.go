@@ -877,6 +877,11 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 	} else if len(pk) == 0 {
 		return errUnsupported("table without a primary key")
 	}
+	if desc, err := descendingKey(conn, id); err != nil {
+		return backendError(err)
+	} else if desc {
+		return errUnsupported("table with a descending primary key")
+	}
 	if !p.opts.AcceptStaleRisk {
 		if why := binlogProblem(conn); why != "" {
 			return mysql.NewError(mysql.ER_OPTION_PREVENTS_STATEMENT, "tableproxy cannot see writes that bypass it: "+why+

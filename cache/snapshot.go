@@ -95,6 +95,12 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	if len(pk) == 0 {
 		return nil, fmt.Errorf("%s has no primary key", id)
 	}
+	if desc, err := descendingKey(conn, id); err != nil || desc {
+		if err == nil {
+			err = fmt.Errorf("%s has a descending primary key", id)
+		}
+		return nil, err
+	}
 	collByName, err := columnCollations(conn, id, colls)
 	if err != nil {
 		return nil, err
@@ -297,6 +303,21 @@ func primaryKey(conn *client.Conn, id lease.TableID) ([]string, error) {
 		cols = append(cols, c)
 	}
 	return cols, nil
+}
+
+// descendingKey reports whether a part of id's primary key is
+// descending (MariaDB 10.8 and MySQL 8 keep such an index in descending
+// order): a scan then returns rows in that order, which the proxy's copy,
+// kept in ascending key order, does not follow.
+func descendingKey(conn *client.Conn, id lease.TableID) (bool, error) {
+	r, err := conn.Execute(`SELECT COUNT(*) FROM information_schema.STATISTICS
+		WHERE INDEX_NAME = 'PRIMARY' AND COLLATION = 'D' AND TABLE_SCHEMA = ? AND TABLE_NAME = ?`, id.Schema, id.Table)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	n, _ := r.GetInt(0, 0)
+	return n > 0, nil
 }
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

@@ -84,7 +84,9 @@ func TestCacheAdminSQL(t *testing.T) {
 		"CREATE TABLE `"+e.db+"`.nopk (a INT)",
 		"CREATE TABLE `"+e.db+"`.big (id INT PRIMARY KEY, b LONGBLOB)",
 		"INSERT INTO `"+e.db+"`.big SELECT seq, REPEAT('x', 100000) FROM mysql.seq_1_to_30",
-		"ANALYZE TABLE `"+e.db+"`.big")
+		"ANALYZE TABLE `"+e.db+"`.big",
+		// Its scans return rows in descending key order.
+		"CREATE TABLE `"+e.db+"`.desckey (a INT, b INT, PRIMARY KEY (a DESC, b))")
 	app, admin := e.open(t, e.app), e.open(t, e.admin)
 
 	_, err := app.Exec("ALTER TABLE rates CACHE")
@@ -95,6 +97,8 @@ func TestCacheAdminSQL(t *testing.T) {
 	wantError(t, err, 8242, "'table without a primary key' is unsupported on cache tables.")
 	_, err = admin.Exec("ALTER TABLE big CACHE")
 	wantError(t, err, 8242, "'table too large' is unsupported on cache tables.")
+	_, err = admin.Exec("ALTER TABLE desckey CACHE")
+	wantError(t, err, 8242, "'table with a descending primary key' is unsupported on cache tables.")
 	if _, err := admin.Exec("ALTER TABLE rates CACHE"); err != nil {
 		t.Fatalf("ALTER TABLE rates CACHE: %v", err)
 	}
