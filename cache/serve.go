@@ -388,9 +388,21 @@ func (m *planMemo) add(ent *planEntry) *memoSlot {
 func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	si := session(st)
 	si.reads, si.readsUnknown = nil, false
+	if opensCursor(st) {
+		// The backend answers such an execute with a cursor (rows come
+		// by COM_STMT_FETCH), which the proxy does not keep.
+		si.explain(st.SQL, false, "the execute opens a cursor, which the backend keeps")
+		return plugins.Continue
+	}
 	a, why := p.readWhy(st, si)
 	si.explain(st.SQL, a.Verdict == plugins.Answer, why)
 	return a
+}
+
+// opensCursor reports whether st is a COM_STMT_EXECUTE whose flags ask
+// for a cursor (CURSOR_TYPE_READ_ONLY and the others).
+func opensCursor(st *plugins.Statement) bool {
+	return st.Command == plugins.ComStmtExecute && len(st.Params) > 0 && st.Params[0] != 0
 }
 
 // readWhy is read's decision and the reason for it.
