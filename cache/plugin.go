@@ -882,6 +882,11 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 	} else if desc {
 		return errUnsupported("table with a descending primary key")
 	}
+	if cascaded, err := cascadedInto(conn, id); err != nil {
+		return backendError(err)
+	} else if cascaded {
+		return errUnsupported("table changed by a foreign key's cascade")
+	}
 	if !p.opts.AcceptStaleRisk {
 		if why := binlogProblem(conn); why != "" {
 			return mysql.NewError(mysql.ER_OPTION_PREVENTS_STATEMENT, "tableproxy cannot see writes that bypass it: "+why+

@@ -101,6 +101,12 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 		}
 		return nil, err
 	}
+	if cascaded, err := cascadedInto(conn, id); err != nil || cascaded {
+		if err == nil {
+			err = fmt.Errorf("%s has a foreign key whose parent's changes cascade into it", id)
+		}
+		return nil, err
+	}
 	collByName, err := columnCollations(conn, id, colls)
 	if err != nil {
 		return nil, err
@@ -312,6 +318,23 @@ func primaryKey(conn *client.Conn, id lease.TableID) ([]string, error) {
 func descendingKey(conn *client.Conn, id lease.TableID) (bool, error) {
 	r, err := conn.Execute(`SELECT COUNT(*) FROM information_schema.STATISTICS
 		WHERE INDEX_NAME = 'PRIMARY' AND COLLATION = 'D' AND TABLE_SCHEMA = ? AND TABLE_NAME = ?`, id.Schema, id.Table)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	n, _ := r.GetInt(0, 0)
+	return n > 0, nil
+}
+
+// cascadedInto reports whether a foreign key of id changes its rows when
+// its parent's change (ON DELETE or ON UPDATE CASCADE, SET NULL, SET
+// DEFAULT): InnoDB makes those changes itself, and neither the statement
+// (which names the parent) nor the binary log (which has the parent's
+// rows only) says that id changed.
+func cascadedInto(conn *client.Conn, id lease.TableID) (bool, error) {
+	r, err := conn.Execute(`SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
+		WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?
+		AND (DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION'))`, id.Schema, id.Table)
 	if err != nil {
 		return false, err
 	}

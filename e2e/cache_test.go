@@ -86,7 +86,11 @@ func TestCacheAdminSQL(t *testing.T) {
 		"INSERT INTO `"+e.db+"`.big SELECT seq, REPEAT('x', 100000) FROM mysql.seq_1_to_30",
 		"ANALYZE TABLE `"+e.db+"`.big",
 		// Its scans return rows in descending key order.
-		"CREATE TABLE `"+e.db+"`.desckey (a INT, b INT, PRIMARY KEY (a DESC, b))")
+		"CREATE TABLE `"+e.db+"`.desckey (a INT, b INT, PRIMARY KEY (a DESC, b))",
+		// A delete or update of a parent row changes its rows, which
+		// neither the statement nor the binary log names.
+		"CREATE TABLE `"+e.db+"`.parent (id INT PRIMARY KEY)",
+		"CREATE TABLE `"+e.db+"`.child (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES parent (id) ON DELETE CASCADE)")
 	app, admin := e.open(t, e.app), e.open(t, e.admin)
 
 	_, err := app.Exec("ALTER TABLE rates CACHE")
@@ -99,6 +103,13 @@ func TestCacheAdminSQL(t *testing.T) {
 	wantError(t, err, 8242, "'table too large' is unsupported on cache tables.")
 	_, err = admin.Exec("ALTER TABLE desckey CACHE")
 	wantError(t, err, 8242, "'table with a descending primary key' is unsupported on cache tables.")
+	_, err = admin.Exec("ALTER TABLE child CACHE")
+	wantError(t, err, 8242, "'table changed by a foreign key's cascade' is unsupported on cache tables.")
+	if _, err := admin.Exec("ALTER TABLE parent CACHE"); err != nil {
+		t.Errorf("ALTER TABLE parent CACHE: %v", err) // its own writes are seen
+	} else if _, err := admin.Exec("ALTER TABLE parent NOCACHE"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := admin.Exec("ALTER TABLE rates CACHE"); err != nil {
 		t.Fatalf("ALTER TABLE rates CACHE: %v", err)
 	}
