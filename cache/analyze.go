@@ -149,6 +149,10 @@ func analyzeOne(stmt ast.StmtNode, db string) Analysis {
 		a.Targets = a.Tables
 		return a
 	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.LoadDataStmt:
+		if callsUserFunction(stmt) {
+			// A stored function in its values may write other tables.
+			return Analysis{Effect: EffectUnknown}
+		}
 		return Analysis{Effect: EffectWrite, Tables: collectTables(stmt, db)}
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		// A SELECT can still write through a stored function or

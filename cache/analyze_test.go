@@ -160,3 +160,23 @@ func TestSessionTemps(t *testing.T) {
 		t.Fatal("after CALL every cached table must be looked up again")
 	}
 }
+
+// TestAnalyzeStoredFunctionsInWrites: a stored function called by a write
+// or a SET may write any table, not only those the statement names.
+func TestAnalyzeStoredFunctionsInWrites(t *testing.T) {
+	for _, q := range []string{
+		"INSERT INTO log VALUES (bump() + 100, 1)",
+		"UPDATE log SET v = bump() WHERE id = 1",
+		"DELETE FROM log WHERE id = other.f()",
+		"SET @x = bump()",
+	} {
+		if a, err := Analyze(q, "shop"); err != nil || a.Effect != EffectUnknown {
+			t.Errorf("%s: %v %v, want a write of unknown tables", q, a.Effect, err)
+		}
+	}
+	for _, q := range []string{"INSERT INTO log VALUES (CONCAT('a', 'b'), NOW())", "SET @x = CONCAT('a', 1)"} {
+		if a, err := Analyze(q, "shop"); err != nil || a.Effect == EffectUnknown {
+			t.Errorf("%s: %v %v, builtins only", q, a.Effect, err)
+		}
+	}
+}

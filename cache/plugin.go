@@ -461,7 +461,11 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		session(st).explain(st.SQL, false, "not a SELECT: statements other than SELECT always go to the backend")
 	}
 	switch st.Kind {
-	case plugins.KindSelect, plugins.KindShow, plugins.KindSet, plugins.KindUse, plugins.KindBegin,
+	case plugins.KindSet:
+		if !strings.Contains(st.SQL, "(") {
+			return plugins.Continue // no call: no stored function
+		}
+	case plugins.KindSelect, plugins.KindShow, plugins.KindUse, plugins.KindBegin,
 		plugins.KindCommit, plugins.KindRollback, plugins.KindKill, plugins.KindAdmin:
 		// No write, no DDL, no CACHE/NOCACHE. (A SELECT that calls a stored
 		// function is planned as a write once reads are served.)
