@@ -230,7 +230,7 @@ func (s *Server) serveConn(conn net.Conn) {
 	s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnOpened, ConnID: id, User: sess.user.Name, Remote: conn.RemoteAddr()})
 	clean := sess.run()
 	s.unregister(sess)
-	s.pool.release(sess.backend, clean && !sess.killed.Load())
+	s.pool.release(sess.backend, clean && !sess.killed.Load() && !sess.usedXA)
 	_ = sess.client.flush()
 	_ = conn.Close()
 	s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnClosed, ConnID: id, User: sess.user.Name, Remote: conn.RemoteAddr()})

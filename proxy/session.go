@@ -55,6 +55,11 @@ type session struct {
 	idle   atomic.Bool // blocked reading the client's next command
 	txOpen atomic.Bool // mirrors the IN_TRANS status flag for Shutdown
 	killed atomic.Bool // KILL CONNECTION aimed at this session
+	// usedXA: the session ran an XA statement. Its backend connection is
+	// closed, not pooled: COM_RESET_CONNECTION leaves an XA transaction in
+	// the PREPARED state on it (MariaDB), where a session that closes
+	// directly would leave it to XA COMMIT from any connection.
+	usedXA bool
 }
 
 // sessionBackend lets plugins query the session's backend connection
@@ -476,6 +481,9 @@ func (s *session) runStatement() error {
 		st.DB = s.db // (dispatch set an execution's)
 	}
 	st.InTx = s.inTx()
+	if cmd == plugins.ComQuery && (st.Kind == plugins.KindOther || strings.IndexByte(st.SQL, ';') >= 0) && mayBeXA(st.SQL) {
+		s.usedXA = true
+	}
 	chain := s.srv.chain
 	observe := chain.HasObservers()
 	var start time.Time
@@ -736,10 +744,20 @@ func (s *session) changeUser(p []byte) error {
 		}
 		return errClientGone
 	}
-	s.srv.pool.release(old, true)
+	s.srv.pool.release(old, !s.usedXA)
+	s.usedXA = false
 	s.db = db
 	s.stateReset()
 	return s.client.writePacket(appendOK(newPacket(16), 0, 0, s.status, 0))
+}
+
+// mayBeXA reports whether sql may hold an XA statement: its first keyword
+// is XA, or it is a request of several statements that mentions XA.
+func mayBeXA(sql string) bool {
+	if strings.EqualFold(plugins.FirstKeyword(sql), "XA") {
+		return true
+	}
+	return strings.Contains(sql, ";") && strings.Contains(strings.ToUpper(sql), "XA ")
 }
 
 // stateReset tells the plugins that the session's state was reset: its
