@@ -34,7 +34,25 @@ type watcher struct {
 	following atomic.Bool
 	problem   atomic.Pointer[string]
 	events    atomic.Uint64 // invalidations caused by the log
+
+	// lastEvent is when the stream last delivered an event, heartbeats
+	// included (UnixNano). caughtUp says the proxy has read the log up to
+	// about now: it turns false when the stream has been silent for
+	// longer than stallAfter (the backend sends a heartbeat every
+	// heartbeatPeriod when it has nothing else), and true again at the
+	// next heartbeat (sent only when the backend has nothing else to send)
+	// or event written in the current second.
+	lastEvent atomic.Int64
+	caughtUp  atomic.Bool
 }
+
+// heartbeatPeriod is how often the backend sends a heartbeat on an idle
+// stream; a stream silent for stallAfter has stalled, and cached reads
+// stop until it has caught up (see watcher.caughtUp).
+const (
+	heartbeatPeriod = 250 * time.Millisecond
+	stallAfter      = 4 * heartbeatPeriod
+)
 
 // status describes the watcher for tableproxy.cached_tables.
 func (w *watcher) status() string {
@@ -108,6 +126,9 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				if w.following.Load() && time.Since(time.Unix(0, w.lastEvent.Load())) > stallAfter && w.caughtUp.Swap(false) {
+					w.p.log.Warn("cache: the binary log stream is silent; cached reads go to the backend until it catches up", "silent_for", stallAfter)
+				}
 				if !w.p.followsBinlogHere() {
 					demoted.Store(true)
 					cancel()
@@ -127,7 +148,7 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 	}
 	syncer, err := w.p.backend.Binlog(w.user, replication.BinlogSyncerConfig{
 		ServerID:         randomServerID(),
-		HeartbeatPeriod:  time.Second,
+		HeartbeatPeriod:  heartbeatPeriod,
 		ReadTimeout:      5 * time.Second,
 		DisableRetrySync: true, // a break is handled here: invalidate, then resume
 		Logger:           quietLogger(w.p.log),
@@ -148,6 +169,8 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 	// Writes between the last event seen before (if any) and pos are
 	// unknown: every copy loaded before now is suspect.
 	w.p.invalidateAll()
+	w.lastEvent.Store(time.Now().UnixNano())
+	w.caughtUp.Store(true) // (pos is where the log ended a moment ago)
 	w.following.Store(true)
 	w.problem.Store(nil)
 	w.p.log.Info("cache: following the binary log", "from", pos.String())
@@ -156,6 +179,8 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 	// after it waits until its snapshot holds the whole transaction (see
 	// startSnapshot).
 	bumped := map[lease.TableID]bool{}
+	read := pos // how far the stream has been read
+	var catching catchUp
 	for {
 		ev, err := streamer.GetEvent(ctx)
 		if err != nil {
@@ -164,6 +189,7 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 			}
 			return err
 		}
+		w.lastEvent.Store(time.Now().UnixNano())
 		switch e := ev.Event.(type) {
 		case *replication.RowsEvent:
 			if e.Table != nil {
@@ -183,7 +209,7 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 			clear(bumped)
 			q := string(e.Query)
 			if strings.EqualFold(q, "BEGIN") || strings.EqualFold(q, "COMMIT") {
-				continue
+				break
 			}
 			a, _ := Analyze(q, string(e.Schema))
 			switch a.Effect {
@@ -203,7 +229,44 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 				}
 			}
 		}
+		if e, ok := ev.Event.(*replication.RotateEvent); ok {
+			read = mysql.Position{Name: string(e.NextLogName), Pos: uint32(e.Position)}
+		} else if ev.Header.LogPos > 0 {
+			read.Pos = ev.Header.LogPos
+		}
+		if !w.caughtUp.Load() && catching.reached(ctx, w, ev.Header, read) {
+			// (After the event's invalidations.)
+			w.caughtUp.Store(true)
+			w.p.log.Info("cache: the binary log stream has caught up; cached reads resume", "at", read.String())
+		}
 	}
+}
+
+// catchUp decides when a stream that was silent (see watcher.caughtUp)
+// has caught up: at a heartbeat, which the backend sends only when it has
+// nothing else to send, or once it has read as far as the log reached a
+// moment ago (asked of the backend at most every 200 ms).
+type catchUp struct {
+	target   mysql.Position
+	targetAt time.Time
+}
+
+func (c *catchUp) reached(ctx context.Context, w *watcher, h *replication.EventHeader, read mysql.Position) bool {
+	switch h.EventType {
+	case replication.HEARTBEAT_EVENT, replication.HEARTBEAT_LOG_EVENT_V2:
+		return true
+	}
+	if read.Name == "" {
+		return false
+	}
+	if c.target.Name == "" || time.Since(c.targetAt) > 200*time.Millisecond {
+		target, err := w.currentPosition(ctx)
+		if err != nil {
+			return false
+		}
+		c.target, c.targetAt = target, time.Now()
+	}
+	return read.Compare(c.target) >= 0
 }
 
 // invalidate bumps id's version if it is cached, and says whether it was.

@@ -296,7 +296,7 @@ func (p *Plugin) bypassWritesVisible() bool {
 		return true // the cluster's leader follows it and bumps versions through the log
 	}
 	w := p.watch.Load()
-	return w != nil && w.following.Load()
+	return w != nil && w.following.Load() && w.caughtUp.Load()
 }
 
 // Name implements plugins.Plugin.

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tableproxy/internal/testdb"
+)
+
+// TestStalledBinlogStream: when the binary-log stream stops delivering
+// without breaking, the proxy stops answering cached reads from memory
+// within about a second (the backend sends a heartbeat every 250 ms), so
+// writes that bypass it are seen; once the stream moves again, reads come
+// from memory again.
+func TestStalledBinlogStream(t *testing.T) {
+	b := testdb.Get(t)
+	relay := newStallRelay(t, b.Addr)
+	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(), yaml: "plugins:\n  - name: cache\n"}
+	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
+	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
+	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
+		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", e.admin.name, host))
+	}
+	b.Exec(t, "CREATE TABLE `"+e.db+"`.st (id INT PRIMARY KEY, v INT)", "INSERT INTO `"+e.db+"`.st VALUES (1, 0)")
+	e.proxy = startProxyOpts(t, relay, []account{e.app}, proxyOpts{yaml: e.yaml, admins: []account{e.admin}, dataDir: e.dataDir})
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE st CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, admin, "st", 1)
+	app := e.open(t, e.app)
+	read := func() int64 {
+		var v int64
+		if err := app.QueryRow("SELECT v FROM st WHERE id = 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	direct := testdb.Open(t, testdb.DSN(b.Addr, e.app.name, e.app.password, e.db, nil))
+	stalled.Store(true)
+	t.Cleanup(func() { stalled.Store(false) })
+	// A direct write every 100 ms, each read through the proxy right
+	// after: stale answers must stop within the stall's detection.
+	start := time.Now()
+	var lastStale time.Duration
+	for i := int64(1); i <= 25; i++ {
+		if _, err := direct.Exec("UPDATE st SET v = ? WHERE id = 1", i); err != nil {
+			t.Fatal(err)
+		}
+		if v := read(); v != i {
+			lastStale = time.Since(start)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if lastStale > 1500*time.Millisecond {
+		t.Errorf("with the stream stalled, a write bypassing the proxy was still unseen %v after the stall began", lastStale)
+	}
+	stalled.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		hits := memoryHits(t, admin, "st")
+		if v := read(); v != 25 {
+			t.Fatalf("after the stall: v = %d, want 25", v)
+		}
+		if memoryHits(t, admin, "st") > hits {
+			break // answered from memory again
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("reads did not come from memory again after the stream moved")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("stale answers stopped %v after the stall began", lastStale)
+}
+
+// stalled freezes the backend-to-proxy direction of binary-log streams
+// through a stall relay.
+var stalled atomic.Bool
+
+// newStallRelay relays TCP to backend; a connection whose client asks for
+// a binary-log stream (COM_BINLOG_DUMP) stops receiving while stalled is
+// set, without being closed.
+func newStallRelay(t *testing.T, backend string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", backend)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			var dump atomic.Bool
+			go func() { // client to server, packet by packet
+				defer s.Close()
+				hdr := make([]byte, 4)
+				for {
+					if _, err := io.ReadFull(c, hdr); err != nil {
+						return
+					}
+					body := make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)
+					if _, err := io.ReadFull(c, body); err != nil {
+						return
+					}
+					if len(body) > 0 && body[0] == 0x12 {
+						dump.Store(true)
+					}
+					if _, err := s.Write(append(hdr, body...)); err != nil {
+						return
+					}
+				}
+			}()
+			go func() { // server to client
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					for dump.Load() && stalled.Load() {
+						time.Sleep(10 * time.Millisecond)
+					}
+					if n > 0 {
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
