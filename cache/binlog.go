@@ -212,6 +212,9 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 				break
 			}
 			a, _ := Analyze(q, string(e.Schema))
+			if a.Effect == EffectUnknown || a.Effect == EffectDDL {
+				w.p.forgetIndirect() // (a view or a trigger may have come or gone)
+			}
 			switch a.Effect {
 			case EffectUnknown:
 				w.p.invalidateAll()

@@ -75,6 +75,7 @@ type Plugin struct {
 	backend    plugins.Backend
 	leases     lease.Manager
 	privileges lease.Table // see privilegesID
+	indirect   indirectWrites
 	catalog    CatalogSource
 	maxBytes   int64
 	opts       Options
@@ -492,6 +493,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		}
 		return p.admin(st, a)
 	case EffectDDL:
+		p.forgetIndirect() // (it may create or drop a view or a trigger)
 		si := session(st)
 		targets := a.Targets
 		if a.DropSchema != "" {
@@ -516,6 +518,9 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		if a.Effect == EffectUnknown {
 			ids = p.cachedIDs()
 			session(st).privilegesMayChange = true
+			p.forgetIndirect() // (it may create a view or a trigger)
+		} else if p.writesElsewhere(a.Tables) {
+			ids = p.cachedIDs() // through a view or a trigger
 		} else {
 			for _, id := range a.Tables {
 				if p.table(id) != nil {
