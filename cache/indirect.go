@@ -61,16 +61,11 @@ func (p *Plugin) forgetIndirect() {
 // lookUpIndirect asks the backend whether id is a view or has triggers.
 // When it cannot tell (ok false), the answer is yes.
 func (p *Plugin) lookUpIndirect(id lease.TableID) (elsewhere, ok bool) {
-	user := p.opts.BinlogUser
-	if user == "" {
-		for _, ts := range p.cachedTables() {
-			user = ts.entry.CachedBy
-			break
-		}
-	}
-	if user == "" {
+	w := p.watch.Load() // (its user is the admin the binary log is read as)
+	if w == nil {
 		return true, false
 	}
+	user := w.user
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := p.backend.Connect(ctx, user, "")

@@ -886,15 +886,10 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 	} else if len(pk) == 0 {
 		return errUnsupported("table without a primary key")
 	}
-	if desc, err := descendingKey(conn, id); err != nil {
+	if why, err := unservableShape(conn, id); err != nil {
 		return backendError(err)
-	} else if desc {
-		return errUnsupported("table with a descending primary key")
-	}
-	if cascaded, err := cascadedInto(conn, id); err != nil {
-		return backendError(err)
-	} else if cascaded {
-		return errUnsupported("table changed by a foreign key's cascade")
+	} else if why != "" {
+		return errUnsupported(why)
 	}
 	if !p.opts.AcceptStaleRisk {
 		if why := binlogProblem(conn); why != "" {

@@ -300,10 +300,11 @@ type pendingResult struct {
 // evaluator reads, that can change a statement's answer: how literals are
 // read and compared, how dates and numbers are shown, how many rows and
 // how much of a GROUP_CONCAT come back, and what can decide the backend's
-// plan, and so the order of rows a statement does not fully order; and the
-// account and role the backend checked privileges for (an entry is kept
-// only while the versions of its tables hold, and a change of privileges
-// bumps them all: see Analyze).
+// plan, and so the order of rows a statement does not fully order. (The
+// account and role the backend checked privileges for are in the
+// evaluator's settings, part of the key too; an entry is kept only while
+// the versions of its tables hold, and a change of privileges bumps them
+// all: see Analyze.)
 // sql_auto_is_null (1 makes "col IS NULL" read LAST_INSERT_ID()) is read to
 // rule the cache out.
 const resultSettingsQuery = "SELECT @@sql_auto_is_null, @@character_set_client, @@character_set_connection, " +
@@ -311,8 +312,7 @@ const resultSettingsQuery = "SELECT @@sql_auto_is_null, @@character_set_client, 
 	"@@default_week_format, @@max_sort_length, @@sql_select_limit, @@sql_big_selects, @@max_join_size, " +
 	"@@old_mode, @@optimizer_switch, @@join_cache_level, @@join_buffer_size, @@sort_buffer_size, " +
 	"@@optimizer_use_condition_selectivity, @@optimizer_search_depth, @@optimizer_prune_level, " +
-	"@@max_length_for_sort_data, @@tmp_table_size, @@max_heap_table_size, @@default_regex_flags, " +
-	"CURRENT_USER(), CURRENT_ROLE()"
+	"@@max_length_for_sort_data, @@tmp_table_size, @@max_heap_table_size, @@default_regex_flags"
 
 // probe reads the session's settings for the key, once until they may
 // have changed. A backend that lacks one of them (MySQL) is not served.

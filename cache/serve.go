@@ -574,7 +574,8 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 			memo.metaKey.normalized = strings.Clone(key.normalized)
 		}
 	}
-	if meta == nil && pl.zeroLimit(args) {
+	zeroLimit := pl.zeroLimit(args)
+	if meta == nil && zeroLimit {
 		return pass("LIMIT 0: the backend reads no table, so its answer's status is not what the shape's other executions get")
 	}
 	if meta == nil {
@@ -586,7 +587,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture},
 			"first execution of this shape in these settings: the backend answers, and its column metadata is learned"
 	}
-	if pl.zeroLimit(args) {
+	if zeroLimit {
 		meta = meta.unread()
 	}
 	if pl.join != nil {

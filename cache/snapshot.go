@@ -95,15 +95,9 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	if len(pk) == 0 {
 		return nil, fmt.Errorf("%s has no primary key", id)
 	}
-	if desc, err := descendingKey(conn, id); err != nil || desc {
+	if why, err := unservableShape(conn, id); err != nil || why != "" {
 		if err == nil {
-			err = fmt.Errorf("%s has a descending primary key", id)
-		}
-		return nil, err
-	}
-	if cascaded, err := cascadedInto(conn, id); err != nil || cascaded {
-		if err == nil {
-			err = fmt.Errorf("%s has a foreign key whose parent's changes cascade into it", id)
+			err = fmt.Errorf("%s: %s", id, why)
 		}
 		return nil, err
 	}
@@ -311,36 +305,34 @@ func primaryKey(conn *client.Conn, id lease.TableID) ([]string, error) {
 	return cols, nil
 }
 
-// descendingKey reports whether a part of id's primary key is
-// descending (MariaDB 10.8 and MySQL 8 keep such an index in descending
-// order): a scan then returns rows in that order, which the proxy's copy,
-// kept in ascending key order, does not follow.
-func descendingKey(conn *client.Conn, id lease.TableID) (bool, error) {
-	r, err := conn.Execute(`SELECT COUNT(*) FROM information_schema.STATISTICS
-		WHERE INDEX_NAME = 'PRIMARY' AND COLLATION = 'D' AND TABLE_SCHEMA = ? AND TABLE_NAME = ?`, id.Schema, id.Table)
-	if err != nil {
-		return false, err
+// unservableShape says why id's rows cannot be served from a copy kept
+// in ascending primary-key order and refreshed by the writes the proxy
+// sees, or "": a part of its primary key is descending (MariaDB 10.8 and
+// MySQL 8 keep such an index in descending order, and a scan returns rows
+// in that order), or a foreign key of id changes its rows when its
+// parent's change (ON DELETE or ON UPDATE CASCADE, SET NULL, SET DEFAULT:
+// InnoDB makes those changes itself, and neither the statement, which
+// names the parent, nor the binary log, which has the parent's rows only,
+// says that id changed).
+func unservableShape(conn *client.Conn, id lease.TableID) (string, error) {
+	for _, c := range []struct{ why, query string }{
+		{"table with a descending primary key", `SELECT COUNT(*) FROM information_schema.STATISTICS
+			WHERE INDEX_NAME = 'PRIMARY' AND COLLATION = 'D' AND TABLE_SCHEMA = ? AND TABLE_NAME = ?`},
+		{"table changed by a foreign key's cascade", `SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
+			WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?
+			AND (DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION'))`},
+	} {
+		r, err := conn.Execute(c.query, id.Schema, id.Table)
+		if err != nil {
+			return "", err
+		}
+		n, _ := r.GetInt(0, 0)
+		r.Close()
+		if n > 0 {
+			return c.why, nil
+		}
 	}
-	defer r.Close()
-	n, _ := r.GetInt(0, 0)
-	return n > 0, nil
-}
-
-// cascadedInto reports whether a foreign key of id changes its rows when
-// its parent's change (ON DELETE or ON UPDATE CASCADE, SET NULL, SET
-// DEFAULT): InnoDB makes those changes itself, and neither the statement
-// (which names the parent) nor the binary log (which has the parent's
-// rows only) says that id changed.
-func cascadedInto(conn *client.Conn, id lease.TableID) (bool, error) {
-	r, err := conn.Execute(`SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
-		WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?
-		AND (DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION'))`, id.Schema, id.Table)
-	if err != nil {
-		return false, err
-	}
-	defer r.Close()
-	n, _ := r.GetInt(0, 0)
-	return n > 0, nil
+	return "", nil
 }
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

@@ -97,13 +97,11 @@ func (p *Plugin) shadowed(st *plugins.Statement, si *sessionInfo, id lease.Table
 	if t.has(id) {
 		return true
 	}
-	k := ""
-	if t.unknown {
-		k = tempKey(id)
-		if t.checked[k] {
-			return false
-		}
-	} else {
+	if !t.unknown {
+		return false
+	}
+	k := tempKey(id)
+	if t.checked[k] {
 		return false
 	}
 	if st.Backend == nil {

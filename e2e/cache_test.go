@@ -340,5 +340,5 @@ func dumpQuery(t *testing.T, db *sql.DB, q string) string {
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
-	return dumpRows(t, r)
+	return dumpRows(r)
 }

@@ -449,7 +449,7 @@ func TestCachedReadsMatchBackend(t *testing.T) {
 			if err != nil {
 				return "error: " + err.Error()
 			}
-			return dumpRows(t, r)
+			return dumpRows(r)
 		}
 		// The first execution of a shape teaches the cache its metadata;
 		// the second is answered from memory if the shape is covered.
@@ -501,7 +501,7 @@ func hitsOf(t *testing.T, db *sql.DB, table string) int64 {
 }
 
 // dumpRows renders column metadata and raw values.
-func dumpRows(t *testing.T, r *sql.Rows) string {
+func dumpRows(r *sql.Rows) string {
 	defer r.Close()
 	var b strings.Builder
 	cts, err := r.ColumnTypes()

@@ -129,40 +129,7 @@ func outcome(conn *sql.Conn, q string, args ...any) string {
 	if err != nil {
 		return errText(err)
 	}
-	defer rows.Close()
-	var b strings.Builder
-	cts, err := rows.ColumnTypes()
-	if err != nil {
-		return errText(err)
-	}
-	for _, ct := range cts {
-		n, _ := ct.Nullable()
-		p, s, _ := ct.DecimalSize()
-		l, _ := ct.Length()
-		fmt.Fprintf(&b, "%s:%s:%v:%d,%d:%d ", ct.Name(), ct.DatabaseTypeName(), n, p, s, l)
-	}
-	vals := make([]sql.RawBytes, len(cts))
-	ptrs := make([]any, len(cts))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return errText(err)
-		}
-		b.WriteString("|")
-		for _, v := range vals {
-			if v == nil {
-				b.WriteString("NULL,")
-			} else {
-				fmt.Fprintf(&b, "%q,", []byte(v))
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return errText(err)
-	}
-	return b.String()
+	return dumpRows(rows)
 }
 
 // same runs q on MariaDB, then through the proxy, and reports a difference.

@@ -70,7 +70,7 @@ func TestResultCache(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", q.sql, err)
 		}
-		return dumpRows(t, r)
+		return dumpRows(r)
 	}
 	resultHits := func() int64 {
 		var n int64
@@ -192,7 +192,7 @@ func TestResultCache(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", sqlText, err)
 			}
-			dumpRows(t, r)
+			dumpRows(r)
 			if got := resultHits(); got != hits {
 				from, why := lastServedFrom(t, one)
 				t.Errorf("%s (run %d) was answered from the result cache: it depends on more than the tables (served from %s: %s)",
