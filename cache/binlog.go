@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,10 @@ type watcher struct {
 	// or event written in the current second.
 	lastEvent atomic.Int64
 	caughtUp  atomic.Bool
+
+	// tellMu orders what tell passes on: each change of following or
+	// caughtUp is followed by a tell that reads them after it.
+	tellMu sync.Mutex
 }
 
 // heartbeatPeriod is how often the backend sends a heartbeat on an idle
@@ -59,7 +64,16 @@ func (w *watcher) status() string {
 	if w == nil {
 		return "none"
 	}
+	if r, ok := w.p.leases.(binlogRole); ok && !r.FollowBinlog() {
+		if r.BinlogWatched() {
+			return "binlog (through the leader)"
+		}
+		return "binlog (the leader has not caught up)"
+	}
 	if w.following.Load() {
+		if !w.caughtUp.Load() {
+			return "binlog (catching up)"
+		}
 		return "binlog"
 	}
 	if p := w.problem.Load(); p != nil {
@@ -72,6 +86,20 @@ func (w *watcher) fail(err error) {
 	msg := err.Error()
 	w.problem.Store(&msg)
 	w.following.Store(false)
+	w.tell()
+}
+
+// tell passes on, in a cluster, whether this proxy follows the log and
+// has caught up: the other proxies answer from memory only while the
+// leader's follower has (see binlogRole).
+func (w *watcher) tell() {
+	r, ok := w.p.leases.(binlogRole)
+	if !ok {
+		return
+	}
+	w.tellMu.Lock()
+	defer w.tellMu.Unlock()
+	r.SetBinlogWatched(w.following.Load() && w.caughtUp.Load())
 }
 
 // run follows the log until stop is closed, restarting after failures.
@@ -127,6 +155,7 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 				return
 			case <-t.C:
 				if w.following.Load() && time.Since(time.Unix(0, w.lastEvent.Load())) > stallAfter && w.caughtUp.Swap(false) {
+					w.tell()
 					w.p.log.Warn("cache: the binary log stream is silent; cached reads go to the backend until it catches up", "silent_for", stallAfter)
 				}
 				if !w.p.followsBinlogHere() {
@@ -140,6 +169,7 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 	defer func() {
 		if demoted.Load() {
 			w.following.Store(false)
+			w.tell()
 		}
 	}()
 	pos, err := w.currentPosition(ctx)
@@ -173,6 +203,7 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 	w.caughtUp.Store(true) // (pos is where the log ended a moment ago)
 	w.following.Store(true)
 	w.problem.Store(nil)
+	w.tell()
 	w.p.log.Info("cache: following the binary log", "from", pos.String())
 	// The tables bumped for the transaction being read: its rows events
 	// often name a table many times, and one bump is enough, since a load
@@ -240,6 +271,7 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 		if !w.caughtUp.Load() && catching.reached(ctx, w, ev.Header, read) {
 			// (After the event's invalidations.)
 			w.caughtUp.Store(true)
+			w.tell()
 			w.p.log.Info("cache: the binary log stream has caught up; cached reads resume", "at", read.String())
 		}
 	}

@@ -20,9 +20,13 @@ type catalogWatcher interface {
 }
 
 // binlogRole is a lease.Manager in a cluster, where one proxy (the leader)
-// follows the binary log and proposes the version bumps for everyone.
+// follows the binary log and proposes the version bumps for everyone. It
+// tells the others whether it is watching (SetBinlogWatched): they answer
+// from memory only while it is (BinlogWatched).
 type binlogRole interface {
 	FollowBinlog() bool
+	SetBinlogWatched(ok bool)
+	BinlogWatched() bool
 }
 
 // VirtualTable is a table of the virtual schema provided from outside the

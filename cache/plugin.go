@@ -293,8 +293,10 @@ func (p *Plugin) bypassWritesVisible() bool {
 	if p.opts.AcceptStaleRisk {
 		return true
 	}
-	if !p.followsBinlogHere() {
-		return true // the cluster's leader follows it and bumps versions through the log
+	if r, ok := p.leases.(binlogRole); ok && !r.FollowBinlog() {
+		// The cluster's leader follows it and bumps versions through the
+		// log, while it says it has caught up.
+		return r.BinlogWatched()
 	}
 	w := p.watch.Load()
 	return w != nil && w.following.Load() && w.caughtUp.Load()

@@ -114,6 +114,12 @@ type Node struct {
 	flushC   chan struct{}
 	deferred atomic.Int64 // bumps deferred, for tests
 
+	// binlogWant is what this node, while it leads, has to say of the
+	// backend's binary log (see SetBinlogWatched); binlogC wakes the
+	// loop that says it.
+	binlogWant atomic.Bool
+	binlogC    chan struct{}
+
 	// leaderC is closed (and replaced) whenever this node sees the leader
 	// change, so that a proposal forwarded to a leader that stopped
 	// answering is abandoned for its successor at once; guarded by lmu.
@@ -170,7 +176,8 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), inc: randomUint64(), stop: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}},
-		dirty:  map[lease.TableID]bool{}, flushC: make(chan struct{}, 1), leaderC: make(chan struct{})}
+		dirty:  map[lease.TableID]bool{}, flushC: make(chan struct{}, 1), leaderC: make(chan struct{}),
+		binlogC: make(chan struct{}, 1)}
 	n.fsm = newFSM(cfg.Events)
 	n.fsm.idle = n.kickFlush
 	if err := n.start(dir); err != nil {
@@ -240,6 +247,8 @@ func (n *Node) start(dir string) error {
 	n.http = &http.Server{Handler: n.routes(), ReadHeaderTimeout: 5 * time.Second}
 	n.wg.Add(1)
 	go n.flusher()
+	n.wg.Add(1)
+	go n.sayBinlog()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -429,6 +438,59 @@ func (n *Node) flusher() {
 		if err := n.Bump(ctx, due); err != nil {
 			n.log.Warn("cluster: a deferred version bump failed; retrying", "err", err)
 			n.markDirty(due)
+		}
+		cancel()
+	}
+}
+
+// SetBinlogWatched tells the cluster, while this node leads, whether it
+// follows the backend's binary log and has caught up with it. Only the
+// leader follows the log, and writes that bypass the proxies reach the
+// others only through the versions it bumps: a proxy answers from memory
+// only while the current term's leader has said it is watching
+// (BinlogWatched), so a stalled or broken stream on the leader, or a new
+// leader that has not caught up yet, stops every proxy's memory reads.
+func (n *Node) SetBinlogWatched(ok bool) {
+	if n.binlogWant.Swap(ok) != ok {
+		select {
+		case n.binlogC <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// BinlogWatched reports whether the leader of the current term (as far
+// as this node has applied the log) has said it is watching the binary
+// log.
+func (n *Node) BinlogWatched() bool { return n.fsm.watched.Load() }
+
+// sayBinlog commits what this node, as leader, has to say of the binary
+// log whenever it is not what the log says: when it changes, and once in
+// every term it leads. It appends only as the leader (never forwards), so
+// what an entry says is always its own term's leader's word.
+func (n *Node) sayBinlog() {
+	defer n.wg.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.binlogC:
+		case <-t.C:
+		}
+		want := n.binlogWant.Load()
+		if n.raft.State() != raft.Leader || n.fsm.binlogSaid(n.cfg.ID, n.inc, want) {
+			continue
+		}
+		c := command{Op: opBump, Node: n.cfg.ID, Inc: n.inc, Watching: &want}
+		data, err := json.Marshal(c)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if _, err := n.applyAsLeader(ctx, c, data); err != nil {
+			n.log.Debug("cluster: saying whether the binary log is watched failed; retrying", "watching", want, "err", err)
 		}
 		cancel()
 	}

@@ -251,3 +251,56 @@ func TestDeferredBumpStillBumps(t *testing.T) {
 		})
 	}
 }
+
+// Every member answers from memory only while the current leader says it
+// follows the binary log: a leader's word ends with its term, and a
+// follower's word counts for nothing.
+func TestBinlogWatchedFollowsTheLeader(t *testing.T) {
+	ms := threeNodes(t)
+	live := ms
+	watched := func(want bool) func() bool {
+		return func() bool {
+			for _, mb := range live {
+				if mb.m.BinlogWatched() != want {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitUntil(t, 2*time.Second, "unwatched everywhere at first", watched(false))
+	for _, mb := range ms[1:] {
+		mb.m.SetBinlogWatched(true) // followers: not the leader's word
+	}
+	time.Sleep(300 * time.Millisecond)
+	if !watched(false)() {
+		t.Fatal("a follower's word made the log watched")
+	}
+	ms[0].m.SetBinlogWatched(true)
+	waitUntil(t, 2*time.Second, "watched everywhere once the leader says so", watched(true))
+	ms[0].m.SetBinlogWatched(false)
+	waitUntil(t, 2*time.Second, "unwatched everywhere once the leader says its stream stalled", watched(false))
+	ms[0].m.SetBinlogWatched(true)
+	waitUntil(t, 2*time.Second, "watched again", watched(true))
+
+	// The leader goes: the survivors must not trust its word in the next
+	// term, whatever they said before, until the new leader says it.
+	for _, mb := range ms[1:] {
+		mb.m.SetBinlogWatched(false)
+	}
+	ms[0].close()
+	live = ms[1:]
+	var next *member
+	waitUntil(t, 5*time.Second, "a new leader", func() bool {
+		for _, mb := range ms[1:] {
+			if mb.n.IsLeader() {
+				next = mb
+				return true
+			}
+		}
+		return false
+	})
+	waitUntil(t, 3*time.Second, "unwatched under the new leader", watched(false))
+	next.m.SetBinlogWatched(true)
+	waitUntil(t, 2*time.Second, "watched once the new leader says so", watched(true))
+}

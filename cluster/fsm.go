@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -39,6 +40,11 @@ type command struct {
 	// Bumps raises these tables' versions too, whatever Op is: bumps the
 	// leader deferred ride on the next entry it writes (see Node.Bump).
 	Bumps []lease.TableID `json:"bumps,omitempty"`
+	// Watching, whatever Op is, is the leader Node saying whether it
+	// follows the backend's binary log and has caught up with it (see
+	// Node.SetBinlogWatched). It rides on an empty bump, which a node
+	// that does not know the field applies as nothing.
+	Watching *bool `json:"watching,omitempty"`
 }
 
 // CatalogEntry is one cached table in the replicated catalog.
@@ -51,6 +57,16 @@ type CatalogEntry struct {
 
 // ID is the entry's table.
 func (e CatalogEntry) ID() lease.TableID { return lease.TableID{Schema: e.Schema, Table: e.Table} }
+
+// binlogRec is what a leader last said of the backend's binary log. It
+// holds only in the term it was said in: the next leader has not caught
+// up until it says so itself.
+type binlogRec struct {
+	Node     string `json:"node"`
+	Inc      uint64 `json:"inc"`
+	Term     uint64 `json:"term"`
+	Watching bool   `json:"watching"`
+}
 
 type intentRec struct {
 	Node   string          `json:"node"`
@@ -88,6 +104,10 @@ type state struct {
 	// most.
 	Closed []string `json:"closed,omitempty"`
 	closed map[string]bool
+	// Term is the Raft term of the last entry applied, and Binlog what
+	// the leader last said of the binary log (see binlogWatched).
+	Term   uint64         `json:"term"`
+	Binlog binlogRec      `json:"binlog"`
 	TableL []tableSnap    `json:"tables"`
 	CatL   []CatalogEntry `json:"catalog"`
 }
@@ -100,6 +120,26 @@ type tableSnap struct {
 func newState() *state {
 	return &state{Tables: map[lease.TableID]*tableRec{}, Catalog: map[lease.TableID]CatalogEntry{},
 		Intents: map[string]intentRec{}, Members: map[string]*memberRec{}, closed: map[string]bool{}}
+}
+
+// binlogWatched reports whether the leader of the last entry's term has
+// said it follows the binary log and has caught up. A new term (a new
+// leader, or the same node elected again) starts unwatched, so a proxy
+// never trusts a log follower that may be gone.
+func (st *state) binlogWatched() bool {
+	return st.Binlog.Watching && st.Binlog.Term == st.Term
+}
+
+// binlogSaid reports whether node's incarnation inc has said watching in
+// the current term (so it need not say it again).
+func (f *fsm) binlogSaid(node string, inc uint64, watching bool) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	b := f.st.Binlog
+	if !watching {
+		return !f.st.binlogWatched()
+	}
+	return b.Node == node && b.Inc == inc && b.Term == f.st.Term && b.Watching
 }
 
 // keepClosed is how many closed intent names the state remembers.
@@ -140,6 +180,8 @@ type fsm struct {
 
 	mu sync.RWMutex // guards st; Apply writes, readers (members, catalog, leases) read
 	st *state
+	// watched is st.binlogWatched(), kept for the read path.
+	watched atomic.Bool
 }
 
 func newFSM(ev Events) *fsm { return &fsm{ev: ev, now: time.Now, st: newState()} }
@@ -154,7 +196,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if err := json.Unmarshal(l.Data, &c); err != nil {
 		panic(fmt.Sprintf("cluster: undecodable log entry %d: %v", l.Index, err))
 	}
-	changed, intents, catalog := f.apply(c)
+	changed, intents, catalog := f.apply(c, l.Term)
 	for id, t := range changed {
 		f.ev.TableState(id, t.Version, t.Intents)
 	}
@@ -172,16 +214,27 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if catalog {
 		f.ev.CatalogChanged()
 	}
+	f.mu.RLock()
+	f.watched.Store(f.st.binlogWatched())
+	f.mu.RUnlock()
 	f.ev.Applied(l.Index)
 	return nil
 }
 
-// apply changes the state for c and returns the tables it changed (copies),
-// the intents it opened or closed, and whether the catalog changed.
-func (f *fsm) apply(c command) (map[lease.TableID]tableRec, []string, bool) {
+// apply changes the state for c, an entry of term, and returns the tables
+// it changed (copies), the intents it opened or closed, and whether the
+// catalog changed.
+func (f *fsm) apply(c command, term uint64) (map[lease.TableID]tableRec, []string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.st
+	st.Term = max(st.Term, term)
+	if c.Watching != nil {
+		st.Binlog = binlogRec{Node: c.Node, Inc: c.Inc, Term: term, Watching: *c.Watching}
+	}
+	if !st.binlogWatched() {
+		f.watched.Store(false) // at once; turning true waits for the entry's versions (Apply)
+	}
 	changed := map[lease.TableID]tableRec{}
 	var intents []string
 	table := func(id lease.TableID) *tableRec {
@@ -350,6 +403,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	st.TableL, st.CatL = nil, nil
 	f.mu.Lock()
 	f.st = st
+	f.watched.Store(false) // until the tables' versions are told
 	tables := make(map[lease.TableID]tableRec, len(st.Tables))
 	for id, t := range st.Tables {
 		tables[id] = *t
@@ -359,6 +413,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		f.ev.TableState(id, t.Version, t.Intents)
 	}
 	f.ev.CatalogChanged()
+	f.mu.RLock()
+	f.watched.Store(f.st.binlogWatched())
+	f.mu.RUnlock()
 	return nil
 }
 

@@ -161,3 +161,69 @@ type sink struct{ *bytes.Buffer }
 func (s *sink) ID() string    { return "test" }
 func (s *sink) Cancel() error { return nil }
 func (s *sink) Close() error  { return nil }
+
+// What a leader says of the binary log holds only in its own term: an
+// entry of a later term (any entry: a renewal through the next leader)
+// leaves the log unwatched until that term's leader says it is watching.
+func TestFSMBinlogWatchedHoldsInItsTerm(t *testing.T) {
+	f := newFSM(newRecorder())
+	yes, no := true, false
+	index := uint64(0)
+	apply := func(term uint64, c command) {
+		t.Helper()
+		data, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index++
+		f.Apply(&raft.Log{Index: index, Term: term, Type: raft.LogCommand, Data: data})
+	}
+	check := func(want bool, when string) {
+		t.Helper()
+		if got := f.watched.Load(); got != want {
+			t.Fatalf("%s: watched = %v, want %v", when, got, want)
+		}
+	}
+	check(false, "at first")
+	apply(2, command{Op: opRenew, Node: "n1", Inc: 1})
+	check(false, "before anyone said so")
+	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &yes})
+	check(true, "after the leader said so")
+	if !f.binlogSaid("n1", 1, true) || f.binlogSaid("n1", 2, true) || f.binlogSaid("n2", 1, true) {
+		t.Fatal("binlogSaid names the wrong speaker")
+	}
+	apply(2, command{Op: opRenew, Node: "n2", Inc: 1})
+	check(true, "after another entry of the same term")
+	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &no})
+	check(false, "after the leader said it stalled")
+	if !f.binlogSaid("n2", 1, false) {
+		t.Fatal("an unwatched log needs nobody to say so")
+	}
+	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &yes})
+	check(true, "after it caught up")
+	apply(3, command{Op: opRenew, Node: "n2", Inc: 1})
+	check(false, "in the next term")
+	if f.binlogSaid("n1", 1, true) {
+		t.Fatal("a word of an earlier term counts as said")
+	}
+	// The snapshot keeps the word and its term.
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(3, command{Op: opBump, Node: "n2", Inc: 1, Watching: &yes})
+	check(true, "after the next leader said so")
+	snap2, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []raft.FSMSnapshot{snap, snap2} {
+		g := newFSM(newRecorder())
+		if err := g.Restore(io.NopCloser(bytes.NewReader(s.(*fsmSnapshot).data))); err != nil {
+			t.Fatal(err)
+		}
+		if got := g.watched.Load(); got != (i == 1) {
+			t.Fatalf("restored snapshot %d: watched = %v", i, got)
+		}
+	}
+}

@@ -144,3 +144,57 @@ func newStallRelay(t *testing.T, backend string) string {
 	}()
 	return l.Addr().String()
 }
+
+// TestClusterStalledLeaderStream: in a cluster only the leader follows the
+// binary log, and the other proxies see writes that bypass the proxies
+// only through the versions it bumps. When the leader's stream stalls, a
+// follower must stop answering from memory as the leader does (within
+// about a second), and resume once the stream has caught up.
+func TestClusterStalledLeaderStream(t *testing.T) {
+	e := newClusterEnvVia(t, 2, func(backend string) string { return newStallRelay(t, backend) })
+	db := e.conn(t, e.follower(e.cacheKV(t)), e.app)
+	read := func() (v int64, memory bool) {
+		before := e.hits(t, db)
+		if err := db.QueryRow("SELECT v FROM kv WHERE id = 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v, e.hits(t, db) > before
+	}
+	waitFor(t, 30*time.Second, "reads from memory on the follower", func() (bool, error) {
+		_, memory := read()
+		return memory, nil
+	})
+	var inval string
+	if err := db.QueryRow("SELECT invalidation FROM tableproxy.cached_tables WHERE table_name = 'kv'").Scan(&inval); err != nil || inval != "binlog (through the leader)" {
+		t.Errorf("the follower's invalidation column: %q, %v", inval, err)
+	}
+	direct := testdb.Open(t, testdb.DSN(e.backend.Addr, e.app.name, e.app.password, e.cacheEnv.db, nil))
+	stalled.Store(true)
+	t.Cleanup(func() { stalled.Store(false) })
+	start := time.Now()
+	var lastStale time.Duration
+	for i := int64(1); i <= 25; i++ {
+		if _, err := direct.Exec("UPDATE kv SET v = ? WHERE id = 1", i); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := read(); v != i {
+			lastStale = time.Since(start)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if lastStale > 1500*time.Millisecond {
+		t.Errorf("with the leader's stream stalled, a follower still missed a write that bypassed the proxies %v after the stall began", lastStale)
+	}
+	if err := db.QueryRow("SELECT invalidation FROM tableproxy.cached_tables WHERE table_name = 'kv'").Scan(&inval); err != nil || inval != "binlog (the leader has not caught up)" {
+		t.Errorf("the follower's invalidation column during the stall: %q, %v", inval, err)
+	}
+	stalled.Store(false)
+	waitFor(t, 10*time.Second, "memory reads on the follower after the stream moved", func() (bool, error) {
+		v, memory := read()
+		if v != 25 {
+			t.Fatalf("after the stall: v = %d, want 25", v)
+		}
+		return memory, nil
+	})
+	t.Logf("the follower's stale answers stopped %v after the stall began", lastStale)
+}

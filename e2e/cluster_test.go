@@ -28,11 +28,18 @@ type clusterNode struct {
 type clusterEnv struct {
 	*cacheEnv
 	nodes []*clusterNode
+	via   string // the proxies' backend address: MariaDB's, or a relay's
 }
 
 // newClusterEnv starts n proxies on loopback in front of one MariaDB, the
 // first bootstrapping the cluster and the others joining it.
 func newClusterEnv(t *testing.T, n int) *clusterEnv {
+	return newClusterEnvVia(t, n, nil)
+}
+
+// newClusterEnvVia is newClusterEnv with the proxies reaching MariaDB
+// through relay(MariaDB's address), if relay is not nil.
+func newClusterEnvVia(t *testing.T, n int, relay func(backend string) string) *clusterEnv {
 	b := testdb.Get(t)
 	ce := &cacheEnv{backend: b, db: b.NewDatabase(t)}
 	ce.app = account{b.NewUser(t, "app-pw", "ALL", ce.db), "app-pw"}
@@ -40,7 +47,10 @@ func newClusterEnv(t *testing.T, n int) *clusterEnv {
 	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
 		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", ce.admin.name, host))
 	}
-	e := &clusterEnv{cacheEnv: ce}
+	e := &clusterEnv{cacheEnv: ce, via: b.Addr}
+	if relay != nil {
+		e.via = relay(b.Addr)
+	}
 	for i := 0; i < n; i++ {
 		dir := t.TempDir()
 		nd := &clusterNode{id: fmt.Sprintf("n%d", i+1), raft: freePort(t), dataDir: filepath.Join(dir, "data"), cfg: filepath.Join(dir, "tableproxy.yaml")}
@@ -76,7 +86,7 @@ func (e *clusterEnv) addNode(t *testing.T, nd *clusterNode, join string, nonvote
 
 func (e *clusterEnv) startNode(t *testing.T, nd *clusterNode) {
 	t.Helper()
-	p := launchProxy(t, nd.cfg, nd.dataDir, e.backend.Addr, freePort(t), []account{e.app}, []account{e.admin})
+	p := launchProxy(t, nd.cfg, nd.dataDir, e.via, freePort(t), []account{e.app}, []account{e.admin})
 	if err := p.waitReady(20 * time.Second); err != nil {
 		_ = p.cmd.Process.Kill()
 		t.Fatalf("%s did not start: %v\n%s", nd.id, err, p.stderr.String())
@@ -586,6 +596,35 @@ func TestClusterLinearizableUnderFaults(t *testing.T) {
 }
 
 // hits reads kv's count of reads answered from memory on nd.
+// cacheKV creates table kv (id 1, v 0), caches it, waits until every
+// proxy has loaded it, and returns the leader.
+func (e *clusterEnv) cacheKV(t *testing.T) *clusterNode {
+	t.Helper()
+	use := "USE `" + e.cacheEnv.db + "`; "
+	e.backend.Exec(t, use+"CREATE TABLE kv (id INT PRIMARY KEY, v INT NOT NULL)", use+"INSERT INTO kv VALUES (1, 0)")
+	admin := e.conn(t, e.nodes[0], e.admin)
+	defer admin.Close()
+	if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReadyEverywhere(t, "kv", 1)
+	l := e.leader(t, e.nodes[0])
+	if l == nil {
+		t.Fatal("no leader named in tableproxy.cluster_members")
+	}
+	return l
+}
+
+// follower returns a node other than l.
+func (e *clusterEnv) follower(l *clusterNode) *clusterNode {
+	for _, nd := range e.nodes {
+		if nd != l {
+			return nd
+		}
+	}
+	return nil
+}
+
 func (e *clusterEnv) hits(t *testing.T, db *sql.DB) int64 {
 	var hits int64
 	_ = db.QueryRow("SELECT hits FROM tableproxy.cached_tables WHERE table_name = 'kv'").Scan(&hits)
@@ -597,21 +636,8 @@ func (e *clusterEnv) hits(t *testing.T, db *sql.DB) int64 {
 // leader it answers from memory again: the test reports how long each took.
 func TestClusterFailoverResumesMemoryReads(t *testing.T) {
 	e := newClusterEnv(t, 3)
-	use := "USE `" + e.cacheEnv.db + "`; "
-	e.backend.Exec(t, use+"CREATE TABLE kv (id INT PRIMARY KEY, v INT NOT NULL)", use+"INSERT INTO kv VALUES (1, 0)")
-	admin := e.conn(t, e.nodes[0], e.admin)
-	if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
-		t.Fatal(err)
-	}
-	e.waitReadyEverywhere(t, "kv", 1)
-	l := e.leader(t, e.nodes[0])
-	var s *clusterNode
-	for _, nd := range e.nodes {
-		if nd != l {
-			s = nd
-		}
-	}
-	db := e.conn(t, s, e.app)
+	l := e.cacheKV(t)
+	db := e.conn(t, e.follower(l), e.app)
 	servedFromMemory := func() bool {
 		before := e.hits(t, db)
 		var v int

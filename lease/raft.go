@@ -31,6 +31,12 @@ type Log interface {
 	Bump(ctx context.Context, tables []TableID) error
 	// IsLeader reports whether this node leads now (for duties only).
 	IsLeader() bool
+	// SetBinlogWatched says, while this node leads, whether it follows
+	// the backend's binary log and has caught up with it.
+	// BinlogWatched reports whether the current term's leader has said
+	// it does (as far as this node has applied the log).
+	SetBinlogWatched(ok bool)
+	BinlogWatched() bool
 }
 
 // RaftConfig sets the lease terms.
@@ -108,6 +114,11 @@ type Raft struct {
 
 	pendMu  sync.Mutex // guards pending
 	pending map[TableID]bool
+
+	// binlogMu guards binlogWant, what this proxy's binary-log follower
+	// last said (see SetBinlogWatched), and orders what is told the log.
+	binlogMu   sync.Mutex
+	binlogWant bool
 
 	// wmu guards active and every shared's refs, gen, opened and closed;
 	// writers take it twice per statement, never the read path.
@@ -258,6 +269,39 @@ func (m *Raft) LeaseValid() bool {
 // binary log: only the leader does, so each bypassing write is proposed
 // once.
 func (m *Raft) FollowBinlog() bool { return m.log != nil && m.log.IsLeader() }
+
+// SetBinlogWatched is told by the leader's binary-log follower whether it
+// follows the log and has caught up; the others ask BinlogWatched before
+// answering from memory, since writes that bypass the proxies reach them
+// only through the versions that follower bumps.
+// A bump this proxy could not commit (see Invalidate) is a change the
+// others have not been told of: until it commits, it says it is not.
+func (m *Raft) SetBinlogWatched(ok bool) {
+	m.binlogMu.Lock()
+	defer m.binlogMu.Unlock()
+	m.binlogWant = ok
+	m.tellBinlogLocked()
+}
+
+func (m *Raft) tellBinlog() {
+	m.binlogMu.Lock()
+	defer m.binlogMu.Unlock()
+	m.tellBinlogLocked()
+}
+
+func (m *Raft) tellBinlogLocked() {
+	if m.log == nil {
+		return
+	}
+	m.pendMu.Lock()
+	pending := len(m.pending)
+	m.pendMu.Unlock()
+	m.log.SetBinlogWatched(m.binlogWant && pending == 0)
+}
+
+// BinlogWatched reports whether the cluster's leader has said it follows
+// the binary log and has caught up, in the current term.
+func (m *Raft) BinlogWatched() bool { return m.log != nil && m.log.BinlogWatched() }
 
 func (m *Raft) renewLoop() {
 	defer m.wg.Done()
@@ -576,6 +620,7 @@ func (m *Raft) Invalidate(id TableID) Version {
 		m.pendMu.Lock()
 		m.pending[id] = true
 		m.pendMu.Unlock()
+		m.tellBinlog()
 		m.lg.Warn("lease: version bump failed; this proxy stops serving the table until one commits", "table", id.String(), "err", err)
 	}
 	return Version(want)
@@ -601,6 +646,7 @@ func (m *Raft) retryPending() {
 		delete(m.pending, id)
 	}
 	m.pendMu.Unlock()
+	m.tellBinlog()
 }
 
 // Subscribe implements Manager.

@@ -30,9 +30,11 @@ func newFake(m *Raft) *fakeLog {
 	return &fakeLog{m: m, opened: map[string][]TableID{}, vers: map[TableID]Version{}, ints: map[TableID]int{}}
 }
 
-func (f *fakeLog) ID() string          { return "n1" }
-func (f *fakeLog) Incarnation() uint64 { return 1 }
-func (f *fakeLog) IsLeader() bool      { return true }
+func (f *fakeLog) ID() string            { return "n1" }
+func (f *fakeLog) Incarnation() uint64   { return 1 }
+func (f *fakeLog) IsLeader() bool        { return true }
+func (f *fakeLog) SetBinlogWatched(bool) {}
+func (f *fakeLog) BinlogWatched() bool   { return true }
 
 func (f *fakeLog) commit(fn func()) error {
 	_, err := f.commitAt(fn)
