@@ -116,9 +116,15 @@ func (w *watcher) run(stop <-chan struct{}) {
 			}
 			continue
 		}
+		began := time.Now()
 		err := w.follow(stop)
 		if errors.Is(err, errNotFollower) {
 			continue
+		}
+		if time.Since(began) > 30*time.Second {
+			// The stream was up for a while: this break is a new one,
+			// retried soon (in a cluster every proxy's memory reads wait).
+			backoff = 200 * time.Millisecond
 		}
 		select {
 		case <-stop:
@@ -248,8 +254,7 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 			}
 			switch a.Effect {
 			case EffectUnknown:
-				w.p.invalidateAll()
-				w.p.leases.Invalidate(privilegesID) // GRANT, REVOKE, FLUSH PRIVILEGES, ...
+				w.p.invalidateAll() // (privileges too: GRANT, REVOKE, FLUSH PRIVILEGES, ...)
 			case EffectWrite, EffectDDL:
 				for _, id := range a.Tables {
 					w.invalidate(id)

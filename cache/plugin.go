@@ -400,9 +400,15 @@ func (p *Plugin) Servable(id lease.TableID) (*Snapshot, bool) {
 	if ts == nil {
 		return nil, false
 	}
+	// Whether the binary log is watched is read before the version: it
+	// turns true only after the bumps for what the log showed, so a
+	// version read after it is at least theirs.
+	if !p.bypassWritesVisible() {
+		return nil, false
+	}
 	v, ok := ts.servable()
 	s := ts.snap.Load()
-	if !ok || s == nil || s.Version != v || s.epoch != ts.epoch.Load() || !p.bypassWritesVisible() {
+	if !ok || s == nil || s.Version != v || s.epoch != ts.epoch.Load() {
 		return nil, false
 	}
 	return s, true
@@ -996,9 +1002,12 @@ func (p *Plugin) Tables() []Status {
 	return out
 }
 
-// invalidateAll bumps the version of every cached table.
+// invalidateAll bumps the version of every cached table, and of the
+// backend's privileges.
 func (p *Plugin) invalidateAll() {
 	for _, id := range p.cachedIDs() {
 		p.leases.Invalidate(id)
 	}
+	// A GRANT or REVOKE may be among what was missed, too.
+	p.leases.Invalidate(privilegesID)
 }

@@ -125,6 +125,9 @@ type Node struct {
 	// answering is abandoned for its successor at once; guarded by lmu.
 	lmu     sync.Mutex
 	leaderC chan struct{}
+	// leaderID is the leader's ID as this node knows it ("" while it
+	// knows none), kept by watchLeader for BinlogWatched.
+	leaderID atomic.Pointer[string]
 
 	stop    chan struct{}
 	stopped sync.Once
@@ -180,6 +183,7 @@ func Open(cfg Config) (*Node, error) {
 		binlogC: make(chan struct{}, 1)}
 	n.fsm = newFSM(cfg.Events)
 	n.fsm.idle = n.kickFlush
+	n.leaderID.Store(new(string))
 	if err := n.start(dir); err != nil {
 		n.Close()
 		return nil, err
@@ -459,10 +463,33 @@ func (n *Node) SetBinlogWatched(ok bool) {
 	}
 }
 
-// BinlogWatched reports whether the leader of the current term (as far
-// as this node has applied the log) has said it is watching the binary
-// log.
-func (n *Node) BinlogWatched() bool { return n.fsm.watched.Load() }
+// BinlogWatched reports whether the leader has said it is watching the
+// binary log, in the current term, and still leads as far as this node
+// knows. Raft's current term moves before any entry of the new term is
+// applied here (a candidate raises it when it starts an election, a
+// follower when it hears from the new leader), so a word of an earlier
+// term counts for nothing even if that term's leader got it committed
+// after it died; and a node that has lost its leader (a heartbeat timeout,
+// which is how a non-voter learns it) trusts nobody's word.
+func (n *Node) BinlogWatched() bool {
+	return binlogTrusted(n.fsm.binlog.Load(), n.raft.CurrentTerm(), *n.leaderID.Load())
+}
+
+// binlogTrusted is BinlogWatched's rule, for a word b, the current term
+// and the leader's ID as this node knows them.
+func binlogTrusted(b *binlogRec, term uint64, leader string) bool {
+	return b != nil && b.Watching && b.Term == term && b.Node == leader
+}
+
+// binlogSaid reports whether the log already says what this node, as
+// leader, wants said.
+func (n *Node) binlogSaid(want bool) bool {
+	if !want {
+		return !n.BinlogWatched()
+	}
+	b := n.fsm.binlog.Load()
+	return n.BinlogWatched() && b.Node == n.cfg.ID && b.Inc == n.inc
+}
 
 // sayBinlog commits what this node, as leader, has to say of the binary
 // log whenever it is not what the log says: when it changes, and once in
@@ -480,7 +507,7 @@ func (n *Node) sayBinlog() {
 		case <-t.C:
 		}
 		want := n.binlogWant.Load()
-		if n.raft.State() != raft.Leader || n.fsm.binlogSaid(n.cfg.ID, n.inc, want) {
+		if n.raft.State() != raft.Leader || n.binlogSaid(want) {
 			continue
 		}
 		c := command{Op: opBump, Node: n.cfg.ID, Inc: n.inc, Watching: &want}
@@ -572,6 +599,15 @@ func (n *Node) proposeOnce(ctx context.Context, c command, data []byte) (uint64,
 	return out.Index, nil
 }
 
+// noteLeader reads the leader's ID from Raft after a change was observed.
+// Observations may be dropped when they come faster than they are read,
+// but then one is still waiting, and reading it reads the newest leader.
+func (n *Node) noteLeader() {
+	_, id := n.raft.LeaderWithID()
+	s := string(id)
+	n.leaderID.Store(&s)
+}
+
 // leaderChanged returns a channel that is closed when the leader changes.
 func (n *Node) leaderChanged() <-chan struct{} {
 	n.lmu.Lock()
@@ -587,6 +623,7 @@ func (n *Node) watchLeader(obs chan raft.Observation) {
 			return
 		case <-obs:
 		}
+		n.noteLeader()
 		n.lmu.Lock()
 		close(n.leaderC)
 		n.leaderC = make(chan struct{})

@@ -58,9 +58,10 @@ type CatalogEntry struct {
 // ID is the entry's table.
 func (e CatalogEntry) ID() lease.TableID { return lease.TableID{Schema: e.Schema, Table: e.Table} }
 
-// binlogRec is what a leader last said of the backend's binary log. It
-// holds only in the term it was said in: the next leader has not caught
-// up until it says so itself.
+// binlogRec is what a leader last said of the backend's binary log, with
+// the term of the entry that said it. It holds only while that term is
+// the current one and its speaker leads (see Node.BinlogWatched): the next
+// leader has not caught up until it says so itself.
 type binlogRec struct {
 	Node     string `json:"node"`
 	Inc      uint64 `json:"inc"`
@@ -104,9 +105,7 @@ type state struct {
 	// most.
 	Closed []string `json:"closed,omitempty"`
 	closed map[string]bool
-	// Term is the Raft term of the last entry applied, and Binlog what
-	// the leader last said of the binary log (see binlogWatched).
-	Term   uint64         `json:"term"`
+	// Binlog is what a leader last said of the binary log.
 	Binlog binlogRec      `json:"binlog"`
 	TableL []tableSnap    `json:"tables"`
 	CatL   []CatalogEntry `json:"catalog"`
@@ -122,24 +121,10 @@ func newState() *state {
 		Intents: map[string]intentRec{}, Members: map[string]*memberRec{}, closed: map[string]bool{}}
 }
 
-// binlogWatched reports whether the leader of the last entry's term has
-// said it follows the binary log and has caught up. A new term (a new
-// leader, or the same node elected again) starts unwatched, so a proxy
-// never trusts a log follower that may be gone.
-func (st *state) binlogWatched() bool {
-	return st.Binlog.Watching && st.Binlog.Term == st.Term
-}
-
-// binlogSaid reports whether node's incarnation inc has said watching in
-// the current term (so it need not say it again).
-func (f *fsm) binlogSaid(node string, inc uint64, watching bool) bool {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	b := f.st.Binlog
-	if !watching {
-		return !f.st.binlogWatched()
-	}
-	return b.Node == node && b.Inc == inc && b.Term == f.st.Term && b.Watching
+// publishBinlog makes st's word the one the read path sees; f.mu is held.
+func (f *fsm) publishBinlog(st *state) {
+	b := st.Binlog
+	f.binlog.Store(&b)
 }
 
 // keepClosed is how many closed intent names the state remembers.
@@ -180,8 +165,10 @@ type fsm struct {
 
 	mu sync.RWMutex // guards st; Apply writes, readers (members, catalog, leases) read
 	st *state
-	// watched is st.binlogWatched(), kept for the read path.
-	watched atomic.Bool
+	// binlog is a copy of st.Binlog for the read path. A word that the
+	// log is watched is published only after its entry's versions are
+	// (see Apply); one that it is not, at once.
+	binlog atomic.Pointer[binlogRec]
 }
 
 func newFSM(ev Events) *fsm { return &fsm{ev: ev, now: time.Now, st: newState()} }
@@ -214,9 +201,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if catalog {
 		f.ev.CatalogChanged()
 	}
-	f.mu.RLock()
-	f.watched.Store(f.st.binlogWatched())
-	f.mu.RUnlock()
+	if c.Watching != nil {
+		f.mu.RLock()
+		f.publishBinlog(f.st)
+		f.mu.RUnlock()
+	}
 	f.ev.Applied(l.Index)
 	return nil
 }
@@ -228,12 +217,11 @@ func (f *fsm) apply(c command, term uint64) (map[lease.TableID]tableRec, []strin
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.st
-	st.Term = max(st.Term, term)
 	if c.Watching != nil {
 		st.Binlog = binlogRec{Node: c.Node, Inc: c.Inc, Term: term, Watching: *c.Watching}
-	}
-	if !st.binlogWatched() {
-		f.watched.Store(false) // at once; turning true waits for the entry's versions (Apply)
+		if !st.Binlog.Watching {
+			f.publishBinlog(st)
+		}
 	}
 	changed := map[lease.TableID]tableRec{}
 	var intents []string
@@ -403,7 +391,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	st.TableL, st.CatL = nil, nil
 	f.mu.Lock()
 	f.st = st
-	f.watched.Store(false) // until the tables' versions are told
+	f.binlog.Store(nil) // until the tables' versions are told
 	tables := make(map[lease.TableID]tableRec, len(st.Tables))
 	for id, t := range st.Tables {
 		tables[id] = *t
@@ -414,7 +402,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.ev.CatalogChanged()
 	f.mu.RLock()
-	f.watched.Store(f.st.binlogWatched())
+	f.publishBinlog(f.st)
 	f.mu.RUnlock()
 	return nil
 }

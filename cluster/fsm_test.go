@@ -162,10 +162,10 @@ func (s *sink) ID() string    { return "test" }
 func (s *sink) Cancel() error { return nil }
 func (s *sink) Close() error  { return nil }
 
-// What a leader says of the binary log holds only in its own term: an
-// entry of a later term (any entry: a renewal through the next leader)
-// leaves the log unwatched until that term's leader says it is watching.
-func TestFSMBinlogWatchedHoldsInItsTerm(t *testing.T) {
+// What a leader says of the binary log is kept with the term of its entry
+// (a snapshot keeps it too), and holds only while that term is current
+// and its speaker leads.
+func TestFSMBinlogWordAndItsTerm(t *testing.T) {
 	f := newFSM(newRecorder())
 	yes, no := true, false
 	index := uint64(0)
@@ -178,52 +178,60 @@ func TestFSMBinlogWatchedHoldsInItsTerm(t *testing.T) {
 		index++
 		f.Apply(&raft.Log{Index: index, Term: term, Type: raft.LogCommand, Data: data})
 	}
-	check := func(want bool, when string) {
-		t.Helper()
-		if got := f.watched.Load(); got != want {
-			t.Fatalf("%s: watched = %v, want %v", when, got, want)
+	word := func(f *fsm) binlogRec {
+		if b := f.binlog.Load(); b != nil {
+			return *b
 		}
+		return binlogRec{}
 	}
-	check(false, "at first")
+	if f.binlog.Load() != nil {
+		t.Fatal("a word before anyone said one")
+	}
 	apply(2, command{Op: opRenew, Node: "n1", Inc: 1})
-	check(false, "before anyone said so")
 	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &yes})
-	check(true, "after the leader said so")
-	if !f.binlogSaid("n1", 1, true) || f.binlogSaid("n1", 2, true) || f.binlogSaid("n2", 1, true) {
-		t.Fatal("binlogSaid names the wrong speaker")
+	if got := word(f); got != (binlogRec{Node: "n1", Inc: 1, Term: 2, Watching: true}) {
+		t.Fatalf("word %+v", got)
 	}
-	apply(2, command{Op: opRenew, Node: "n2", Inc: 1})
-	check(true, "after another entry of the same term")
-	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &no})
-	check(false, "after the leader said it stalled")
-	if !f.binlogSaid("n2", 1, false) {
-		t.Fatal("an unwatched log needs nobody to say so")
-	}
-	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &yes})
-	check(true, "after it caught up")
 	apply(3, command{Op: opRenew, Node: "n2", Inc: 1})
-	check(false, "in the next term")
-	if f.binlogSaid("n1", 1, true) {
-		t.Fatal("a word of an earlier term counts as said")
+	if got := word(f); got.Term != 2 || !got.Watching {
+		t.Fatalf("another entry changed the word: %+v", got)
 	}
-	// The snapshot keeps the word and its term.
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply(3, command{Op: opBump, Node: "n2", Inc: 1, Watching: &yes})
-	check(true, "after the next leader said so")
-	snap2, err := f.Snapshot()
-	if err != nil {
+	// A word of term 2 committed by the next leader is still term 2's.
+	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &no})
+	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &yes})
+	if got := word(f); got.Term != 2 {
+		t.Fatalf("word %+v", got)
+	}
+	g := newFSM(newRecorder())
+	if err := g.Restore(io.NopCloser(bytes.NewReader(snap.(*fsmSnapshot).data))); err != nil {
 		t.Fatal(err)
 	}
-	for i, s := range []raft.FSMSnapshot{snap, snap2} {
-		g := newFSM(newRecorder())
-		if err := g.Restore(io.NopCloser(bytes.NewReader(s.(*fsmSnapshot).data))); err != nil {
-			t.Fatal(err)
-		}
-		if got := g.watched.Load(); got != (i == 1) {
-			t.Fatalf("restored snapshot %d: watched = %v", i, got)
+	if got := word(g); got != (binlogRec{Node: "n1", Inc: 1, Term: 2, Watching: true}) {
+		t.Fatalf("restored word %+v", got)
+	}
+
+	// The rule that reads it.
+	w := &binlogRec{Node: "n1", Inc: 1, Term: 2, Watching: true}
+	for _, c := range []struct {
+		b      *binlogRec
+		term   uint64
+		leader string
+		want   bool
+	}{
+		{w, 2, "n1", true},
+		{nil, 2, "n1", false},
+		{&binlogRec{Node: "n1", Inc: 1, Term: 2}, 2, "n1", false}, // it said it stalled
+		{w, 3, "n1", false}, // a later term: the same node elected again
+		{w, 3, "n2", false}, // a later term, a new leader
+		{w, 2, "", false},   // the leader was lost (heartbeat timeout)
+		{w, 2, "n2", false}, // a word nobody current said
+	} {
+		if got := binlogTrusted(c.b, c.term, c.leader); got != c.want {
+			t.Errorf("binlogTrusted(%+v, %d, %q) = %v", c.b, c.term, c.leader, got)
 		}
 	}
 }

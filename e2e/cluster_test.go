@@ -631,9 +631,10 @@ func (e *clusterEnv) hits(t *testing.T, db *sql.DB) int64 {
 	return hits
 }
 
-// After the leader is killed, a survivor keeps answering from memory (its
-// lease outlives the election), and once a write has gone through the new
-// leader it answers from memory again: the test reports how long each took.
+// After the leader is killed, a write through a survivor completes once a
+// new leader is elected, and the survivor answers from memory again once
+// the new leader follows the binary log: the test reports how long each
+// took.
 func TestClusterFailoverResumesMemoryReads(t *testing.T) {
 	e := newClusterEnv(t, 3)
 	l := e.cacheKV(t)
@@ -649,9 +650,6 @@ func TestClusterFailoverResumesMemoryReads(t *testing.T) {
 	waitFor(t, 30*time.Second, "reads from memory on a follower", func() (bool, error) { return servedFromMemory(), nil })
 	killed := time.Now()
 	e.kill9(t, l)
-	if !servedFromMemory() {
-		t.Error("the survivor stopped answering from memory when the leader died, with no write in flight")
-	}
 	if _, err := db.Exec("UPDATE kv SET v = 1 WHERE id = 1"); err != nil {
 		t.Fatalf("write after the leader died: %v", err)
 	}

@@ -17,11 +17,13 @@ type fakeLog struct {
 	down   atomic.Bool
 	lag    atomic.Bool // commit without applying here
 	renews atomic.Int64
-	opens  atomic.Int64
-	closes atomic.Int64
-	opened map[string][]TableID
-	vers   map[TableID]Version
-	ints   map[TableID]int
+	// watched is what the proxy last told of the binary log.
+	watched atomic.Bool
+	opens   atomic.Int64
+	closes  atomic.Int64
+	opened  map[string][]TableID
+	vers    map[TableID]Version
+	ints    map[TableID]int
 }
 
 var errDown = errors.New("no leader")
@@ -30,11 +32,11 @@ func newFake(m *Raft) *fakeLog {
 	return &fakeLog{m: m, opened: map[string][]TableID{}, vers: map[TableID]Version{}, ints: map[TableID]int{}}
 }
 
-func (f *fakeLog) ID() string            { return "n1" }
-func (f *fakeLog) Incarnation() uint64   { return 1 }
-func (f *fakeLog) IsLeader() bool        { return true }
-func (f *fakeLog) SetBinlogWatched(bool) {}
-func (f *fakeLog) BinlogWatched() bool   { return true }
+func (f *fakeLog) ID() string               { return "n1" }
+func (f *fakeLog) Incarnation() uint64      { return 1 }
+func (f *fakeLog) IsLeader() bool           { return true }
+func (f *fakeLog) SetBinlogWatched(ok bool) { f.watched.Store(ok) }
+func (f *fakeLog) BinlogWatched() bool      { return f.watched.Load() }
 
 func (f *fakeLog) commit(fn func()) error {
 	_, err := f.commitAt(fn)
@@ -440,5 +442,34 @@ func TestRaftWriterWaitsToApplyItsOwnOpen(t *testing.T) {
 	m.Applied(open + 1)
 	if v, ok := tb.Servable(); !ok || v != 2 {
 		t.Fatalf("after the close: %d %v", v, ok)
+	}
+}
+
+// A version bump that could not be committed is a change the other proxies
+// were not told of: until it commits, this proxy says the binary log is
+// not watched, whatever its follower says.
+func TestRaftPendingBumpUnwatchesTheLog(t *testing.T) {
+	m, f, _ := newTestRaft(t)
+	m.SetBinlogWatched(true)
+	if !f.watched.Load() {
+		t.Fatal("the follower's word was not passed on")
+	}
+	f.down.Store(true)
+	m.Invalidate(t1)
+	if f.watched.Load() {
+		t.Fatal("watched while a bump is pending")
+	}
+	m.SetBinlogWatched(true) // the follower is still caught up
+	if f.watched.Load() {
+		t.Fatal("the follower's word overrode a pending bump")
+	}
+	f.down.Store(false)
+	m.retryPending()
+	if !f.watched.Load() {
+		t.Fatal("not watched again once the bump committed")
+	}
+	m.SetBinlogWatched(false)
+	if f.watched.Load() {
+		t.Fatal("the follower's stall was not passed on")
 	}
 }
