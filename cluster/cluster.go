@@ -219,6 +219,13 @@ func (n *Node) start(dir string) error {
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  streamLayer{subListener: subListener{m: n.mux, c: n.mux.raftC}, advertise: ln.Addr()},
 		MaxPool: 4, Timeout: 2 * time.Second, Logger: hlog,
+		// One AppendEntries in flight per follower: hashicorp/raft's
+		// pipelined replication can deadlock when a follower rejects an
+		// append (a deposed leader, after a pause): its decoder exits,
+		// the sender blocks handing off one more request, and the
+		// follower gets no more entries, nor does the leader's Shutdown
+		// return. Entries still go out in batches (BatchApplyCh).
+		MaxRPCsInFlight: 1,
 	})
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
