@@ -628,10 +628,9 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 			}
 		}
 		si.afterStatement(st, out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)
-		if si.inTx && out.Source == plugins.FromBackend && (len(si.reads) > 0 || si.readsUnknown) {
-			p.pinBackendReads(si)
+		if si.inTx && out.Source == plugins.FromBackend && mayTakeSnapshot(st) {
+			p.pinUnreadToBackend(si)
 		}
-		si.reads, si.readsUnknown = nil, false
 		si.temps.answered(out.Err == nil)
 		if si.privilegesMayChange {
 			// After the backend has answered: a shape learned while the

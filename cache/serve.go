@@ -74,15 +74,9 @@ type sessionInfo struct {
 	// tables, so that the backend's answer to it clears them.
 	diagDirty, usesTables bool
 
-	last explanation // the last statement's outcome, for EXPLAIN LAST STATEMENT
-	// reads are the cached tables the SELECT being handled reads;
-	// readsUnknown: it was not parsed, and may read any of them. Should
-	// the backend answer it in a transaction, the transaction reads those
-	// tables there from then on (see pinBackendReads).
-	reads        []lease.TableID
-	readsUnknown bool
-	temps        sessionTemps // the session's temporary tables (see temps.go)
-	counts       owedCounts   // FOUND_ROWS() and ROW_COUNT() the backend has not seen (see counts.go)
+	last   explanation  // the last statement's outcome, for EXPLAIN LAST STATEMENT
+	temps  sessionTemps // the session's temporary tables (see temps.go)
+	counts owedCounts   // FOUND_ROWS() and ROW_COUNT() the backend has not seen (see counts.go)
 	// privilegesMayChange: the statement being handled may change the
 	// backend's privileges (see privilegesID).
 	privilegesMayChange bool
@@ -387,7 +381,6 @@ func (m *planMemo) add(ent *planEntry) *memoSlot {
 // did not for EXPLAIN LAST STATEMENT.
 func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	si := session(st)
-	si.reads, si.readsUnknown = nil, false
 	if opensCursor(st) {
 		// The backend answers such an execute with a cursor (rows come
 		// by COM_STMT_FETCH), which the proxy does not keep.
@@ -438,7 +431,6 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		if !ok {
 			text = strings.Clone(text) // the key outlives the statement
 			if ent = p.planText(text, st.DB); ent == nil {
-				si.readsUnknown = true
 				return plugins.Continue, "a cached table it reads is still loading"
 			}
 			ent.key = planKey{db: strings.Clone(st.DB), text: text}
@@ -447,8 +439,6 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		memo = si.plans.add(ent)
 	}
 	ent := memo.ent
-	si.reads = ent.tables
-	si.readsUnknown = ent.plan == nil && ent.results != nil && ent.results.reparse
 	var ok bool
 	if ent.writes {
 		why := ent.why
@@ -809,25 +799,44 @@ func singleStatement(sql string) bool {
 	return !strings.Contains(s, ";")
 }
 
-// pinBackendReads follows a SELECT of cached tables that the backend
-// answered inside a transaction (or that started one there, with
-// autocommit off): InnoDB's snapshot now holds those tables, as of a moment
-// the proxy cannot name, so the transaction reads each of them that it has
-// not read from memory yet from the backend until it ends. Each table is
-// then read from one place, at one version, for the whole transaction.
-func (p *Plugin) pinBackendReads(si *sessionInfo) {
-	ids := si.reads
-	if si.readsUnknown {
-		ids = p.cachedIDs()
+// pinUnreadToBackend follows a statement the backend answered inside a
+// transaction (or that started one there, with autocommit off). InnoDB
+// takes a REPEATABLE READ transaction's snapshot, for every table, at its
+// first read of any table (or at START TRANSACTION WITH CONSISTENT
+// SNAPSHOT), as of a moment the proxy cannot name. So every cached table
+// the transaction has not read from memory yet is read from the backend
+// until it ends: each table from one place, at one version, and all of
+// them as of one snapshot.
+func (p *Plugin) pinUnreadToBackend(si *sessionInfo) {
+	if si.pinnedAll {
+		return // every cached table has its pin already
 	}
 	if si.pins == nil {
 		si.pins = map[lease.TableID]*Snapshot{}
 	}
-	for _, id := range ids {
+	for _, id := range p.cachedIDs() {
 		if _, pinned := si.pins[id]; !pinned {
 			si.pins[id] = nil
 		}
 	}
+	si.pinnedAll = true // (a table cached later is read from the backend too)
+}
+
+// mayTakeSnapshot reports whether st, run by the backend inside a
+// transaction, may have taken the transaction's snapshot there: any
+// statement run (not a PREPARE) but a plain BEGIN, COMMIT, ROLLBACK or USE
+// (a SET or a CALL may read tables too).
+func mayTakeSnapshot(st *plugins.Statement) bool {
+	if st.Command != plugins.ComQuery && st.Command != plugins.ComStmtExecute {
+		return false
+	}
+	switch st.Kind {
+	case plugins.KindBegin:
+		return containsFold(st.SQL, "CONSISTENT")
+	case plugins.KindCommit, plugins.KindRollback, plugins.KindUse:
+		return false
+	}
+	return true
 }
 
 // pinToBackend makes the session's transaction read ids from the backend.

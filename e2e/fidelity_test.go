@@ -573,7 +573,9 @@ func TestFidelityAutocommitOff(t *testing.T) {
 	e, _ := newFidelityEnv(t)
 	e.backend.Exec(t,
 		"CREATE TABLE `"+e.db+"`.kv (id INT PRIMARY KEY, v INT)",
-		"INSERT INTO `"+e.db+"`.kv VALUES (1, 10), (2, 20)")
+		"INSERT INTO `"+e.db+"`.kv VALUES (1, 10), (2, 20)",
+		"CREATE TABLE `"+e.db+"`.other (id INT PRIMARY KEY)",
+		"INSERT INTO `"+e.db+"`.other VALUES (1)")
 	admin := cacheTables(t, e, map[string]int64{"kv": 2})
 	q := "SELECT id, v FROM kv WHERE id = 2"
 	bump := func(t *testing.T) {
@@ -616,6 +618,30 @@ func TestFidelityAutocommitOff(t *testing.T) {
 		p.both(t, "COMMIT")
 		p.same(t, "after COMMIT", q)
 	})
+
+	// The backend's snapshot is taken by the transaction's first read of
+	// any table there, or at once WITH CONSISTENT SNAPSHOT: a cached table
+	// first read after it must be read as of that snapshot.
+	for name, start := range map[string][]string{
+		"an uncached table read first": {"BEGIN", "SELECT COUNT(*) FROM other"},
+		"WITH CONSISTENT SNAPSHOT":     {"START TRANSACTION WITH CONSISTENT SNAPSHOT"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := newPair(t, e, e.app)
+			for i := 0; i < 2; i++ {
+				p.same(t, "outside a transaction", q)
+			}
+			for _, s := range start {
+				p.both(t, s)
+			}
+			bump(t)
+			for i := 0; i < 2; i++ {
+				p.same(t, "first read of a cached table after a write committed by another session", q)
+			}
+			p.both(t, "COMMIT")
+			p.same(t, "after COMMIT", q)
+		})
+	}
 }
 
 // TestFidelityTemporaryTables: a temporary table hides the base table of
