@@ -258,7 +258,14 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat Ca
 	p.plans, _ = lru.New[planKey, *planEntry](8192)
 	p.effects, _ = lru.New[planKey, Analysis](4096)
 	p.results = newResultCacheFor(log, opts)
-	leases.Subscribe(func(id lease.TableID, _ lease.Version) { p.requestLoad(id) })
+	leases.Subscribe(func(id lease.TableID, _ lease.Version) {
+		if id == privilegesID && backend != nil {
+			// Grants changed somewhere (seen here, in the binary log, or by
+			// another proxy of the cluster): new sessions log in afresh.
+			backend.AccountsChanged()
+		}
+		p.requestLoad(id)
+	})
 	for _, e := range cat.List() {
 		p.addTable(e)
 	}

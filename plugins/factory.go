@@ -35,6 +35,11 @@ type Backend interface {
 	// REPLICATION SLAVE and REPLICATION CLIENT privileges), with the given
 	// replica server id and the backend's flavor, address and TLS settings.
 	Binlog(user string, cfg replication.BinlogSyncerConfig) (*replication.BinlogSyncer, error)
+	// AccountsChanged tells the proxy that the backend's accounts may have
+	// changed (a GRANT or REVOKE, a password, a lock) in a way the proxy
+	// did not see, e.g. in the binary log: its pooled connections then log
+	// in afresh before serving a new session.
+	AccountsChanged()
 }
 
 // Options is a plugin's section of the config file, as decoded from it.

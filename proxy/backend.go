@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -24,6 +25,31 @@ type BackendConfig struct {
 	ConnectTimeout time.Duration // dial plus handshake; 0 means 5s
 	MaxIdle        int           // pooled idle connections kept in all; 0 means 64, <0 disables pooling
 	IdleTimeout    time.Duration // an idle pooled connection older than this is closed; 0 means 60s
+	// Logins, shared with the Connector, tells the pool that the backend's
+	// accounts changed (nil: the pool keeps its own, told only by the
+	// proxy's sessions).
+	Logins *Logins
+}
+
+// Logins counts changes of the backend's accounts: grants, passwords,
+// locks, roles. A login is checked once, when a connection is opened, and
+// MariaDB keeps a connection's database rights from then on, so a
+// connection pooled before a change is not given to a new session, which
+// logs in afresh, as it would directly.
+type Logins struct{ epoch atomic.Uint64 }
+
+// Changed records a change of the backend's accounts.
+func (l *Logins) Changed() {
+	if l != nil {
+		l.epoch.Add(1)
+	}
+}
+
+func (l *Logins) current() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.epoch.Load()
 }
 
 // backendParams is everything that decides how a backend connection is
@@ -60,6 +86,7 @@ type backendConn struct {
 	maxPacket int         // the backend's max_allowed_packet
 	charset   connCharset // what the backend chose for the handshake's collation
 	idleSince time.Time
+	logins    uint64 // Logins' count when it was opened
 }
 
 // backendPool opens backend connections and keeps clean idle ones for reuse.
@@ -81,6 +108,9 @@ func newBackendPool(cfg BackendConfig) *backendPool {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 60 * time.Second
+	}
+	if cfg.Logins == nil {
+		cfg.Logins = &Logins{}
 	}
 	return &backendPool{cfg: cfg, idle: map[poolKey][]*backendConn{}}
 }
@@ -120,7 +150,7 @@ func (bp *backendPool) takeIdle(key poolKey) *backendConn {
 		bc := list[len(list)-1]
 		bp.idle[key] = list[:len(list)-1]
 		bp.nIdle--
-		if time.Since(bc.idleSince) > bp.cfg.IdleTimeout {
+		if time.Since(bc.idleSince) > bp.cfg.IdleTimeout || bc.logins != bp.cfg.Logins.current() {
 			go bc.Conn.Close()
 			continue
 		}
@@ -181,6 +211,7 @@ func (bp *backendPool) dial(ctx context.Context, params *backendParams, key pool
 		return nil
 	}}
 	network, addr := backendNetwork(bp.cfg.Addr)
+	logins := bp.cfg.Logins.current() // before the login: a change during it is not missed
 	c, err := client.ConnectWithDialer(ctx, network, addr, params.user, params.password, params.db, dialer, opts...)
 	if err != nil {
 		var me *mysql.MyError
@@ -189,7 +220,7 @@ func (bp *backendPool) dial(ctx context.Context, params *backendParams, key pool
 		}
 		return nil, &backendDownError{addr: bp.cfg.Addr, err: err}
 	}
-	bc := &backendConn{Conn: c, key: key, threadID: c.GetConnectionID(), maxPacket: 64 << 20}
+	bc := &backendConn{Conn: c, key: key, threadID: c.GetConnectionID(), maxPacket: 64 << 20, logins: logins}
 	if r, err := c.Execute("SELECT @@max_allowed_packet, " + charsetVars); err == nil {
 		if v, err := r.GetInt(0, 0); err == nil && v > 0 {
 			bc.maxPacket = int(v)

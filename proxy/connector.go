@@ -21,6 +21,11 @@ type Connector struct {
 	users   map[string]User
 }
 
+// AccountsChanged tells the proxy that the backend's accounts changed (a
+// GRANT, a password, a lock), as a plugin learned it: sessions that start
+// from now on log in afresh (see Logins).
+func (c *Connector) AccountsChanged() { c.backend.Logins.Changed() }
+
 // NewConnector returns a Connector for the backend and users of cfg.
 func NewConnector(cfg Config) *Connector {
 	b := cfg.Backend

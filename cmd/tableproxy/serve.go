@@ -201,6 +201,7 @@ func proxyConfig(cfg configs.Config, log *slog.Logger) (proxy.Config, error) {
 			ConnectTimeout: cfg.Backend.ConnectTimeout,
 			MaxIdle:        cfg.Backend.PoolMaxIdle,
 			IdleTimeout:    cfg.Backend.PoolIdleTimeout,
+			Logins:         &proxy.Logins{}, // shared by the pool and the plugins' Connector
 		},
 		Users:           users,
 		AuthPlugin:      cfg.AuthPlugin,
