@@ -238,6 +238,7 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 					// The grant tables, written directly.
 					bumped[privilegesID] = true
 					w.p.leases.Invalidate(privilegesID)
+					w.p.leases.Invalidate(accountsID)
 				}
 			}
 		case *replication.XIDEvent, *replication.MariadbGTIDEvent, *replication.GTIDEvent, *replication.RotateEvent:

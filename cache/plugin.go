@@ -259,7 +259,7 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat Ca
 	p.effects, _ = lru.New[planKey, Analysis](4096)
 	p.results = newResultCacheFor(log, opts)
 	leases.Subscribe(func(id lease.TableID, _ lease.Version) {
-		if id == privilegesID && backend != nil {
+		if id == accountsID && backend != nil {
 			// Grants changed somewhere (seen here, in the binary log, or by
 			// another proxy of the cluster): new sessions log in afresh.
 			backend.AccountsChanged()
@@ -345,6 +345,15 @@ func (p *Plugin) addTable(e Entry) *tableState {
 // after a bump each account learns each shape again, and the backend
 // checks again that it may read it.
 var privilegesID = lease.TableID{Schema: "mysql", Table: "#privileges"}
+
+// accountsID names, in the lease manager, the backend's accounts: bumped
+// (with privilegesID) by what may change who may log in or with which
+// rights (see plugins.MayChangeAccounts), through this proxy or in the
+// binary log, by a write of the mysql schema's tables, and when the log
+// may have been missed. Every proxy of a cluster sees its bumps, and then
+// gives new sessions fresh logins instead of pooled connections (see
+// plugins.Backend.AccountsChanged).
+var accountsID = lease.TableID{Schema: "mysql", Table: "#accounts"}
 
 // privilegesVersion is the current version of the backend's privileges.
 func (p *Plugin) privilegesVersion() lease.Version {
@@ -634,6 +643,10 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 				si.nextTxUnknown = true
 			}
 		}
+		if out.Source == plugins.FromBackend {
+			si.unpinFresh()
+		}
+		si.fresh = si.fresh[:0]
 		si.afterStatement(st, out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)
 		if si.inTx && out.Source == plugins.FromBackend && mayTakeSnapshot(st) {
 			p.pinUnreadToBackend(si)
@@ -644,6 +657,9 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 			// change was on its way is learned again.
 			si.privilegesMayChange = false
 			p.leases.Invalidate(privilegesID)
+			if plugins.MayChangeAccounts(st.SQL) {
+				p.leases.Invalidate(accountsID)
+			}
 		}
 		si.counts.answeredBy(st, out)
 		si.afterBackend(st, out)
@@ -1009,11 +1025,12 @@ func (p *Plugin) Tables() []Status {
 }
 
 // invalidateAll bumps the version of every cached table, and of the
-// backend's privileges.
+// backend's privileges and accounts.
 func (p *Plugin) invalidateAll() {
 	for _, id := range p.cachedIDs() {
 		p.leases.Invalidate(id)
 	}
 	// A GRANT or REVOKE may be among what was missed, too.
 	p.leases.Invalidate(privilegesID)
+	p.leases.Invalidate(accountsID)
 }

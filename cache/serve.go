@@ -60,6 +60,10 @@ type sessionInfo struct {
 	// read as of one moment; a table without a pin is read from the
 	// backend.
 	pinnedAll bool
+	// fresh are the pins the statement being handled took (trying to
+	// answer from memory); should the backend answer it after all, they
+	// are dropped (see unpinFresh).
+	fresh []lease.TableID
 	// plainCompletion: @@completion_type is NO_CHAIN, so COMMIT and
 	// ROLLBACK only end the transaction (see begin.go).
 	plainCompletion bool
@@ -660,6 +664,7 @@ func (p *Plugin) txSnapshot(st *plugins.Statement, si *sessionInfo, id lease.Tab
 					s = nil
 				}
 				si.pins[other] = s
+				si.fresh = append(si.fresh, other)
 			}
 		}
 	}
@@ -820,6 +825,19 @@ func (p *Plugin) pinUnreadToBackend(si *sessionInfo) {
 		}
 	}
 	si.pinnedAll = true // (a table cached later is read from the backend too)
+}
+
+// unpinFresh follows a statement that pinned tables to their versions in
+// memory while trying to answer from there, and that the backend answered
+// after all (a shape not learned yet, a value the evaluator does not
+// take): the backend may have taken the transaction's snapshot just now,
+// after those versions, so those tables are read from the backend.
+func (si *sessionInfo) unpinFresh() {
+	for _, id := range si.fresh {
+		if si.pins != nil {
+			si.pins[id] = nil
+		}
+	}
 }
 
 // mayTakeSnapshot reports whether st, run by the backend inside a

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net"
@@ -17,21 +19,8 @@ import (
 // writes that bypass it are seen; once the stream moves again, reads come
 // from memory again.
 func TestStalledBinlogStream(t *testing.T) {
-	b := testdb.Get(t)
-	relay := newStallRelay(t, b.Addr)
-	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(), yaml: "plugins:\n  - name: cache\n"}
-	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
-	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
-	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
-		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", e.admin.name, host))
-	}
-	b.Exec(t, "CREATE TABLE `"+e.db+"`.st (id INT PRIMARY KEY, v INT)", "INSERT INTO `"+e.db+"`.st VALUES (1, 0)")
-	e.proxy = startProxyOpts(t, relay, []account{e.app}, proxyOpts{yaml: e.yaml, admins: []account{e.admin}, dataDir: e.dataDir})
-	admin := e.open(t, e.admin)
-	if _, err := admin.Exec("ALTER TABLE st CACHE"); err != nil {
-		t.Fatal(err)
-	}
-	waitSettled(t, admin, "st", 1)
+	e, admin := newStallEnv(t)
+	b := e.backend
 	app := e.open(t, e.app)
 	read := func() int64 {
 		var v int64
@@ -75,6 +64,28 @@ func TestStalledBinlogStream(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("stale answers stopped %v after the stall began", lastStale)
+}
+
+// newStallEnv starts a proxy whose backend is reached through a stall
+// relay, with table st (id 1, v 0) cached, and returns it with an admin's
+// connection.
+func newStallEnv(t *testing.T) (*cacheEnv, *sql.DB) {
+	b := testdb.Get(t)
+	relay := newStallRelay(t, b.Addr)
+	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(), yaml: "plugins:\n  - name: cache\n"}
+	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
+	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
+	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
+		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", e.admin.name, host))
+	}
+	b.Exec(t, "CREATE TABLE `"+e.db+"`.st (id INT PRIMARY KEY, v INT)", "INSERT INTO `"+e.db+"`.st VALUES (1, 0)")
+	e.proxy = startProxyOpts(t, relay, []account{e.app}, proxyOpts{yaml: e.yaml, admins: []account{e.admin}, dataDir: e.dataDir})
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE st CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, admin, "st", 1)
+	return e, admin
 }
 
 // stalled freezes the backend-to-proxy direction of binary-log streams
@@ -197,4 +208,51 @@ func TestClusterStalledLeaderStream(t *testing.T) {
 		return memory, nil
 	})
 	t.Logf("the follower's stale answers stopped %v after the stall began", lastStale)
+}
+
+// TestTransactionSnapshotAfterABackendRead: a transaction whose first read
+// tries memory but is answered by the backend (here: a statement shape
+// not learned yet) takes InnoDB's snapshot there; a later read of the same
+// table must not come from memory at an older version. A stalled binary-log
+// stream holds the proxy's copy behind a direct write for the second that
+// the stall takes to detect.
+func TestTransactionSnapshotAfterABackendRead(t *testing.T) {
+	e, _ := newStallEnv(t)
+	b := e.backend
+	app := e.open(t, e.app)
+	learned := "SELECT v FROM st WHERE id = 1"
+	for i := 0; i < 3; i++ {
+		var v int
+		if err := app.QueryRow(learned).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	direct := testdb.Open(t, testdb.DSN(b.Addr, e.app.name, e.app.password, e.db, nil))
+	stalled.Store(true)
+	t.Cleanup(func() { stalled.Store(false) })
+	if _, err := direct.Exec("UPDATE st SET v = 1 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := app.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	var first, second int
+	// A shape never run: the backend answers it, and takes the snapshot.
+	if err := conn.QueryRowContext(context.Background(), "SELECT v + 0 FROM st WHERE id = 1").Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRowContext(context.Background(), learned).Scan(&second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if first != 1 || second != first {
+		t.Errorf("one transaction read v = %d (the backend), then v = %d; MariaDB gives %d both times", first, second, first)
+	}
 }

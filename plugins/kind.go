@@ -1,5 +1,7 @@
 package plugins
 
+import "strings"
+
 // Kind is a cheap lexical classification of a statement, from its first
 // keyword. It is computed for every statement, so it reads a few bytes and
 // never parses; plugins that need more call Statement.Normalized or parse.
@@ -231,4 +233,40 @@ func eqFold(word, upper string) bool {
 		}
 	}
 	return true
+}
+
+// MayChangeAccounts reports whether sql may change the backend's accounts
+// or what they may do: GRANT, REVOKE, FLUSH (PRIVILEGES); CREATE, ALTER,
+// DROP or RENAME of a USER or ROLE; SET PASSWORD or SET DEFAULT ROLE; a
+// CALL or EXECUTE (which may run any of them); and anything whose first
+// word cannot be read (an executable comment) or that holds several
+// statements. SET ROLE changes only the session's own rights.
+func MayChangeAccounts(sql string) bool {
+	var words [4]string
+	i := 0
+	for n := range words {
+		i = skipNoise(sql, i)
+		j := i
+		for j < len(sql) && isWordByte(sql[j]) {
+			j++
+		}
+		words[n] = strings.ToUpper(sql[i:j])
+		i = j
+	}
+	if s := strings.TrimRight(sql, " \t\r\n;"); strings.Contains(s, ";") {
+		return true
+	}
+	switch words[0] {
+	case "", "GRANT", "REVOKE", "FLUSH", "CALL", "EXECUTE":
+		return true
+	case "CREATE", "ALTER", "DROP", "RENAME":
+		for _, w := range words[1:] { // (CREATE OR REPLACE USER, DROP ROLE IF EXISTS)
+			if w == "USER" || w == "ROLE" {
+				return true
+			}
+		}
+	case "SET":
+		return words[1] == "PASSWORD" || words[1] == "DEFAULT" && words[2] == "ROLE"
+	}
+	return false
 }

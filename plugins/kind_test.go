@@ -180,3 +180,34 @@ func TestClassifyEdgeForms(t *testing.T) {
 		}
 	}
 }
+
+func TestMayChangeAccounts(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"GRANT SELECT ON db.* TO u":                                  true,
+		"  revoke all on db.* from u":                                true,
+		"FLUSH PRIVILEGES":                                           true,
+		"ALTER USER u ACCOUNT LOCK":                                  true,
+		"/* x */ CREATE USER u IDENTIFIED BY 'p'":                    true,
+		"CREATE OR REPLACE ROLE r":                                   true,
+		"DROP ROLE IF EXISTS r":                                      true,
+		"RENAME USER a TO b":                                         true,
+		"SET PASSWORD FOR u = PASSWORD('p')":                         true,
+		"SET DEFAULT ROLE r FOR u":                                   true,
+		"CALL p()":                                                   true,
+		"EXECUTE IMMEDIATE 'GRANT ...'":                              true,
+		"/*M!100000 GRANT SELECT ON *.* TO u */":                     true,
+		"SELECT 1; GRANT SELECT ON *.* TO u":                         true,
+		"SELECT * FROM users":                                        false,
+		"SET @user_id = 42":                                          false,
+		"SET ROLE r":                                                 false,
+		"SET STATEMENT max_statement_time=1 FOR SELECT * FROM users": false,
+		"CREATE TEMPORARY TABLE tmp_users (id INT)":                  false,
+		"ALTER TABLE users ADD c INT":                                false,
+		"UPDATE t SET v = 1;":                                        false,
+		"INSERT INTO t VALUES (1) RETURNING id":                      false,
+	} {
+		if got := MayChangeAccounts(sql); got != want {
+			t.Errorf("MayChangeAccounts(%q) = %v, want %v", sql, got, want)
+		}
+	}
+}

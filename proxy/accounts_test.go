@@ -9,28 +9,6 @@ import (
 	"github.com/go-mysql-org/go-mysql/packet"
 )
 
-func TestMayChangeAccounts(t *testing.T) {
-	for sql, want := range map[string]bool{
-		"GRANT SELECT ON db.* TO u":               true,
-		"  revoke all on db.* from u":             true,
-		"FLUSH PRIVILEGES":                        true,
-		"ALTER USER u ACCOUNT LOCK":               true,
-		"/* x */ CREATE USER u IDENTIFIED BY 'p'": true,
-		"DROP ROLE r":                             true,
-		"RENAME USER a TO b":                      true,
-		"SET PASSWORD FOR u = PASSWORD('p')":      true,
-		"SET DEFAULT ROLE r FOR u":                true,
-		"SELECT * FROM users":                     false,
-		"ALTER TABLE t ADD c INT":                 false,
-		"SET autocommit = 0":                      false,
-		"UPDATE t SET v = 1":                      false,
-	} {
-		if got := mayChangeAccounts(sql); got != want {
-			t.Errorf("mayChangeAccounts(%q) = %v, want %v", sql, got, want)
-		}
-	}
-}
-
 // A connection opened before the accounts changed is not taken from the
 // pool again.
 func TestPoolDropsConnectionsOpenedBeforeAnAccountChange(t *testing.T) {

@@ -484,7 +484,7 @@ func (s *session) runStatement() error {
 	if cmd == plugins.ComQuery && (st.Kind == plugins.KindOther || strings.IndexByte(st.SQL, ';') >= 0) && mayBeXA(st.SQL) {
 		s.usedXA = true
 	}
-	if cmd == plugins.ComQuery && mayChangeAccounts(st.SQL) {
+	if cmd == plugins.ComQuery && plugins.MayChangeAccounts(st.SQL) {
 		// After it ran: sessions that start from then on log in afresh.
 		defer s.srv.pool.cfg.Logins.Changed()
 	}
@@ -753,20 +753,6 @@ func (s *session) changeUser(p []byte) error {
 	s.db = db
 	s.stateReset()
 	return s.client.writePacket(appendOK(newPacket(16), 0, 0, s.status, 0))
-}
-
-// mayChangeAccounts reports whether sql may change the backend's accounts
-// or what they may do: GRANT, REVOKE, FLUSH (PRIVILEGES), and CREATE,
-// ALTER, DROP, RENAME or SET of a user, role or password.
-func mayChangeAccounts(sql string) bool {
-	switch strings.ToUpper(plugins.FirstKeyword(sql)) {
-	case "GRANT", "REVOKE", "FLUSH":
-		return true
-	case "CREATE", "ALTER", "DROP", "RENAME", "SET":
-		u := strings.ToUpper(sql)
-		return strings.Contains(u, "USER") || strings.Contains(u, "ROLE") || strings.Contains(u, "PASSWORD")
-	}
-	return false
 }
 
 // mayBeXA reports whether sql may hold an XA statement: its first keyword
