@@ -64,7 +64,7 @@ func (w *watcher) status() string {
 	if w == nil {
 		return "none"
 	}
-	if r, ok := w.p.leases.(binlogRole); ok && !r.FollowBinlog() {
+	if r := w.p.viaLeader(); r != nil {
 		if r.BinlogWatched() {
 			return "binlog (through the leader)"
 		}

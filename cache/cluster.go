@@ -98,7 +98,13 @@ func (p *Plugin) followCatalog() {
 
 // followsBinlogHere reports whether this proxy should follow the binary
 // log: always on one proxy, only on the leader of a cluster.
-func (p *Plugin) followsBinlogHere() bool {
-	r, ok := p.leases.(binlogRole)
-	return !ok || r.FollowBinlog()
+func (p *Plugin) followsBinlogHere() bool { return p.viaLeader() == nil }
+
+// viaLeader returns the cluster's role when another proxy, the leader,
+// follows the binary log for this one; nil when this proxy follows it.
+func (p *Plugin) viaLeader() binlogRole {
+	if r, ok := p.leases.(binlogRole); ok && !r.FollowBinlog() {
+		return r
+	}
+	return nil
 }

@@ -300,7 +300,7 @@ func (p *Plugin) bypassWritesVisible() bool {
 	if p.opts.AcceptStaleRisk {
 		return true
 	}
-	if r, ok := p.leases.(binlogRole); ok && !r.FollowBinlog() {
+	if r := p.viaLeader(); r != nil {
 		// The cluster's leader follows it and bumps versions through the
 		// log, while it says it has caught up.
 		return r.BinlogWatched()
@@ -643,8 +643,8 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 				si.nextTxUnknown = true
 			}
 		}
-		if out.Source == plugins.FromBackend {
-			si.unpinFresh()
+		if out.Source == plugins.FromBackend && len(si.fresh) > 0 {
+			si.pinToBackend(si.fresh) // (see sessionInfo.fresh)
 		}
 		si.fresh = si.fresh[:0]
 		si.afterStatement(st, out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)

@@ -550,7 +550,7 @@ func (p *Plugin) reparseShape(st *plugins.Statement) *resultShape {
 // session's settings after a statement that may change them.
 func (p *Plugin) resultsAfter(si *sessionInfo, st *plugins.Statement, out *plugins.Outcome) {
 	rs := &si.rc
-	if settingsChanged(st.Kind) || st.Command == plugins.ComQuery && !singleStatement(st.SQL) {
+	if settingsChanged(st.Kind) || st.Command == plugins.ComQuery && !plugins.SingleStatement(st.SQL) {
 		// A request of several statements may hide a SET behind a SELECT;
 		// the evaluator's settings are part of the key too.
 		rs.known, rs.failed = false, false

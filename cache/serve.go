@@ -61,8 +61,10 @@ type sessionInfo struct {
 	// backend.
 	pinnedAll bool
 	// fresh are the pins the statement being handled took (trying to
-	// answer from memory); should the backend answer it after all, they
-	// are dropped (see unpinFresh).
+	// answer from memory); should the backend answer it after all (a
+	// shape not learned yet, a value the evaluator does not take), it may
+	// have taken the transaction's snapshot just then, after those
+	// versions, so those tables are read from the backend (OnResult).
 	fresh []lease.TableID
 	// plainCompletion: @@completion_type is NO_CHAIN, so COMMIT and
 	// ROLLBACK only end the transaction (see begin.go).
@@ -684,11 +686,11 @@ func (si *sessionInfo) afterStatement(st *plugins.Statement, inTx bool) {
 	switch st.Kind {
 	case plugins.KindSelect, plugins.KindInsert, plugins.KindUpdate, plugins.KindDelete, plugins.KindReplace,
 		plugins.KindShow, plugins.KindUse: // (SHOW, EXPLAIN and USE leave the transaction as it is)
-		if involved && !singleStatement(st.SQL) {
+		if involved && !plugins.SingleStatement(st.SQL) {
 			si.txTainted = true // a request of several statements: any of them may be anything
 		}
 	case plugins.KindBegin, plugins.KindCommit, plugins.KindRollback:
-		if singleStatement(st.SQL) && !containsFold(st.SQL, " TO ") {
+		if plugins.SingleStatement(st.SQL) && !containsFold(st.SQL, " TO ") {
 			si.pins, si.pinnedAll, si.txTainted = nil, false, false
 		} else if involved {
 			si.txTainted = true
@@ -767,7 +769,7 @@ func (si *sessionInfo) afterBackend(st *plugins.Statement, out *plugins.Outcome)
 	case uses || st.Kind.IsWrite():
 		si.diagDirty = false
 	}
-	single := singleStatement(st.SQL)
+	single := plugins.SingleStatement(st.SQL)
 	if out.Err != nil && single {
 		return
 	}
@@ -796,14 +798,6 @@ func locksTables(st *plugins.Statement) bool {
 	return strings.EqualFold(w, "LOCK") || strings.EqualFold(w, "FLUSH")
 }
 
-// singleStatement reports whether sql has no ';' before its end (trailing
-// white space and one final ';' aside).
-func singleStatement(sql string) bool {
-	s := strings.TrimRight(sql, " \t\r\n")
-	s = strings.TrimSuffix(s, ";")
-	return !strings.Contains(s, ";")
-}
-
 // pinUnreadToBackend follows a statement the backend answered inside a
 // transaction (or that started one there, with autocommit off). InnoDB
 // takes a REPEATABLE READ transaction's snapshot, for every table, at its
@@ -825,19 +819,6 @@ func (p *Plugin) pinUnreadToBackend(si *sessionInfo) {
 		}
 	}
 	si.pinnedAll = true // (a table cached later is read from the backend too)
-}
-
-// unpinFresh follows a statement that pinned tables to their versions in
-// memory while trying to answer from there, and that the backend answered
-// after all (a shape not learned yet, a value the evaluator does not
-// take): the backend may have taken the transaction's snapshot just now,
-// after those versions, so those tables are read from the backend.
-func (si *sessionInfo) unpinFresh() {
-	for _, id := range si.fresh {
-		if si.pins != nil {
-			si.pins[id] = nil
-		}
-	}
 }
 
 // mayTakeSnapshot reports whether st, run by the backend inside a

@@ -491,11 +491,12 @@ func binlogTrusted(b *binlogRec, term uint64, leader string) bool {
 // binlogSaid reports whether the log already says what this node, as
 // leader, wants said.
 func (n *Node) binlogSaid(want bool) bool {
-	if !want {
-		return !n.BinlogWatched()
-	}
 	b := n.fsm.binlog.Load()
-	return n.BinlogWatched() && b.Node == n.cfg.ID && b.Inc == n.inc
+	trusted := binlogTrusted(b, n.raft.CurrentTerm(), *n.leaderID.Load())
+	if !want {
+		return !trusted
+	}
+	return trusted && b.Node == n.cfg.ID && b.Inc == n.inc
 }
 
 // sayBinlog commits what this node, as leader, has to say of the binary

@@ -30,21 +30,7 @@ func TestStalledBinlogStream(t *testing.T) {
 		return v
 	}
 	direct := testdb.Open(t, testdb.DSN(b.Addr, e.app.name, e.app.password, e.db, nil))
-	stalled.Store(true)
-	t.Cleanup(func() { stalled.Store(false) })
-	// A direct write every 100 ms, each read through the proxy right
-	// after: stale answers must stop within the stall's detection.
-	start := time.Now()
-	var lastStale time.Duration
-	for i := int64(1); i <= 25; i++ {
-		if _, err := direct.Exec("UPDATE st SET v = ? WHERE id = 1", i); err != nil {
-			t.Fatal(err)
-		}
-		if v := read(); v != i {
-			lastStale = time.Since(start)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	lastStale := lastStaleUnderStall(t, direct, "st", read)
 	if lastStale > 1500*time.Millisecond {
 		t.Errorf("with the stream stalled, a write bypassing the proxy was still unseen %v after the stall began", lastStale)
 	}
@@ -64,6 +50,29 @@ func TestStalledBinlogStream(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("stale answers stopped %v after the stall began", lastStale)
+}
+
+// lastStaleUnderStall stalls the binary-log streams through the stall
+// relay, then sets v of table's row 1 to 1..25 directly (bypassing the
+// proxies), one every 100 ms, reading it through a proxy (read) right
+// after each, and returns how long after the first write a read last
+// missed one: stale answers must stop within the stall's detection.
+func lastStaleUnderStall(t *testing.T, direct *sql.DB, table string, read func() int64) time.Duration {
+	t.Helper()
+	stalled.Store(true)
+	t.Cleanup(func() { stalled.Store(false) })
+	start := time.Now()
+	var lastStale time.Duration
+	for i := int64(1); i <= 25; i++ {
+		if _, err := direct.Exec("UPDATE "+table+" SET v = ? WHERE id = 1", i); err != nil {
+			t.Fatal(err)
+		}
+		if read() != i {
+			lastStale = time.Since(start)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return lastStale
 }
 
 // newStallEnv starts a proxy whose backend is reached through a stall
@@ -180,19 +189,10 @@ func TestClusterStalledLeaderStream(t *testing.T) {
 		t.Errorf("the follower's invalidation column: %q, %v", inval, err)
 	}
 	direct := testdb.Open(t, testdb.DSN(e.backend.Addr, e.app.name, e.app.password, e.cacheEnv.db, nil))
-	stalled.Store(true)
-	t.Cleanup(func() { stalled.Store(false) })
-	start := time.Now()
-	var lastStale time.Duration
-	for i := int64(1); i <= 25; i++ {
-		if _, err := direct.Exec("UPDATE kv SET v = ? WHERE id = 1", i); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := read(); v != i {
-			lastStale = time.Since(start)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	lastStale := lastStaleUnderStall(t, direct, "kv", func() int64 {
+		v, _ := read()
+		return v
+	})
 	if lastStale > 1500*time.Millisecond {
 		t.Errorf("with the leader's stream stalled, a follower still missed a write that bypassed the proxies %v after the stall began", lastStale)
 	}

@@ -134,26 +134,34 @@ func Classify(sql string) Kind {
 // FirstKeyword returns the first word of sql (letters, digits, '_'), after
 // whitespace, comments and opening parentheses.
 func FirstKeyword(sql string) string {
-	i := skipNoise(sql, 0)
-	j := i
-	for j < len(sql) && isWordByte(sql[j]) {
-		j++
-	}
-	return sql[i:j]
+	w, _ := wordAt(sql, 0)
+	return w
 }
 
 // secondKeyword returns the word after the first one.
 func secondKeyword(sql string) string {
-	i := skipNoise(sql, 0)
-	for i < len(sql) && isWordByte(sql[i]) {
-		i++
-	}
+	_, i := wordAt(sql, 0)
+	w, _ := wordAt(sql, i)
+	return w
+}
+
+// wordAt returns the word of sql that starts at i, past whitespace,
+// comments and '(', and where it ends.
+func wordAt(sql string, i int) (string, int) {
 	i = skipNoise(sql, i)
 	j := i
 	for j < len(sql) && isWordByte(sql[j]) {
 		j++
 	}
-	return sql[i:j]
+	return sql[i:j], j
+}
+
+// SingleStatement reports whether sql has no ';' before its end (trailing
+// white space and one final ';' aside).
+func SingleStatement(sql string) bool {
+	s := strings.TrimRight(sql, " \t\r\n")
+	s = strings.TrimSuffix(s, ";")
+	return !strings.Contains(s, ";")
 }
 
 // skipNoise skips whitespace, comments and '(' from i.
@@ -242,19 +250,15 @@ func eqFold(word, upper string) bool {
 // word cannot be read (an executable comment) or that holds several
 // statements. SET ROLE changes only the session's own rights.
 func MayChangeAccounts(sql string) bool {
+	if !SingleStatement(sql) {
+		return true
+	}
 	var words [4]string
 	i := 0
 	for n := range words {
-		i = skipNoise(sql, i)
-		j := i
-		for j < len(sql) && isWordByte(sql[j]) {
-			j++
-		}
-		words[n] = strings.ToUpper(sql[i:j])
-		i = j
-	}
-	if s := strings.TrimRight(sql, " \t\r\n;"); strings.Contains(s, ";") {
-		return true
+		var w string
+		w, i = wordAt(sql, i)
+		words[n] = strings.ToUpper(w)
 	}
 	switch words[0] {
 	case "", "GRANT", "REVOKE", "FLUSH", "CALL", "EXECUTE":
