@@ -182,6 +182,7 @@ func (bp *backendPool) dial(ctx context.Context, params *backendParams, key pool
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		c = newRawSocket(c)
 		if params.extCaps != 0 && bp.cfg.TLS == nil {
 			return &extCapsConn{Conn: c, want: params.extCaps}, nil
 		}

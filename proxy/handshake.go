@@ -233,7 +233,7 @@ type clientConn struct {
 // may send its TLS ClientHello right behind the SSLRequest, and those bytes
 // must be left in the socket for the TLS layer.
 func newClientConn(raw net.Conn) *clientConn {
-	c := &clientConn{raw: raw, buf: newBufferedConn(raw)}
+	c := &clientConn{raw: raw, buf: newBufferedConn(newRawSocket(raw))}
 	c.pc = packet.NewTLSConn(c.buf) // "TLS" here only means: no bufio layer
 	return c
 }

@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// rawSocket reads and writes a client's socket with raw system calls,
+// without the Go runtime's entersyscall/exitsyscall around them.
+//
+// Why: a cached answer's one write to a loopback client wakes the client,
+// and the kernel usually switches to it before the write returns. To the
+// runtime the goroutine is then "in a system call" for the client's whole
+// time slice, so sysmon hands its P to another thread (a futex wake and a
+// context switch) and keeps waking every 20 µs to look for more. On a
+// 2-core VM that bookkeeping costs as much as the cache's own work per
+// point select. The socket is non-blocking, so a raw call never blocks:
+// when it would (EAGAIN), RawConn parks the goroutine on the poller as
+// net.Conn does, with the connection's deadlines.
+type rawSocket struct {
+	net.Conn
+	rc syscall.RawConn
+
+	// The call in progress in each direction, under that direction's
+	// lock; the callbacks are method values bound once, so a call does not
+	// allocate a closure.
+	rmu, wmu  sync.Mutex
+	r, w      rawCall
+	readFunc  func(uintptr) bool
+	writeFunc func(uintptr) bool
+}
+
+// rawCall is one Read or Write: its buffer, the bytes done and the error.
+type rawCall struct {
+	p     []byte
+	n     int
+	errno syscall.Errno
+}
+
+// result ends a call: the bytes done and what went wrong, as net.Conn says it.
+func (c *rawCall) result(op string, err error) (int, error) {
+	n, errno := c.n, c.errno
+	*c = rawCall{}
+	switch {
+	case err != nil:
+		return n, err // closed, or the deadline passed
+	case errno != 0:
+		return n, os.NewSyscallError(op, errno)
+	}
+	return n, nil
+}
+
+// newRawSocket wraps a plain TCP or Unix socket; any other conn (TLS, a
+// test's pipe) is returned as it is.
+func newRawSocket(c net.Conn) net.Conn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return c
+	}
+	switch c.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		return c
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	s := &rawSocket{Conn: c, rc: rc}
+	s.readFunc = s.tryRead
+	s.writeFunc = s.tryWrite
+	return s
+}
+
+func (s *rawSocket) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	s.r.p = p
+	n, err := s.r.result("read", s.rc.Read(s.readFunc))
+	if n == 0 && err == nil {
+		return 0, io.EOF
+	}
+	return n, err
+}
+
+// tryRead makes one read; false means the socket had nothing (wait).
+func (s *rawSocket) tryRead(fd uintptr) bool {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.r.p[0])), uintptr(len(s.r.p)))
+		switch e {
+		case 0:
+			s.r.n = int(n)
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		s.r.errno = e
+		return true
+	}
+}
+
+func (s *rawSocket) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.w.p = p
+	return s.w.result("write", s.rc.Write(s.writeFunc))
+}
+
+// tryWrite writes what is left of the buffer; false means the socket's
+// buffer is full (wait, then go on from w.n).
+func (s *rawSocket) tryWrite(fd uintptr) bool {
+	for s.w.n < len(s.w.p) {
+		rest := s.w.p[s.w.n:]
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
+		switch e {
+		case 0:
+			s.w.n += int(n)
+			continue
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		s.w.errno = e
+		return true
+	}
+	return true
+}

@@ -1,0 +1,147 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+// tcpPair returns the two ends of a loopback TCP connection, the first
+// wrapped as the proxy wraps a client's socket.
+func tcpPair(t *testing.T) (*rawSocket, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := <-accepted
+	if c == nil {
+		t.Fatal("accept failed")
+	}
+	rs, ok := newRawSocket(c).(*rawSocket)
+	if !ok {
+		t.Fatalf("a TCP conn was not wrapped: %T", newRawSocket(c))
+	}
+	t.Cleanup(func() { rs.Close(); peer.Close() })
+	return rs, peer
+}
+
+// A write far larger than the socket buffers fills them (EAGAIN), waits on
+// the poller and resumes where it stopped; a concurrent read on the same
+// socket keeps its own state.
+func TestRawSocketLargeWriteAndConcurrentRead(t *testing.T) {
+	rs, peer := tcpPair(t)
+	big := make([]byte, 16<<20)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	var n int
+	var werr error
+	go func() {
+		defer wg.Done()
+		n, werr = rs.Write(big)
+	}()
+	var got []byte
+	var rerr error
+	go func() {
+		defer wg.Done()
+		got, rerr = io.ReadAll(io.LimitReader(peer, int64(len(big))))
+		if rerr == nil {
+			_, rerr = peer.Write([]byte("pong"))
+		}
+	}()
+	buf := make([]byte, 8)
+	m, err := io.ReadFull(rs, buf[:4])
+	wg.Wait()
+	if werr != nil || n != len(big) {
+		t.Fatalf("write: %d of %d bytes, %v", n, len(big), werr)
+	}
+	if rerr != nil || !bytes.Equal(got, big) {
+		t.Fatalf("the peer read %d bytes (%v); equal: %v", len(got), rerr, bytes.Equal(got, big))
+	}
+	if err != nil || string(buf[:m]) != "pong" {
+		t.Fatalf("read %q, %v", buf[:m], err)
+	}
+}
+
+// Deadlines, the peer's close and our own close read as they do on a
+// net.Conn: a timeout error, io.EOF, net.ErrClosed.
+func TestRawSocketDeadlineEOFAndClose(t *testing.T) {
+	rs, peer := tcpPair(t)
+	buf := make([]byte, 16)
+
+	_ = rs.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_, err := rs.Read(buf)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v, want a timeout", err)
+	}
+	_ = rs.SetReadDeadline(time.Time{})
+
+	if _, err := peer.Write([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	peer.Close()
+	n, err := rs.Read(buf)
+	if err != nil || string(buf[:n]) != "abc" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	if _, err := rs.Read(buf); err != io.EOF {
+		t.Fatalf("read after the peer closed: %v, want io.EOF", err)
+	}
+
+	// Writing to a peer that has gone fails (EPIPE or ECONNRESET) instead
+	// of hanging; the first write may still be accepted by the kernel.
+	var werr error
+	for i := 0; i < 100 && werr == nil; i++ {
+		_, werr = rs.Write([]byte("after close"))
+		time.Sleep(time.Millisecond)
+	}
+	if werr == nil {
+		t.Fatal("writes to a closed peer kept succeeding")
+	}
+
+	done := make(chan error, 1)
+	rs2, _ := tcpPair(t)
+	go func() {
+		_, err := rs2.Read(buf)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	rs2.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("a read parked while the socket closed: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a parked read did not return on close")
+	}
+}
+
+// Only plain sockets are wrapped: TLS and pipes keep their own I/O.
+func TestRawSocketWrapsOnlySockets(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if got := newRawSocket(a); got != a {
+		t.Fatalf("a pipe was wrapped: %T", got)
+	}
+}
