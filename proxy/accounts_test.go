@@ -1,9 +1,14 @@
 package proxy
 
 import (
+	"context"
+	"database/sql"
 	"net"
+	"strconv"
 	"testing"
 	"time"
+
+	"tableproxy/internal/testdb"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/packet"
@@ -26,5 +31,65 @@ func TestPoolDropsConnectionsOpenedBeforeAnAccountChange(t *testing.T) {
 	bp.cfg.Logins.Changed()
 	if got := bp.takeIdle(key); got != nil {
 		t.Fatal("a connection logged in before the change was reused")
+	}
+}
+
+// The pool closes connections that idled past IdleTimeout, and those opened
+// before an account change, without waiting for a session to ask for them:
+// their backend threads go.
+func TestPoolReapsIdleAndStaleConnections(t *testing.T) {
+	const idle = 600 * time.Millisecond
+	f := newFixture(t, func(c *Config) { c.Backend.IdleTimeout = idle })
+	direct := testdb.Open(t, f.directDSN(nil))
+	onBackend := func() int {
+		n, _ := strconv.Atoi(queryString(t, direct, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ? AND ID <> CONNECTION_ID()", f.user))
+		return n
+	}
+	pooled := func() int {
+		f.px.srv.pool.mu.Lock()
+		defer f.px.srv.pool.mu.Unlock()
+		return f.px.srv.pool.nIdle
+	}
+	waitFor := func(what string, cond func() bool, within time.Duration) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for !cond() {
+			if time.Since(start) > within {
+				t.Fatalf("%s: not within %v (pooled %d, on the backend %d)", what, within, pooled(), onBackend())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+	// open runs n sessions at once through the proxy and ends them, so that
+	// their backend connections are pooled.
+	open := func(n int) {
+		db := f.proxyDB(t, nil)
+		db.SetMaxIdleConns(0)
+		ctx := context.Background()
+		var conns []*sql.Conn
+		for range n {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			queryString(t, c, "SELECT COUNT(*) FROM information_schema.SCHEMATA") // on the backend
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		db.Close()
+		waitFor("pooling", func() bool { return pooled() == n && onBackend() == n }, 5*time.Second)
+	}
+
+	open(3)
+	f.px.srv.pool.cfg.Logins.Changed()
+	waitFor("closing after an account change", func() bool { return pooled() == 0 && onBackend() == 0 }, idle/2)
+
+	open(2)
+	took := waitFor("closing after the idle timeout", func() bool { return pooled() == 0 && onBackend() == 0 }, 5*idle)
+	if took < idle/2 {
+		t.Fatalf("closed after %v, before the idle timeout (%v)", took, idle)
 	}
 }

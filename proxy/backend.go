@@ -150,7 +150,7 @@ func (bp *backendPool) takeIdle(key poolKey) *backendConn {
 		bc := list[len(list)-1]
 		bp.idle[key] = list[:len(list)-1]
 		bp.nIdle--
-		if time.Since(bc.idleSince) > bp.cfg.IdleTimeout || bc.logins != bp.cfg.Logins.current() {
+		if bp.stale(bc, time.Now()) {
 			go bc.Conn.Close()
 			continue
 		}
@@ -362,6 +362,64 @@ func resetConnection(bc *backendConn) error {
 		return parseErr(p)
 	}
 	return nil
+}
+
+// stale says whether a pooled connection must not be handed out again: it
+// has idled past IdleTimeout (the backend's wait_timeout may have closed
+// it), or it was opened before an account change. Called with mu held.
+func (bp *backendPool) stale(bc *backendConn, now time.Time) bool {
+	return now.Sub(bc.idleSince) > bp.cfg.IdleTimeout || bc.logins != bp.cfg.Logins.current()
+}
+
+// reap closes the stale pooled connections, so that a burst's connections
+// and those of an account that changed do not hold backend threads until a
+// session happens to ask for the same key. It returns how many it closed.
+func (bp *backendPool) reap(now time.Time) int {
+	var doomed []*backendConn
+	bp.mu.Lock()
+	for key, list := range bp.idle {
+		kept := list[:0]
+		for _, bc := range list {
+			if bp.stale(bc, now) {
+				doomed = append(doomed, bc)
+			} else {
+				kept = append(kept, bc)
+			}
+		}
+		clear(list[len(kept):])
+		if len(kept) == 0 {
+			delete(bp.idle, key)
+		} else {
+			bp.idle[key] = kept
+		}
+	}
+	bp.nIdle -= len(doomed)
+	bp.mu.Unlock()
+	for _, bc := range doomed {
+		bc.Conn.Close()
+	}
+	return len(doomed)
+}
+
+// reapEvery is how often the pool looks for stale connections: a quarter
+// of the idle timeout, so none idles much past it, and at most 5 s, so an
+// account change frees its connections soon.
+func (bp *backendPool) reapEvery() time.Duration {
+	return min(bp.cfg.IdleTimeout/4, 5*time.Second)
+}
+
+// reapUntil runs reap on a ticker until stop is closed.
+func (bp *backendPool) reapUntil(stop <-chan struct{}) {
+	t := time.NewTicker(bp.reapEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			bp.reap(now)
+		}
+	}
 }
 
 // closeIdle closes every pooled connection.
