@@ -34,6 +34,34 @@ func TestPoolDropsConnectionsOpenedBeforeAnAccountChange(t *testing.T) {
 	}
 }
 
+// reap closes the stale connections of a key and keeps the others, and a
+// timeout too short for a quarter of it still gives the reaper a ticker.
+func TestPoolReapKeepsTheFreshConnectionsOfAKey(t *testing.T) {
+	bp := newBackendPool(BackendConfig{Addr: "127.0.0.1:1", IdleTimeout: 3})
+	if bp.reapEvery() <= 0 {
+		t.Fatalf("reapEvery %v for a 3 ns timeout", bp.reapEvery())
+	}
+	bp.cfg.IdleTimeout = time.Minute
+	key := poolKey{user: "u"}
+	now := time.Now()
+	conn := func(idle time.Duration) *backendConn {
+		end, _ := net.Pipe()
+		return &backendConn{Conn: &client.Conn{Conn: packet.NewConn(end)}, key: key, idleSince: now.Add(-idle)}
+	}
+	old, fresh, older := conn(2*time.Minute), conn(time.Second), conn(3*time.Minute)
+	bp.idle[key] = []*backendConn{old, fresh, older}
+	bp.nIdle = 3
+	if n := bp.reap(now); n != 2 {
+		t.Fatalf("reap closed %d, want 2", n)
+	}
+	if bp.nIdle != 1 || len(bp.idle[key]) != 1 || bp.idle[key][0] != fresh {
+		t.Fatalf("kept %d (%v), want only the fresh one", bp.nIdle, bp.idle[key])
+	}
+	if got := bp.takeIdle(key); got != fresh {
+		t.Fatal("the fresh connection was not handed out")
+	}
+}
+
 // The pool closes connections that idled past IdleTimeout, and those opened
 // before an account change, without waiting for a session to ask for them:
 // their backend threads go.

@@ -403,9 +403,10 @@ func (bp *backendPool) reap(now time.Time) int {
 
 // reapEvery is how often the pool looks for stale connections: a quarter
 // of the idle timeout, so none idles much past it, and at most 5 s, so an
-// account change frees its connections soon.
+// account change frees its connections soon (at least 1 ms: a ticker
+// needs a positive interval).
 func (bp *backendPool) reapEvery() time.Duration {
-	return min(bp.cfg.IdleTimeout/4, 5*time.Second)
+	return max(min(bp.cfg.IdleTimeout/4, 5*time.Second), time.Millisecond)
 }
 
 // reapUntil runs reap on a ticker until stop is closed.

@@ -6,11 +6,11 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"unsafe"
 )
 
-// rawSocket reads and writes a client's socket with raw system calls,
-// without the Go runtime's entersyscall/exitsyscall around them.
+// rawSocket reads and writes a client's or the backend's socket with raw
+// system calls, without the Go runtime's entersyscall/exitsyscall around
+// them.
 //
 // Why: a cached answer's one write to a loopback client wakes the client,
 // and the kernel usually switches to it before the write returns. To the
@@ -36,26 +36,28 @@ type rawSocket struct {
 
 // rawCall is one Read or Write: its buffer, the bytes done and the error.
 type rawCall struct {
-	p     []byte
-	n     int
-	errno syscall.Errno
+	p   []byte
+	n   int
+	err error // from the system call itself
 }
 
 // result ends a call: the bytes done and what went wrong, as net.Conn says it.
 func (c *rawCall) result(op string, err error) (int, error) {
-	n, errno := c.n, c.errno
+	n, callErr := c.n, c.err
 	*c = rawCall{}
 	switch {
 	case err != nil:
 		return n, err // closed, or the deadline passed
-	case errno != 0:
-		return n, os.NewSyscallError(op, errno)
+	case callErr != nil:
+		return n, os.NewSyscallError(op, callErr)
 	}
 	return n, nil
 }
 
 // newRawSocket wraps a plain TCP or Unix socket; any other conn (TLS, a
-// test's pipe) is returned as it is.
+// test's pipe) is returned as it is. The socket must stay non-blocking, as
+// Go opens it: never call File() on it (that makes it blocking, and a raw
+// read would then hold its P, and stop the world, until data came).
 func newRawSocket(c net.Conn) net.Conn {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -93,17 +95,17 @@ func (s *rawSocket) Read(p []byte) (int, error) {
 // tryRead makes one read; false means the socket had nothing (wait).
 func (s *rawSocket) tryRead(fd uintptr) bool {
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.r.p[0])), uintptr(len(s.r.p)))
+		n, e := sysRead(fd, s.r.p)
 		switch e {
 		case 0:
-			s.r.n = int(n)
+			s.r.n = n
 			return true
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
 			return false
 		}
-		s.r.errno = e
+		s.r.err = e
 		return true
 	}
 }
@@ -122,19 +124,20 @@ func (s *rawSocket) Write(p []byte) (int, error) {
 // buffer is full (wait, then go on from w.n).
 func (s *rawSocket) tryWrite(fd uintptr) bool {
 	for s.w.n < len(s.w.p) {
-		rest := s.w.p[s.w.n:]
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
-		switch e {
-		case 0:
-			s.w.n += int(n)
-			continue
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
+		n, e := sysWrite(fd, s.w.p[s.w.n:])
+		switch {
+		case e == 0 && n > 0:
+			s.w.n += n
+		case e == 0: // a stream socket never takes nothing without an error
+			s.w.err = io.ErrUnexpectedEOF
+			return true
+		case e == syscall.EINTR:
+		case e == syscall.EAGAIN:
 			return false
+		default:
+			s.w.err = e
+			return true
 		}
-		s.w.errno = e
-		return true
 	}
 	return true
 }

@@ -145,3 +145,23 @@ func TestRawSocketWrapsOnlySockets(t *testing.T) {
 		t.Fatalf("a pipe was wrapped: %T", got)
 	}
 }
+
+// Bytes written on one side and read through a rawSocket order what came
+// before the write before what comes after the read, for the race detector
+// as for the program: a -race build must not report a race here.
+var sentBeforeTheWrite int
+
+func TestRawSocketReadIsSynchronisation(t *testing.T) {
+	rs, peer := tcpPair(t)
+	go func() {
+		sentBeforeTheWrite = 42
+		_, _ = peer.Write([]byte{1})
+	}()
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(rs, b); err != nil {
+		t.Fatal(err)
+	}
+	if sentBeforeTheWrite != 42 {
+		t.Fatal("the write's effects were not visible after its read")
+	}
+}
