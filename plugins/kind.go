@@ -253,24 +253,24 @@ func MayChangeAccounts(sql string) bool {
 	if !SingleStatement(sql) {
 		return true
 	}
+	// (Compared in place with eqFold: this runs for every query, and
+	// upper-casing the words would allocate.)
 	var words [4]string
 	i := 0
 	for n := range words {
-		var w string
-		w, i = wordAt(sql, i)
-		words[n] = strings.ToUpper(w)
+		words[n], i = wordAt(sql, i)
 	}
-	switch words[0] {
-	case "", "GRANT", "REVOKE", "FLUSH", "CALL", "EXECUTE":
+	switch w := words[0]; {
+	case w == "" || eqFold(w, "GRANT") || eqFold(w, "REVOKE") || eqFold(w, "FLUSH") || eqFold(w, "CALL") || eqFold(w, "EXECUTE"):
 		return true
-	case "CREATE", "ALTER", "DROP", "RENAME":
+	case eqFold(w, "CREATE") || eqFold(w, "ALTER") || eqFold(w, "DROP") || eqFold(w, "RENAME"):
 		for _, w := range words[1:] { // (CREATE OR REPLACE USER, DROP ROLE IF EXISTS)
-			if w == "USER" || w == "ROLE" {
+			if eqFold(w, "USER") || eqFold(w, "ROLE") {
 				return true
 			}
 		}
-	case "SET":
-		return words[1] == "PASSWORD" || words[1] == "DEFAULT" && words[2] == "ROLE"
+	case eqFold(w, "SET"):
+		return eqFold(words[1], "PASSWORD") || eqFold(words[1], "DEFAULT") && eqFold(words[2], "ROLE")
 	}
 	return false
 }

@@ -211,3 +211,10 @@ func TestMayChangeAccounts(t *testing.T) {
 		}
 	}
 }
+
+// MayChangeAccounts runs for every query: it must not allocate.
+func TestMayChangeAccountsDoesNotAllocate(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { MayChangeAccounts("SELECT c FROM sbtest1 WHERE id=1") }); n != 0 {
+		t.Fatalf("%v allocations per call", n)
+	}
+}
