@@ -76,8 +76,6 @@ type Server struct {
 	active   atomic.Int64
 	draining atomic.Bool
 	wg       sync.WaitGroup
-	stopReap chan struct{} // closed by Shutdown: the pool's reaper ends
-	reapOnce sync.Once     // Serve starts the reaper once
 
 	mu       sync.Mutex // guards sessions; taken on connect, disconnect, KILL and shutdown
 	sessions map[uint32]*sessionEntry
@@ -121,7 +119,7 @@ func New(cfg Config, chain *plugins.Chain) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, chain: chain, pool: newBackendPool(cfg.Backend), log: cfg.Logger,
-		sessions: map[uint32]*sessionEntry{}, stopReap: make(chan struct{})}
+		sessions: map[uint32]*sessionEntry{}}
 	s.nextID.Store(proxyIDBase)
 	return s, nil
 }
@@ -163,7 +161,9 @@ func (s *Server) backendGreeting() greeting {
 
 // Serve accepts clients until Shutdown. It returns nil after a shutdown.
 func (s *Server) Serve() error {
-	s.reapOnce.Do(func() { go s.pool.reapUntil(s.stopReap) })
+	stop := make(chan struct{}) // the pool's reaper runs while Serve does
+	defer close(stop)
+	go s.pool.reapUntil(stop)
 	for {
 		conn, err := s.ln.Accept()
 		if err != nil {
@@ -271,9 +271,7 @@ func (s *Server) lookupSession(id uint64) (*session, uint64, bool) {
 // finish their statement (and an open transaction) until the timeout, then
 // closes whatever is left.
 func (s *Server) Shutdown(ctx context.Context) error {
-	if !s.draining.Swap(true) {
-		close(s.stopReap)
-	}
+	s.draining.Store(true)
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
