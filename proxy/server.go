@@ -9,8 +9,9 @@
 // (runStatement), and unless a plugin answers or refuses them, are
 // forwarded and their responses relayed packet by packet (relay.go).
 //
-// What can go wrong: the backend can vanish mid-response (the client gets
-// error 2013 and its connection is closed, since its session state is gone);
+// What can go wrong: the backend can vanish mid-response (the client's
+// connection is closed, as the backend would have closed a direct one, since
+// its session state is gone);
 // a client can send garbage or vanish mid-result (only that session ends);
 // and a relay that loses count of packets would desynchronise both sides,
 // which is why the relay follows the protocol's framing exactly.

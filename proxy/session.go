@@ -60,6 +60,22 @@ type session struct {
 	// the PREPARED state on it (MariaDB), where a session that closes
 	// directly would leave it to XA COMMIT from any connection.
 	usedXA bool
+	// backendLost: a query the proxy or a plugin ran on the backend
+	// connection between relays failed below the protocol, so the
+	// connection is gone and the session ends as after a failed relay.
+	backendLost bool
+}
+
+// noteBackendError records that err, from a query on the session's backend
+// connection, means the connection is gone (anything but the server's own
+// ERR packet).
+func (s *session) noteBackendError(err error) {
+	if err == nil {
+		return
+	}
+	if _, ok := err.(*mysql.MyError); !ok {
+		s.backendLost = true
+	}
 }
 
 // sessionBackend lets plugins query the session's backend connection
@@ -67,7 +83,9 @@ type session struct {
 type sessionBackend struct{ s *session }
 
 func (b sessionBackend) Query(sql string) (*mysql.Result, error) {
-	return b.s.backend.Execute(sql)
+	r, err := b.s.backend.Execute(sql)
+	b.s.noteBackendError(err)
+	return r, err
 }
 
 // prepared is what the proxy keeps of a prepared statement.
@@ -281,7 +299,7 @@ func (s *session) bindBackend(ctx context.Context) error {
 		var me *mysql.MyError
 		if !errors.As(err, &me) {
 			s.log.Warn("backend connect failed", "err", err)
-			me = mysql.NewError(2003, fmt.Sprintf("Can't connect to MySQL server on '%s' (tableproxy: %v)", s.srv.cfg.Backend.Addr, errors.Unwrap(err)))
+			me = backendUnreachable(s.srv.cfg.Backend.Addr, err)
 		}
 		_ = s.client.writeError(me)
 		_ = s.client.flush()
@@ -303,6 +321,21 @@ func (s *session) bindBackend(ctx context.Context) error {
 	s.stmts = map[uint32]*prepared{}
 	s.srv.registerBackend(s)
 	return nil
+}
+
+// backendUnreachable is the error a client gets when the proxy cannot open
+// a backend connection for it. A direct client would get its library's own
+// error 2003, but that number is the client's to give: MariaDB Connector/C
+// takes a client-range number in a server's ERR packet for a malformed
+// packet (error 2027). So the proxy sends the server's error for a data
+// source it cannot reach, with the reason in the message.
+func backendUnreachable(addr string, err error) *mysql.MyError {
+	var down *backendDownError
+	if errors.As(err, &down) {
+		err = down.err // the address is in the message already
+	}
+	return &mysql.MyError{Code: mysql.ER_CONNECT_TO_FOREIGN_DATA_SOURCE, State: "HY000",
+		Message: fmt.Sprintf("Can't connect to the backend MySQL server on '%s' (tableproxy: %v)", addr, err)}
 }
 
 // run serves commands until the client quits, a side breaks, or the proxy
@@ -338,11 +371,22 @@ func (s *session) run() (clean bool) {
 			continue
 		}
 		quit, err := s.dispatch()
+		if err == nil && s.backendLost {
+			err = errBackendLost // a plugin's query after the response
+		}
 		if err != nil {
 			switch {
 			case errors.Is(err, errBackendLost):
+				// The client loses its connection as it would have lost
+				// a direct one: what was relayed reaches it, then the
+				// socket closes without a packet of the proxy's own. Its
+				// library reports that in its own words (error 2013, or
+				// the driver's bad connection), which is what its retry
+				// and reconnect logic looks for. An ERR packet with the
+				// client-side number 2013 would not do: MariaDB
+				// Connector/C refuses client-range numbers from a server
+				// as a malformed packet (error 2027).
 				s.log.Warn("backend connection lost", "conn", s.id)
-				_ = s.client.writeError(mysql.NewError(2013, "Lost connection to backend during query"))
 				_ = s.client.flush()
 			case errors.Is(err, errClientGone):
 			default:
@@ -509,14 +553,20 @@ func (s *session) runStatement() error {
 	}
 	var err error
 	var rs relayStats
-	switch action.Verdict {
-	case plugins.Refuse:
+	switch {
+	case s.backendLost:
+		// A plugin's query (or the BEGIN above) lost the backend
+		// connection: the client loses its connection as a direct one
+		// would (see run), whatever the statement was refused with.
+		out.Source, out.Plugin, out.Err = plugins.FromProxy, by, action.Err
+		err = errBackendLost
+	case action.Verdict == plugins.Refuse:
 		out.Source, out.Plugin, out.Err = plugins.FromProxy, by, action.Err
 		err = s.client.writeError(action.Err)
 		if err != nil {
 			err = errClientGone
 		}
-	case plugins.Answer:
+	case action.Verdict == plugins.Answer:
 		out.Source, out.Plugin = plugins.FromPlugin, by
 		w := &s.answer
 		*w = answerWriter{s: s, binary: cmd == plugins.ComStmtExecute}
@@ -613,6 +663,7 @@ func (s *session) beginAlone() *mysql.MyError {
 		if me, ok := err.(*mysql.MyError); ok {
 			return me
 		}
+		s.noteBackendError(err)
 		return mysql.NewError(2013, "Lost connection to backend while starting the transaction")
 	}
 	s.setStatus(r.Status)

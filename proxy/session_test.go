@@ -23,6 +23,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"tableproxy/internal/testdb"
+	"tableproxy/plugins"
 )
 
 func TestQueriesMatchDirect(t *testing.T) {
@@ -362,6 +363,45 @@ func TestClientVanishesMidResult(t *testing.T) {
 	}
 }
 
+// backendAsker runs a query on the session's backend connection before
+// every statement and refuses the statement with the error the query got,
+// as the cache plugin does when the BEGIN it owes the backend fails.
+type backendAsker struct{}
+
+func (backendAsker) Name() string { return "asker" }
+
+func (backendAsker) OnStatement(st *plugins.Statement) plugins.Action {
+	_, err := st.Backend.Query("DO 1")
+	if err == nil {
+		return plugins.Continue
+	}
+	var me *gomysql.MyError
+	if !errors.As(err, &me) {
+		me = gomysql.NewError(gomysql.ER_UNKNOWN_ERROR, err.Error())
+	}
+	return plugins.RefuseWith(me)
+}
+
+// TestPluginLosingTheBackendEndsTheSession: when a plugin's own query finds
+// the backend connection gone, the client loses its connection as it would
+// have directly, whatever the plugin refused the statement with.
+func TestPluginLosingTheBackendEndsTheSession(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	link := newFaultyLink(t, be.Addr)
+	px := startProxy(t, link.addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(backendAsker{}))
+	live := testdb.Open(t, testdb.DSN(px.addr, user, "pw", db, nil))
+	live.SetMaxOpenConns(1)
+	if _, err := live.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	link.down()
+	if _, err := live.Exec("SELECT 1"); !testdb.ConnectionLost(err) {
+		t.Errorf("got %v, want the connection closed (as a dead backend closes it)", err)
+	}
+}
+
 func TestBackendDownAndBack(t *testing.T) {
 	be := testdb.Get(t)
 	db := be.NewDatabase(t)
@@ -379,12 +419,12 @@ func TestBackendDownAndBack(t *testing.T) {
 	link.down() // the backend dies
 	start := time.Now()
 	_, err := live.Exec("SELECT 1")
-	if me := myErr(t, err); me.Number != 2013 {
-		t.Errorf("in-flight session: got %v, want 2013", me)
+	if !testdb.ConnectionLost(err) {
+		t.Errorf("in-flight session: got %v, want its connection closed (as a dead backend closes it)", err)
 	}
 	fresh := testdb.Open(t, dsn)
-	if me := myErr(t, fresh.Ping()); me.Number != 2003 {
-		t.Errorf("new session: got %v, want 2003", me)
+	if me := myErr(t, fresh.Ping()); me.Number != gomysql.ER_CONNECT_TO_FOREIGN_DATA_SOURCE {
+		t.Errorf("new session: got %v, want 1429", me)
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("errors took %v; want prompt", d)
@@ -624,8 +664,8 @@ func TestBackendTLS(t *testing.T) {
 	px2 := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, func(c *Config) {
 		c.Backend.TLS = &tls.Config{RootCAs: other, ServerName: host}
 	}, nil)
-	if me := myErr(t, testdb.Open(t, testdb.DSN(px2.addr, user, "pw", db, nil)).Ping()); me.Number != 2003 {
-		t.Errorf("unverifiable backend: got %v, want 2003", me)
+	if me := myErr(t, testdb.Open(t, testdb.DSN(px2.addr, user, "pw", db, nil)).Ping()); me.Number != gomysql.ER_CONNECT_TO_FOREIGN_DATA_SOURCE {
+		t.Errorf("unverifiable backend: got %v, want 1429", me)
 	}
 }
 

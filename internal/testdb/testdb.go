@@ -11,7 +11,9 @@ package testdb
 import (
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -164,4 +166,11 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// ConnectionLost reports whether err is what go-sql-driver returns when the
+// server closes the connection under a statement, as a killed or crashed
+// MariaDB does: its invalid-connection error, or a bad connection.
+func ConnectionLost(err error) bool {
+	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn)
 }
