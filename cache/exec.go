@@ -412,6 +412,40 @@ type sortKey struct {
 	w    []byte // string columns: the collation's sort key
 }
 
+// sortPacked sorts perm (0, 1, 2, ... on entry) by one numeric key per
+// position as a stable sort would, in one slices.Sort of integers: each
+// holds the key (NULL lowest, mirrored for DESC) in its high 32 bits and the
+// position in its low 32, so that tied keys keep their order. ORDER BY on
+// one ranked string column (sysbench's ORDER BY c) comes here, several
+// times faster than sorting positions through a comparison function. It
+// reports false, leaving perm as it was, when a key is negative or does not
+// fit in 31 bits.
+func sortPacked(perm []int, keys []sortKey, desc bool) bool {
+	if len(perm) >= 1<<32 {
+		return false
+	}
+	packed := make([]uint64, len(perm))
+	for n := range packed {
+		k := &keys[n]
+		var v uint64 // NULL
+		if !k.null {
+			if k.n.neg || k.n.mag >= 1<<31 {
+				return false
+			}
+			v = k.n.mag + 1
+		}
+		if desc {
+			v = 1<<32 - 1 - v
+		}
+		packed[n] = v<<32 | uint64(n)
+	}
+	slices.Sort(packed)
+	for n, x := range packed {
+		perm[n] = int(uint32(x))
+	}
+	return true
+}
+
 // sortRows sorts rows by the plan's ORDER BY, NULLs first ascending as in
 // MySQL. Unless the order is total, rows that tie make the answer the
 // backend's to give (false); under DISTINCT, tied rows are duplicates and
@@ -498,7 +532,9 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 	for n := range perm {
 		perm[n] = n
 	}
-	slices.SortStableFunc(perm, cmp)
+	if m != 1 || ranks[0] == nil && snap.colls[p.order[0].col] != nil || !sortPacked(perm, keys, p.order[0].desc) {
+		slices.SortStableFunc(perm, cmp)
+	}
 	if p.total || p.groupBy != nil {
 		// (Under GROUP BY, rows that tie are one group.)
 		for n, at := range perm {
