@@ -85,6 +85,7 @@ type Server struct {
 type sessionEntry struct {
 	s         *session
 	backendID uint32
+	backend   net.Conn // the backend connection's socket, for Shutdown
 }
 
 // New checks cfg and returns a server that is not yet listening.
@@ -243,7 +244,7 @@ func (s *Server) serveConn(conn net.Conn) {
 // registerBackend records which backend thread serves the session, for KILL.
 func (s *Server) registerBackend(sess *session) {
 	s.mu.Lock()
-	s.sessions[sess.id] = &sessionEntry{s: sess, backendID: sess.backend.threadID}
+	s.sessions[sess.id] = &sessionEntry{s: sess, backendID: sess.backend.threadID, backend: sess.backend.Conn.Conn}
 	s.mu.Unlock()
 }
 
@@ -303,6 +304,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			n := len(s.sessions)
 			for _, e := range s.sessions {
 				_ = e.s.client.raw.Close()
+				// A session waiting for the backend's answer would wait
+				// as long as the statement runs there (a report, a lock
+				// wait): its read ends now too, so the timeout bounds the
+				// shutdown. The statement itself goes on in the backend
+				// until it ends, as when a direct client goes away; an
+				// open transaction is rolled back then.
+				_ = e.backend.SetDeadline(time.Now())
 			}
 			s.mu.Unlock()
 			<-done

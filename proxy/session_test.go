@@ -561,6 +561,40 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 }
 
+// TestShutdownTimeoutBoundsALongStatement: a statement still running in the
+// backend when the shutdown timeout passes does not hold the shutdown: its
+// session ends, and Shutdown returns.
+func TestShutdownTimeoutBoundsALongStatement(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.ShutdownTimeout = 300 * time.Millisecond })
+	db := f.proxyDB(t, nil)
+	var backendID int64
+	if err := db.QueryRow("SELECT CONNECTION_ID()").Scan(&backendID); err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	slept := make(chan error, 1)
+	go func() {
+		_, err := db.Exec("SELECT SLEEP(30)")
+		slept <- err
+	}()
+	direct := testdb.Open(t, f.directDSN(nil))
+	waitFor(t, func() bool {
+		return queryString(t, direct, fmt.Sprintf("SELECT COUNT(*) FROM information_schema.processlist WHERE id = %d AND info LIKE 'SELECT SLEEP%%'", backendID)) == "1"
+	})
+	start := time.Now()
+	if err := f.px.srv.Shutdown(context.Background()); err == nil {
+		t.Error("shutdown with a statement still running: no error, want the timeout's")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("shutdown took %v with a 300 ms timeout", d)
+	}
+	if err := <-slept; err == nil {
+		t.Error("the cut-off statement succeeded")
+	}
+	// The backend thread is not left to sleep for the client.
+	_, _ = direct.Exec(fmt.Sprintf("KILL %d", backendID))
+}
+
 func TestClientTLS(t *testing.T) {
 	cert := selfSigned(t)
 	f := newFixture(t, func(c *Config) {
