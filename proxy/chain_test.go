@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -408,5 +409,126 @@ func TestChangeUserStartsAFreshSession(t *testing.T) {
 	// SELECT CURRENT_USER(), the prepare, USE after the change.
 	if got := strings.Join(probe.seen[:3], ","); got != "fresh,kept,fresh" {
 		t.Errorf("plugin session state per statement: %s, want fresh,kept,fresh", got)
+	}
+}
+
+// changeUser sends COM_CHANGE_USER for user with password pw and database
+// db on c, answering the server's switch to mysql_native_password (asked
+// for by naming a plugin no server speaks, so that the test needs no
+// handshake salt). It returns the server's final answer.
+func changeUser(t *testing.T, c *client.Conn, user, pw, db string) error {
+	t.Helper()
+	pkt := []byte{0, 0, 0, 0, mysql.COM_CHANGE_USER}
+	pkt = append(append(pkt, user...), 0)
+	pkt = append(pkt, 0) // no auth data
+	pkt = append(append(pkt, db...), 0)
+	pkt = append(pkt, 45, 0) // utf8mb4_general_ci
+	pkt = append(pkt, "no_such_plugin\x00"...)
+	pkt = append(pkt, 0) // no connection attributes (MariaDB wants their length)
+	c.ResetSequence()
+	if err := c.WritePacket(pkt); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.ReadPacket()
+	if err != nil {
+		return err
+	}
+	if len(p) > 1 && p[0] == 0xfe {
+		plugin, rest, _ := strings.Cut(string(p[1:]), "\x00")
+		if plugin != mysql.AUTH_NATIVE_PASSWORD {
+			t.Fatalf("auth switch to %q", plugin)
+		}
+		salt := []byte(strings.TrimSuffix(rest, "\x00"))
+		if err := c.WritePacket(append([]byte{0, 0, 0, 0}, mysql.CalcPassword(salt, []byte(pw))...)); err != nil {
+			t.Fatal(err)
+		}
+		if p, err = c.ReadPacket(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(p) > 0 && p[0] == mysql.OK_HEADER:
+		return nil
+	case len(p) > 0 && p[0] == mysql.ERR_HEADER:
+		return parseErr(p)
+	}
+	return fmt.Errorf("COM_CHANGE_USER: answer %q", p)
+}
+
+// TestRefusedChangeUserClearsTheSession: a server clears the session before
+// it authenticates a COM_CHANGE_USER, so a refused one still rolls back the
+// transaction and drops user variables, temporary tables and prepared
+// statements, and resets session variables, while the user, the database
+// and the character set stay. Through the proxy the same, whether the
+// proxy refuses the password or the backend the database; directly to
+// MariaDB for reference.
+func TestRefusedChangeUserClearsTheSession(t *testing.T) {
+	f := newFixture(t, nil)
+	root := f.be.Root(t)
+	if _, err := root.Exec("CREATE TABLE `" + f.db + "`.cu (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, refusal := range []struct{ name, pw, db string }{
+		{"password", "wrong", f.db},
+		{"database", f.pw, "no_such_db_" + f.db},
+	} {
+		var outs []string
+		for _, ep := range []struct{ name, addr string }{{"direct", f.be.Addr}, {"proxy", f.px.addr}} {
+			if _, err := root.Exec("DELETE FROM `" + f.db + "`.cu"); err != nil {
+				t.Fatal(err)
+			}
+			c, err := client.Connect(ep.addr, f.user, f.pw, f.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{"SET @x = 1, sql_mode = 'ANSI_QUOTES', NAMES latin1", "CREATE TEMPORARY TABLE tmp (a INT)",
+				"BEGIN", "INSERT INTO cu VALUES (1)"} {
+				if _, err := c.Execute(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stmt, err := c.Prepare("SELECT 1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			err = changeUser(t, c, f.user, refusal.pw, refusal.db)
+			var me *mysql.MyError
+			if !errors.As(err, &me) {
+				t.Fatalf("%s, %s: change user: %v, want a refusal", refusal.name, ep.name, err)
+			}
+			out = append(out, fmt.Sprint("refused ", me.Code))
+			r, err := c.Execute("SELECT SUBSTRING_INDEX(CURRENT_USER(), '@', 1) = '" + f.user + "', @x, DATABASE(), " +
+				"@@sql_mode = @@global.sql_mode, @@character_set_client, @@character_set_results, @@in_transaction")
+			if err != nil {
+				t.Fatalf("%s, %s: %v", refusal.name, ep.name, err)
+			}
+			for i := range r.ColumnNumber() {
+				v, _ := r.GetString(0, i)
+				out = append(out, v)
+			}
+			_, err = c.Execute("SELECT COUNT(*) FROM tmp")
+			out = append(out, fmt.Sprint("temporary table: ", err))
+			_, err = stmt.Execute()
+			me = nil
+			errors.As(err, &me) // (its message names the statement's id, which differs)
+			out = append(out, fmt.Sprintf("prepared statement: %v, error %v", err == nil, me != nil && me.Code == mysql.ER_UNKNOWN_STMT_HANDLER))
+			if _, err := c.Execute("COMMIT"); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := root.QueryRow("SELECT COUNT(*) FROM `" + f.db + "`.cu").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint("rows committed: ", n))
+			c.Close()
+			outs = append(outs, strings.Join(out, "\n"))
+		}
+		if outs[0] != outs[1] {
+			t.Errorf("refused %s: direct:\n%s\nproxy:\n%s", refusal.name, outs[0], outs[1])
+		}
+		if !strings.Contains(outs[0], "rows committed: 0") {
+			t.Errorf("refused %s: the backend kept the transaction:\n%s", refusal.name, outs[0])
+		}
 	}
 }

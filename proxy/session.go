@@ -737,8 +737,8 @@ func (s *session) refreshDB() {
 // changeUser handles COM_CHANGE_USER: authenticate the new user against the
 // proxy's users with the session's scramble, then bind a fresh backend
 // connection as that user (which resets all session state, as the command
-// does on a server). A refused change leaves the session as it was, as on a
-// server.
+// does on a server). A refused change keeps the user, but not the rest of
+// the session (see clearRefusedChange).
 func (s *session) changeUser(p []byte) error {
 	name, pos, ok := readNulString(p, 0)
 	if !ok {
@@ -781,7 +781,7 @@ func (s *session) changeUser(p []byte) error {
 	if err := s.authenticate(name, plugin, auth); err != nil {
 		var me *mysql.MyError
 		if errors.As(err, &me) {
-			return nil // refused (ERR sent): the session goes on as before
+			return s.clearRefusedChange() // (the ERR is written)
 		}
 		return errClientGone
 	}
@@ -790,12 +790,12 @@ func (s *session) changeUser(p []byte) error {
 	s.params = backendParams{user: s.user.Name, password: s.user.Password, db: db, collation: collation,
 		caps: s.client.caps, extCaps: s.client.extCaps, attrs: attrs}
 	if err := s.bindBackend(context.Background()); err != nil {
-		// The backend refused the new user (ERR sent): keep the old one.
+		// The backend refused the new user (ERR written): keep the old one.
 		s.user, s.params, s.backend = oldUser, oldParams, old
 		s.srv.registerBackend(s)
 		var me *mysql.MyError
 		if errors.As(err, &me) {
-			return nil
+			return s.clearRefusedChange()
 		}
 		return errClientGone
 	}
@@ -804,6 +804,35 @@ func (s *session) changeUser(p []byte) error {
 	s.db = db
 	s.stateReset()
 	return s.client.writePacket(appendOK(newPacket(16), 0, 0, s.status, 0))
+}
+
+// clearRefusedChange does to the session what a server does when it
+// refuses a COM_CHANGE_USER: MariaDB and MySQL clear a session before they
+// authenticate the change, so the transaction rolls back, temporary
+// tables, user variables and prepared statements go, and session variables
+// return to their global values, while the user, the current database and
+// the character set stay. Keeping the session instead would let a later
+// COMMIT commit what a direct client's COMMIT would not. The backend
+// connection is reset (COM_RESET_CONNECTION keeps its user and database)
+// and given back the character set it had.
+func (s *session) clearRefusedChange() error {
+	bc := s.backend
+	r, err := bc.Execute("SELECT " + charsetVars)
+	if err != nil {
+		return errBackendLost
+	}
+	cs := readCharset(r, 0)
+	if err := resetConnection(bc); err != nil {
+		return errBackendLost
+	}
+	if r, err = bc.Execute(cs.restoreStatement()); err != nil {
+		return errBackendLost
+	}
+	s.setStatus(r.Status)
+	clear(s.stmts)
+	s.st.Session = &plugins.SessionState{}
+	s.stateReset()
+	return nil
 }
 
 // mayBeXA reports whether sql may hold an XA statement: its first keyword
