@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -65,7 +66,8 @@ func startDeferred(st *plugins.Statement, si *sessionInfo) *mysql.MyError {
 	si.deferred = false
 	r, err := st.Backend.Query("BEGIN")
 	if err != nil {
-		if me, ok := err.(*mysql.MyError); ok {
+		var me *mysql.MyError
+		if errors.As(err, &me) {
 			return me
 		}
 		return mysql.NewError(2013, "Lost connection to backend while starting the transaction")

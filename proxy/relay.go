@@ -12,10 +12,14 @@ import (
 // what it must to know where a response ends (OK, ERR and EOF packets, column
 // counts) and what the plugins are told (rows, affected rows, errors).
 
-// errClientGone and errBackendLost end a session; they say which side broke.
+// errClientGone and errBackendLost end a session and say which side broke;
+// errSessionEnds ends it on purpose.
 var (
 	errClientGone  = errors.New("client connection lost")
 	errBackendLost = errors.New("backend connection lost")
+	// errSessionEnds: the session ends after the error it has written,
+	// as the backend's server would end it.
+	errSessionEnds = errors.New("session ended by the proxy")
 )
 
 // relayStats is what a relayed response told the proxy.

@@ -67,13 +67,12 @@ type session struct {
 }
 
 // noteBackendError records that err, from a query on the session's backend
-// connection, means the connection is gone (anything but the server's own
-// ERR packet).
+// connection, means the connection is gone: anything but the server's own
+// ERR packet, which go-mysql returns as a *mysql.MyError, wrapped when it
+// ends a result set part way.
 func (s *session) noteBackendError(err error) {
-	if err == nil {
-		return
-	}
-	if _, ok := err.(*mysql.MyError); !ok {
+	var me *mysql.MyError
+	if err != nil && !errors.As(err, &me) {
 		s.backendLost = true
 	}
 }
@@ -388,6 +387,8 @@ func (s *session) run() (clean bool) {
 				// as a malformed packet (error 2027).
 				s.log.Warn("backend connection lost", "conn", s.id)
 				_ = s.client.flush()
+			case errors.Is(err, errSessionEnds):
+				_ = s.client.flush() // the error that says why
 			case errors.Is(err, errClientGone):
 			default:
 				s.log.Warn("session error", "conn", s.id, "err", err)
@@ -660,7 +661,8 @@ func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, r
 func (s *session) beginAlone() *mysql.MyError {
 	r, err := s.backend.Execute("BEGIN")
 	if err != nil {
-		if me, ok := err.(*mysql.MyError); ok {
+		var me *mysql.MyError
+		if errors.As(err, &me) {
 			return me
 		}
 		s.noteBackendError(err)
@@ -781,7 +783,7 @@ func (s *session) changeUser(p []byte) error {
 	if err := s.authenticate(name, plugin, auth); err != nil {
 		var me *mysql.MyError
 		if errors.As(err, &me) {
-			return s.clearRefusedChange() // (the ERR is written)
+			return s.afterRefusedChange() // (the ERR is written)
 		}
 		return errClientGone
 	}
@@ -790,14 +792,11 @@ func (s *session) changeUser(p []byte) error {
 	s.params = backendParams{user: s.user.Name, password: s.user.Password, db: db, collation: collation,
 		caps: s.client.caps, extCaps: s.client.extCaps, attrs: attrs}
 	if err := s.bindBackend(context.Background()); err != nil {
-		// The backend refused the new user (ERR written): keep the old one.
+		// The backend refused the new user or could not be reached (the
+		// ERR is written): keep the old one.
 		s.user, s.params, s.backend = oldUser, oldParams, old
 		s.srv.registerBackend(s)
-		var me *mysql.MyError
-		if errors.As(err, &me) {
-			return s.clearRefusedChange()
-		}
-		return errClientGone
+		return s.afterRefusedChange()
 	}
 	s.srv.pool.release(old, !s.usedXA)
 	s.usedXA = false
@@ -806,27 +805,49 @@ func (s *session) changeUser(p []byte) error {
 	return s.client.writePacket(appendOK(newPacket(16), 0, 0, s.status, 0))
 }
 
-// clearRefusedChange does to the session what a server does when it
-// refuses a COM_CHANGE_USER: MariaDB and MySQL clear a session before they
-// authenticate the change, so the transaction rolls back, temporary
-// tables, user variables and prepared statements go, and session variables
-// return to their global values, while the user, the current database and
-// the character set stay. Keeping the session instead would let a later
-// COMMIT commit what a direct client's COMMIT would not. The backend
-// connection is reset (COM_RESET_CONNECTION keeps its user and database)
-// and given back the character set it had.
+// afterRefusedChange does to the session what the backend's server does
+// when it refuses a COM_CHANGE_USER. Both clear a session before they
+// authenticate the change, so its transaction is rolled back either way.
+// MySQL then ends the connection (error 1873, "... Disconnecting"), and so
+// does the proxy; MariaDB keeps it, cleared (see clearRefusedChange).
+// Keeping the session as it was would let a later COMMIT commit what a
+// direct client's COMMIT would not.
+func (s *session) afterRefusedChange() error {
+	if !keepsRefusedChange(s.backend.GetServerVersion()) {
+		return errSessionEnds
+	}
+	if err := s.clearRefusedChange(); err != nil {
+		s.log.Warn("could not clear the session after a refused change of user; closing it", "conn", s.id, "err", err)
+		return errSessionEnds
+	}
+	return nil
+}
+
+// keepsRefusedChange says whether a server of this version keeps a
+// connection whose COM_CHANGE_USER it refused: MariaDB does, MySQL does not.
+func keepsRefusedChange(serverVersion string) bool {
+	return strings.Contains(serverVersion, "MariaDB")
+}
+
+// clearRefusedChange clears the session as MariaDB does after a refused
+// COM_CHANGE_USER: the transaction rolls back, temporary tables, user
+// variables and prepared statements go, and session variables return to
+// their global values, while the user, the current database and the
+// character set stay. The backend connection is reset
+// (COM_RESET_CONNECTION keeps its user and database) and given back the
+// character set it had.
 func (s *session) clearRefusedChange() error {
 	bc := s.backend
 	r, err := bc.Execute("SELECT " + charsetVars)
 	if err != nil {
-		return errBackendLost
+		return err
 	}
 	cs := readCharset(r, 0)
 	if err := resetConnection(bc); err != nil {
-		return errBackendLost
+		return err
 	}
 	if r, err = bc.Execute(cs.restoreStatement()); err != nil {
-		return errBackendLost
+		return err
 	}
 	s.setStatus(r.Status)
 	clear(s.stmts)

@@ -366,12 +366,12 @@ func TestClientVanishesMidResult(t *testing.T) {
 // backendAsker runs a query on the session's backend connection before
 // every statement and refuses the statement with the error the query got,
 // as the cache plugin does when the BEGIN it owes the backend fails.
-type backendAsker struct{}
+type backendAsker struct{ query string }
 
 func (backendAsker) Name() string { return "asker" }
 
-func (backendAsker) OnStatement(st *plugins.Statement) plugins.Action {
-	_, err := st.Backend.Query("DO 1")
+func (a backendAsker) OnStatement(st *plugins.Statement) plugins.Action {
+	_, err := st.Backend.Query(a.query)
 	if err == nil {
 		return plugins.Continue
 	}
@@ -390,7 +390,7 @@ func TestPluginLosingTheBackendEndsTheSession(t *testing.T) {
 	db := be.NewDatabase(t)
 	user := be.NewUser(t, "pw", "ALL", db)
 	link := newFaultyLink(t, be.Addr)
-	px := startProxy(t, link.addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(backendAsker{}))
+	px := startProxy(t, link.addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(backendAsker{"DO 1"}))
 	live := testdb.Open(t, testdb.DSN(px.addr, user, "pw", db, nil))
 	live.SetMaxOpenConns(1)
 	if _, err := live.Exec("SELECT 1"); err != nil {
@@ -399,6 +399,34 @@ func TestPluginLosingTheBackendEndsTheSession(t *testing.T) {
 	link.down()
 	if _, err := live.Exec("SELECT 1"); !testdb.ConnectionLost(err) {
 		t.Errorf("got %v, want the connection closed (as a dead backend closes it)", err)
+	}
+}
+
+// TestPluginQueryErrorKeepsTheSession: a server error on a plugin's query,
+// even one that ends a result set part way (which go-mysql returns
+// wrapped), is the statement's error, not a lost connection.
+func TestPluginQueryErrorKeepsTheSession(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	// Error 1242 comes with the second row, after the column definitions.
+	asker := backendAsker{"SELECT (SELECT x FROM (SELECT 1 x UNION ALL SELECT 2) u WHERE u.x >= t.y) " +
+		"FROM (SELECT 2 y UNION ALL SELECT 1) t"}
+	px := startProxy(t, be.Addr, []User{{Name: user, Password: "pw"}}, nil, plugins.NewChain(asker))
+	live := testdb.Open(t, testdb.DSN(px.addr, user, "pw", db, nil))
+	live.SetMaxOpenConns(1)
+	for range 2 {
+		if _, err := live.Exec("SELECT 1"); myErr(t, err).Number != gomysql.ER_SUBQUERY_NO_1_ROW {
+			t.Fatalf("got %v, want error 1242 from the plugin's query", err)
+		}
+	}
+}
+
+func TestKeepsRefusedChange(t *testing.T) {
+	for v, want := range map[string]bool{"5.5.5-10.11.19-MariaDB-0+deb12u1": true, "11.4.2-MariaDB": true, "8.0.36": false, "8.4.0-commercial": false} {
+		if got := keepsRefusedChange(v); got != want {
+			t.Errorf("%q: %v, want %v", v, got, want)
+		}
 	}
 }
 
