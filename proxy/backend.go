@@ -131,12 +131,31 @@ func (bp *backendPool) get(ctx context.Context, params *backendParams) (*backend
 		if bc == nil {
 			break
 		}
-		if bc.Ping() == nil {
+		timedOut, err := bp.ping(bc)
+		if err == nil {
 			return bc, nil
 		}
 		bc.Conn.Close()
+		if timedOut {
+			// The backend holds the connection but does not answer: the
+			// next pooled one, or a new one, would wait as long.
+			return nil, &backendDownError{addr: bp.cfg.Addr, err: err}
+		}
 	}
 	return bp.dial(ctx, params, key)
+}
+
+// ping checks that a pooled connection still answers, within the connect
+// timeout: a backend that keeps its connections but never answers
+// (stopped, or its host hung) must not hold a new session, nor the
+// shutdown that waits for the session, for ever. timedOut says the
+// deadline passed (go-mysql's error keeps only the words of the cause).
+func (bp *backendPool) ping(bc *backendConn) (timedOut bool, err error) {
+	deadline := time.Now().Add(bp.cfg.ConnectTimeout)
+	_ = bc.Conn.Conn.SetDeadline(deadline)
+	err = bc.Ping()
+	_ = bc.Conn.Conn.SetDeadline(time.Time{})
+	return err != nil && !time.Now().Before(deadline), err
 }
 
 func (bp *backendPool) takeIdle(key poolKey) *backendConn {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,11 +143,12 @@ func queryString(t testing.TB, db interface {
 // faultyLink is a TCP relay between the proxy and the backend that a test
 // can cut (every connection drops, as when the backend dies) and restore.
 type faultyLink struct {
-	target string
-	mu     sync.Mutex
-	ln     net.Listener
-	addr   string
-	conns  []net.Conn
+	target  string
+	mu      sync.Mutex
+	ln      net.Listener
+	addr    string
+	conns   []net.Conn
+	stalled atomic.Bool // bytes are held, as by a backend that is stopped (SIGSTOP)
 }
 
 func newFaultyLink(t testing.TB, target string) *faultyLink {
@@ -180,11 +181,35 @@ func (l *faultyLink) serve(ln net.Listener) {
 			l.mu.Lock()
 			l.conns = append(l.conns, c, b)
 			l.mu.Unlock()
-			go func() { io.Copy(b, c); b.Close(); c.Close() }()
-			go func() { io.Copy(c, b); b.Close(); c.Close() }()
+			go func() { l.copy(b, c); b.Close(); c.Close() }()
+			go func() { l.copy(c, b); b.Close(); c.Close() }()
 		}
 	}()
 }
+
+// copy relays src to dst, holding what it read while the link is stalled.
+func (l *faultyLink) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		for l.stalled.Load() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stall holds every byte from now on, until resume: the backend neither
+// answers nor closes, as when it is stopped.
+func (l *faultyLink) stall()  { l.stalled.Store(true) }
+func (l *faultyLink) resume() { l.stalled.Store(false) }
 
 // down stops listening and drops every relayed connection.
 func (l *faultyLink) down() {

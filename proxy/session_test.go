@@ -430,6 +430,47 @@ func TestKeepsRefusedChange(t *testing.T) {
 	}
 }
 
+// TestStoppedBackendDoesNotHangANewSession: a backend that stops answering
+// (SIGSTOP, a hung host) while the pool holds a connection to it: a new
+// session gets error 1429 within the connect timeout instead of waiting
+// for the pooled connection's ping forever.
+func TestStoppedBackendDoesNotHangANewSession(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	link := newFaultyLink(t, be.Addr)
+	px := startProxy(t, link.addr, []User{{Name: user, Password: "pw"}}, func(c *Config) {
+		c.Backend.ConnectTimeout = 500 * time.Millisecond
+	}, nil)
+	dsn := testdb.DSN(px.addr, user, "pw", db, nil)
+	first := testdb.Open(t, dsn)
+	if err := first.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	first.Close() // its backend connection goes to the pool
+	waitFor(t, func() bool {
+		px.srv.pool.mu.Lock()
+		defer px.srv.pool.mu.Unlock()
+		return px.srv.pool.nIdle == 1
+	})
+	link.stall()
+	defer link.resume()
+	pinged := make(chan error, 1)
+	start := time.Now()
+	go func() { pinged <- testdb.Open(t, dsn).Ping() }()
+	select {
+	case err := <-pinged:
+		if me := myErr(t, err); me.Number != gomysql.ER_CONNECT_TO_FOREIGN_DATA_SOURCE {
+			t.Errorf("got %v, want 1429", me)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("took %v with a 500 ms connect timeout", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a new session waited 10 s for a stopped backend")
+	}
+}
+
 func TestBackendDownAndBack(t *testing.T) {
 	be := testdb.Get(t)
 	db := be.NewDatabase(t)
