@@ -110,6 +110,11 @@ func TestResponseParsing(t *testing.T) {
 	if e.Code != 1062 || e.State != "23000" || e.Message != "Duplicate entry '1' for key 'PRIMARY'" {
 		t.Fatalf("parseErr: %+v", e)
 	}
+	// A backend's error from before its login has no SQLSTATE, nor does
+	// its copy.
+	if p := appendErr(nil, &mysql.MyError{Code: 1040, Message: "Too many connections"}); string(p[3:]) != "Too many connections" {
+		t.Fatalf("appendErr without a state: %q", p)
+	}
 	if !isEOF(appendEOF(nil, 0, 2)) {
 		t.Fatal("EOF not recognised")
 	}

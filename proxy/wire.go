@@ -125,12 +125,17 @@ func parseErr(payload []byte) *mysql.MyError {
 
 // appendErr appends an ERR packet payload.
 func appendErr(b []byte, e *mysql.MyError) []byte {
-	b = append(b, markErr, byte(e.Code), byte(e.Code>>8), '#')
-	state := e.State
-	if len(state) != 5 {
-		state = mysql.DEFAULT_MYSQL_STATE
+	b = append(b, markErr, byte(e.Code), byte(e.Code>>8))
+	// A backend's error from before its login (1040, too many
+	// connections) carries no SQLSTATE, and go-mysql leaves State empty:
+	// it goes on as the backend sent it.
+	if e.State != "" {
+		state := e.State
+		if len(state) != 5 {
+			state = mysql.DEFAULT_MYSQL_STATE
+		}
+		b = append(append(b, '#'), state...)
 	}
-	b = append(b, state...)
 	return append(b, e.Message...)
 }
 
