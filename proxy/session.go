@@ -466,8 +466,6 @@ func (s *session) dispatch() (quit bool, err error) {
 			return false, err
 		}
 		if st.err == nil {
-			clear(s.stmts)
-			s.st.Session = &plugins.SessionState{}
 			s.stateReset()
 		}
 		return false, nil
@@ -850,8 +848,6 @@ func (s *session) clearRefusedChange() error {
 		return err
 	}
 	s.setStatus(r.Status)
-	clear(s.stmts)
-	s.st.Session = &plugins.SessionState{}
 	s.stateReset()
 	return nil
 }
@@ -865,10 +861,14 @@ func mayBeXA(sql string) bool {
 	return strings.Contains(sql, ";") && strings.Contains(strings.ToUpper(sql), "XA ")
 }
 
-// stateReset tells the plugins that the session's state was reset: its
-// transaction ended (rolled back), so what they hold for it (write
-// intents, the cut-over's record of it) ends too.
+// stateReset follows a reset of the session's state in the backend: the
+// proxy forgets its prepared statements, the plugins' session state starts
+// afresh, and the plugins are told that the transaction ended (rolled
+// back), so what they hold for it (write intents, the cut-over's record of
+// it) ends too.
 func (s *session) stateReset() {
+	clear(s.stmts)
+	s.st.Session = &plugins.SessionState{}
 	s.srv.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnReset, ConnID: s.id, User: s.user.Name, Remote: s.client.raw.RemoteAddr()})
 }
 
