@@ -69,6 +69,12 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
                         oltp_point_select, --repeat to 3
   --delay DUR           delay per direction for --latency (default 250us, i.e. a
                         0.5 ms round trip)
+  --rate N              offer every run the same load: sysbench --rate=N, N
+                        transactions per second in all (open loop: the latency
+                        then includes the time a transaction waits for a free
+                        thread). Compares latencies at one load rather than each
+                        at its own saturation; give N below what every run can
+                        sustain (a run that falls behind is reported as failed)
   --rw-cache            oltp_read_write through the proxy only, with the sbtest
                         tables cached and not cached (ALTER TABLE ... NOCACHE),
                         alternating, for each --point-selects value; prints the
@@ -102,7 +108,7 @@ need_number() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "option $1 needs a positive i
 need_addr() { [[ "$2" =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+$ ]] || die "option $1 needs a loopback host:port, got '$2'"; }
 
 QUICK=0 PROFILE=0 DIRECT_ONLY=0 CACHE=0 FLOOR="" LATENCY=0 RW_CACHE=0
-TIME="" THREADS="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES="" REPEAT="" DELAY="" POINT_SELECTS=""
+TIME="" THREADS="" RATE="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES="" REPEAT="" DELAY="" POINT_SELECTS=""
 PROXY_ADDR="" METRICS_ADDR="" PROXY_BIN=""
 while (($# > 0)); do
 	case "$1" in
@@ -119,6 +125,7 @@ while (($# > 0)); do
 	--no-floor) FLOOR=0 ;;
 	--time) need_value "$@"; need_number "$1" "$2"; TIME="$2"; shift ;;
 	--threads) need_value "$@"; need_number "$1" "$2"; THREADS="$2"; shift ;;
+	--rate) need_value "$@"; need_number "$1" "$2"; RATE="$2"; shift ;;
 	--tables) need_value "$@"; need_number "$1" "$2"; TABLES="$2"; shift ;;
 	--table-size) need_value "$@"; need_number "$1" "$2"; TABLE_SIZE="$2"; shift ;;
 	--workloads) need_value "$@"; WORKLOADS="$2"; shift ;;
@@ -634,7 +641,7 @@ run_sysbench() {
 	sb0="$R_CHILD_TICKS" db0="$(cpu_ticks "$db_pid")" px0="$(cpu_ticks "$proxy_pid")"
 	timeout --kill-after=10 $((TIME + 60)) sysbench "$workload" "${SB_COMMON[@]}" \
 		--mysql-port="$port" --threads="$THREADS" --time="$TIME" --report-interval=0 \
-		--percentile=95 --db-ps-mode="$ps" "$@" run >"$out" 2>&1 || rc=$?
+		--percentile=95 --db-ps-mode="$ps" ${RATE:+--rate="$RATE"} "$@" run >"$out" 2>&1 || rc=$?
 	children_ticks
 	R_CPU_SB=$((R_CHILD_TICKS - sb0)) R_CPU_DB=$(($(cpu_ticks "$db_pid") - db0)) R_CPU_PX=$(($(cpu_ticks "$proxy_pid") - px0))
 	R_QPS="$(sb_field "$out" qps)"
@@ -656,6 +663,10 @@ run_sysbench() {
 		problem="$errors errors"
 	elif [[ "${reconnects:-0}" != 0 ]]; then
 		problem="$reconnects reconnects"
+	elif [[ -n "$RATE" ]] && awk -v t="$R_TPS" -v r="$RATE" 'BEGIN { exit !(t < 0.97 * r) }'; then
+		# Below the offered rate, the queue grew for the whole run and its
+		# latency says how long the run was, not how fast the path is.
+		problem="$R_TPS transactions/s, behind the offered --rate $RATE"
 	fi
 	if [[ -n "$problem" ]]; then
 		echo "FAILED ($problem)" >&2
@@ -954,6 +965,7 @@ else
 	SETTINGS="$THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows"
 fi
 ((REPEAT > 1)) && SETTINGS+=", $REPEAT runs each"
+[[ -n "$RATE" ]] && SETTINGS+=", every run offered $RATE transactions/s (sysbench --rate)"
 CACHE_ACTIVITY_TITLE="Cache activity of each proxied run (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables):"
 if ((RW_CACHE)); then
 	CACHE_ACTIVITY_TITLE="Cache activity of the cached runs (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables and the $REPEAT run(s)):"
