@@ -75,6 +75,11 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
                         thread). Compares latencies at one load rather than each
                         at its own saturation; give N below what every run can
                         sustain (a run that falls behind is reported as failed)
+  --socket              connect sysbench over Unix sockets instead of loopback TCP:
+                        to MariaDB's socket for the direct runs, to the proxy's
+                        --listen-socket for the proxied ones (the proxy still
+                        reaches MariaDB over TCP); not with --floor or --latency,
+                        whose relays are TCP
   --rw-cache            oltp_read_write through the proxy only, with the sbtest
                         tables cached and not cached (ALTER TABLE ... NOCACHE),
                         alternating, for each --point-selects value; prints the
@@ -107,7 +112,7 @@ need_value() { (($# >= 2)) || die "option $1 needs a value"; }
 need_number() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "option $1 needs a positive integer, got '$2'"; }
 need_addr() { [[ "$2" =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+$ ]] || die "option $1 needs a loopback host:port, got '$2'"; }
 
-QUICK=0 PROFILE=0 DIRECT_ONLY=0 CACHE=0 FLOOR="" LATENCY=0 RW_CACHE=0
+QUICK=0 PROFILE=0 SOCKET=0 DIRECT_ONLY=0 CACHE=0 FLOOR="" LATENCY=0 RW_CACHE=0
 TIME="" THREADS="" RATE="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES="" REPEAT="" DELAY="" POINT_SELECTS=""
 PROXY_ADDR="" METRICS_ADDR="" PROXY_BIN=""
 while (($# > 0)); do
@@ -116,6 +121,7 @@ while (($# > 0)); do
 	--profile) PROFILE=1 ;;
 	--cache) CACHE=1 ;;
 	--latency) LATENCY=1 ;;
+	--socket) SOCKET=1 ;;
 	--rw-cache) RW_CACHE=1 ;;
 	--delay) need_value "$@"; [[ "$2" =~ ^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s)$ ]] || die "--delay needs a duration such as 250us, got '$2'"; DELAY="$2"; shift ;;
 	--repeat) need_value "$@"; need_number "$1" "$2"; REPEAT="$2"; shift ;;
@@ -143,6 +149,7 @@ for v in "$DEFAULT_PROXY_PORT" "$DEFAULT_METRICS_PORT" "$DEFAULT_RELAY_PORT" "$D
 	[[ "$v" =~ ^[1-9][0-9]*$ ]] || die "TABLEPROXY_BENCH_*_PORT must be port numbers, got '$v'"
 done
 
+((SOCKET && LATENCY)) && die "--socket cannot be combined with --latency: its relay is TCP"
 ((LATENCY && RW_CACHE)) && die "--latency and --rw-cache are separate runs; give one of them"
 if ((LATENCY || RW_CACHE)); then
 	((DIRECT_ONLY)) && die "--latency and --rw-cache need the proxy; they cannot be combined with --direct-only"
@@ -171,6 +178,10 @@ if ((QUICK)); then
 fi
 if ((DIRECT_ONLY)); then
 	((${FLOOR:-0})) && die "--floor needs the proxy; it cannot be combined with --direct-only"
+	FLOOR=0
+fi
+if ((SOCKET)); then
+	((${FLOOR:-0})) && die "--socket cannot be combined with --floor: its relay is TCP"
 	FLOOR=0
 fi
 : "${FLOOR:=1}"
@@ -417,6 +428,11 @@ if ((!DIRECT_ONLY)); then
 	PROXY_PORT="${PROXY_ADDR##*:}"
 	PROXY_LOG="$BENCH_DIR/proxy.log"
 	PROXY_ARGS=(--listen "$PROXY_ADDR" --backend "127.0.0.1:$DIRECT_PORT" --metrics-listen "$METRICS_ADDR")
+	PROXY_SOCKET=""
+	if ((SOCKET)); then
+		PROXY_SOCKET="$BENCH_DIR/proxy.sock"
+		PROXY_ARGS+=(--listen-socket "$PROXY_SOCKET")
+	fi
 	if ((CACHE)); then
 		# A fresh data directory: the proxy keeps the list of cached tables
 		# there, and sbtest has just been recreated.
@@ -639,8 +655,17 @@ run_sysbench() {
 	case "$target" in direct | relay | nodelay) proxy_pid="" ;; esac
 	children_ticks
 	sb0="$R_CHILD_TICKS" db0="$(cpu_ticks "$db_pid")" px0="$(cpu_ticks "$proxy_pid")"
+	# With --socket, the runs that would reach MariaDB's or the proxy's port
+	# use its Unix socket (libmysqlclient takes the socket for "localhost").
+	local to=(--mysql-port="$port")
+	if ((SOCKET)); then
+		case "$port" in
+		"$DB_PORT") to=(--mysql-host=localhost --mysql-socket="$TABLEPROXY_MARIADB_SOCKET") ;;
+		"$PROXY_PORT") to=(--mysql-host=localhost --mysql-socket="$PROXY_SOCKET") ;;
+		esac
+	fi
 	timeout --kill-after=10 $((TIME + 60)) sysbench "$workload" "${SB_COMMON[@]}" \
-		--mysql-port="$port" --threads="$THREADS" --time="$TIME" --report-interval=0 \
+		"${to[@]}" --threads="$THREADS" --time="$TIME" --report-interval=0 \
 		--percentile=95 --db-ps-mode="$ps" ${RATE:+--rate="$RATE"} "$@" run >"$out" 2>&1 || rc=$?
 	children_ticks
 	R_CPU_SB=$((R_CHILD_TICKS - sb0)) R_CPU_DB=$(($(cpu_ticks "$db_pid") - db0)) R_CPU_PX=$(($(cpu_ticks "$proxy_pid") - px0))
@@ -965,6 +990,7 @@ else
 	SETTINGS="$THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows"
 fi
 ((REPEAT > 1)) && SETTINGS+=", $REPEAT runs each"
+((SOCKET)) && SETTINGS+=", sysbench over Unix sockets (the proxy's backend over TCP)"
 [[ -n "$RATE" ]] && SETTINGS+=", every run offered $RATE transactions/s (sysbench --rate)"
 CACHE_ACTIVITY_TITLE="Cache activity of each proxied run (queries: sysbench's total; hits, pass_throughs: change in tableproxy.cached_tables, summed over the sbtest tables):"
 if ((RW_CACHE)); then

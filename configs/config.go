@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 // Config is the whole configuration file.
 type Config struct {
 	Listen          string        `yaml:"listen"`
+	ListenSocket    string        `yaml:"listen_socket"` // a Unix socket for local clients as well; none when empty
 	Backend         Backend       `yaml:"backend"`
 	Users           []User        `yaml:"users"`
 	TLS             ClientTLS     `yaml:"tls"`
@@ -154,6 +156,12 @@ func (c *Config) Validate() error {
 		}
 	}
 	checkAddr("listen", c.Listen, true)
+	if p := c.ListenSocket; p != "" {
+		// sun_path holds 108 bytes with its terminating NUL.
+		if !filepath.IsAbs(p) || len(p) > 107 {
+			bad("listen_socket", "%q is not an absolute path of at most 107 bytes", p)
+		}
+	}
 	if a := c.Backend.Addr; !strings.HasPrefix(a, "/") && !strings.HasPrefix(a, "unix:") {
 		checkAddr("backend.addr", a, true)
 	}

@@ -51,6 +51,7 @@ func TestUnknownFieldIsNamed(t *testing.T) {
 func TestValidationNamesEveryBadField(t *testing.T) {
 	cfg := Default()
 	cfg.Listen = "nonsense"
+	cfg.ListenSocket = "relative/tp.sock"
 	cfg.Users = []User{{Name: "a"}, {Name: "a"}, {Name: ""}}
 	cfg.AuthPlugin = "sha256_password"
 	cfg.MaxPacketSize = 10
@@ -61,10 +62,29 @@ func TestValidationNamesEveryBadField(t *testing.T) {
 	if err == nil {
 		t.Fatal("invalid config accepted")
 	}
-	for _, field := range []string{"listen:", "backend.addr:", "users[1].name: duplicate", "users[2].name: required",
+	for _, field := range []string{"listen:", "listen_socket:", "backend.addr:", "users[1].name: duplicate", "users[2].name: required",
 		"auth_plugin:", "max_packet_size:", "log.level:", "tls.require:", "plugins[1].name:"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error does not name %q:\n%v", field, err)
+		}
+	}
+}
+
+func TestListenSocketPath(t *testing.T) {
+	for path, ok := range map[string]bool{
+		"":                             true, // none
+		"/run/tableproxy/mysqld.sock":  true,
+		"/" + strings.Repeat("s", 106): true, // 107 bytes, the most sun_path takes
+		"/" + strings.Repeat("s", 107): false,
+		"tp.sock":                      false,
+		"unix:/run/tableproxy/tp.sock": false, // a path, not backend.addr's form
+	} {
+		cfg := Default()
+		cfg.Backend.Addr = "127.0.0.1:3306"
+		cfg.Users = []User{{Name: "app", Password: "pw"}}
+		cfg.ListenSocket = path
+		if err := cfg.Validate(); (err == nil) != ok {
+			t.Errorf("listen_socket %q: %v, want accepted=%v", path, err, ok)
 		}
 	}
 }

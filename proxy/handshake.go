@@ -225,6 +225,7 @@ type clientConn struct {
 	caps    uint32        // negotiated capabilities
 	extCaps uint32        // negotiated MariaDB extended capabilities
 	tls     bool
+	local   bool    // came in on the Unix socket, which MySQL counts as a secure transport
 	hdr     [4]byte // a packet header being written (a local would escape to the heap)
 }
 
@@ -233,7 +234,8 @@ type clientConn struct {
 // may send its TLS ClientHello right behind the SSLRequest, and those bytes
 // must be left in the socket for the TLS layer.
 func newClientConn(raw net.Conn) *clientConn {
-	c := &clientConn{raw: raw, buf: newBufferedConn(newRawSocket(raw))}
+	_, local := raw.(*net.UnixConn)
+	c := &clientConn{raw: raw, buf: newBufferedConn(newRawSocket(raw)), local: local}
 	c.pc = packet.NewTLSConn(c.buf) // "TLS" here only means: no bufio layer
 	return c
 }

@@ -45,6 +45,7 @@ type User struct {
 // Config is the proxy's runtime configuration.
 type Config struct {
 	Listen          string
+	ListenSocket    string // a Unix socket path to accept local clients on as well; none when empty
 	Backend         BackendConfig
 	Users           map[string]User
 	ClientTLS       *tls.Config // offer TLS to clients when set
@@ -72,7 +73,8 @@ type Server struct {
 	pool  *backendPool
 	log   *slog.Logger
 
-	ln       net.Listener
+	ln       net.Listener // Listen's TCP address
+	sockLn   net.Listener // ListenSocket, or nil
 	nextID   atomic.Uint32
 	active   atomic.Int64
 	draining atomic.Bool
@@ -134,6 +136,12 @@ func (s *Server) Listen() error {
 		return fmt.Errorf("proxy: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
+	if s.cfg.ListenSocket != "" {
+		if s.sockLn, err = listenSocket(s.cfg.ListenSocket); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("proxy: listen on socket %s: %w", s.cfg.ListenSocket, err)
+		}
+	}
 	if g, err := probeGreeting(s.cfg.Backend.Addr, 3*time.Second); err == nil {
 		s.pool.mu.Lock()
 		s.pool.greeting = g
@@ -161,13 +169,49 @@ func (s *Server) backendGreeting() greeting {
 	return g
 }
 
-// Serve accepts clients until Shutdown. It returns nil after a shutdown.
+// SocketAddr is the Unix socket the server listens on as well, or nil.
+func (s *Server) SocketAddr() net.Addr {
+	if s.sockLn == nil {
+		return nil
+	}
+	return s.sockLn.Addr()
+}
+
+func (s *Server) listeners() []net.Listener {
+	if s.sockLn == nil {
+		return []net.Listener{s.ln}
+	}
+	return []net.Listener{s.ln, s.sockLn}
+}
+
+// Serve accepts clients on every listener until Shutdown. It returns nil
+// after a shutdown. If one listener fails, the others are closed too and
+// Serve returns that error.
 func (s *Server) Serve() error {
 	stop := make(chan struct{}) // the pool's reaper runs while Serve does
 	defer close(stop)
 	go s.pool.reapUntil(stop)
+	lns := s.listeners()
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- s.accept(ln) }()
+	}
+	var first error
+	for range lns {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			for _, ln := range lns {
+				_ = ln.Close()
+			}
+		}
+	}
+	return first
+}
+
+// accept runs one listener's sessions until it is closed.
+func (s *Server) accept(ln net.Listener) error {
 	for {
-		conn, err := s.ln.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
 			if s.draining.Load() {
 				return nil
@@ -276,6 +320,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	if s.ln != nil {
 		_ = s.ln.Close()
+	}
+	if s.sockLn != nil {
+		_ = s.sockLn.Close() // removes the socket file
 	}
 	s.chain.Drain()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)

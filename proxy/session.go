@@ -222,7 +222,7 @@ func (s *session) login(ctx context.Context) error {
 	if extCaps != 0 && resp.caps&clientMySQL != 0 {
 		c.extCaps = 0
 	}
-	if s.srv.cfg.RequireTLS && !c.tls {
+	if s.srv.cfg.RequireTLS && !c.tls && !c.local {
 		me := mysql.NewError(mysql.ER_ACCESS_DENIED_ERROR, fmt.Sprintf("Access denied for user '%s': connections must use TLS", resp.user))
 		_ = c.writeError(me)
 		return me
@@ -979,6 +979,9 @@ func (w *answerWriter) WriteResult(r *mysql.Result) error {
 func hostOf(a net.Addr) string {
 	if a == nil {
 		return ""
+	}
+	if _, ok := a.(*net.UnixAddr); ok {
+		return "localhost" // as MySQL names a client on its socket
 	}
 	host, _, err := net.SplitHostPort(a.String())
 	if err != nil {

@@ -47,6 +47,7 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	configPath := fs.String("config", "", "YAML config file (flags override it)")
 	listen := fs.String("listen", "", "client address (default 127.0.0.1:6033)")
+	listenSocket := fs.String("listen-socket", "", "Unix socket path for local clients as well (none by default)")
 	backend := fs.String("backend", "", "backend MySQL/MariaDB host:port")
 	dataDir := fs.String("data-dir", "", "directory for the proxy's durable state (default ./data)")
 	metricsListen := fs.String("metrics-listen", "", "address for /metrics and /debug/pprof (off when empty)")
@@ -76,6 +77,8 @@ func serve(args []string) error {
 		switch f.Name {
 		case "listen":
 			cfg.Listen = *listen
+		case "listen-socket":
+			cfg.ListenSocket = *listenSocket
 		case "backend":
 			cfg.Backend.Addr = *backend
 		case "data-dir":
@@ -157,7 +160,7 @@ func serve(args []string) error {
 	for i, p := range cfg.Plugins {
 		names[i] = p.Name
 	}
-	log.Info("tableproxy serving", "listen", srv.Addr().String(), "backend", cfg.Backend.Addr,
+	log.Info("tableproxy serving", "listen", srv.Addr().String(), "socket", cfg.ListenSocket, "backend", cfg.Backend.Addr,
 		"users", len(cfg.Users), "plugins", strings.Join(names, ","), "version", version)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
@@ -195,7 +198,8 @@ func proxyConfig(cfg configs.Config, log *slog.Logger) (proxy.Config, error) {
 		users[u.Name] = proxy.User{Name: u.Name, Password: u.Password, Admin: u.Admin}
 	}
 	pc := proxy.Config{
-		Listen: cfg.Listen,
+		Listen:       cfg.Listen,
+		ListenSocket: cfg.ListenSocket,
 		Backend: proxy.BackendConfig{
 			Addr:           cfg.Backend.Addr,
 			ConnectTimeout: cfg.Backend.ConnectTimeout,

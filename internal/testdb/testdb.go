@@ -51,6 +51,9 @@ func Get(t testing.TB) Backend {
 func DSN(addr, user, password, db string, params map[string]string) string {
 	c := mysql.NewConfig()
 	c.Net = "tcp"
+	if strings.HasPrefix(addr, "/") {
+		c.Net = "unix" // a socket path
+	}
 	c.Addr = addr
 	c.User = user
 	c.Passwd = password
