@@ -758,3 +758,38 @@ func TestFidelityFoundRowsAndRowCount(t *testing.T) {
 		})
 	}
 }
+
+// TestFidelityOrderByUnrankedString: ORDER BY a string column whose table
+// holds a value too long to rank within max_sort_length sorts the rows it
+// selects by their collation keys. (Ranks stand in for strings only when
+// every value of the column has one; such a column must not reach the
+// packed integer sort, where its keys would all be zero and the rows would
+// keep their primary-key order.)
+func TestFidelityOrderByUnrankedString(t *testing.T) {
+	e, _ := newFidelityEnv(t)
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.u (id INT PRIMARY KEY, s VARCHAR(700) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci, n INT)",
+		"INSERT INTO `"+e.db+"`.u VALUES (1, 'pear', 5), (2, 'Apple', 3), (3, 'fig', 9), (4, 'banana', 1), (5, 'Cherry', 7), (6, 'date', 2), "+
+			// 600 characters: a sort key of 1,200 bytes, past the default
+			// max_sort_length of 1,024.
+			"(7, REPEAT('z', 600), 4)")
+	admin := cacheTables(t, e, map[string]int64{"u": 7})
+	p := newPair(t, e, e.app)
+	queries := []string{
+		"SELECT id, s FROM u WHERE id <= 6 ORDER BY s",
+		"SELECT id, s FROM u WHERE id <= 6 ORDER BY s DESC",
+		"SELECT id FROM u WHERE id BETWEEN 2 AND 6 ORDER BY s LIMIT 3",
+		"SELECT id, n FROM u ORDER BY n DESC", // a number: the packed sort
+	}
+	// The first round teaches the proxy the shapes (and this user's right
+	// to them); the second must be answered from memory.
+	for round := 0; round < 2; round++ {
+		before := memoryHits(t, admin, "u")
+		for _, q := range queries {
+			p.same(t, "order", q)
+		}
+		if hits := memoryHits(t, admin, "u") - before; round == 1 && hits != int64(len(queries)) {
+			t.Errorf("%d of the %d reads answered from memory, want all: the test needs the proxy to sort", hits, len(queries))
+		}
+	}
+}
