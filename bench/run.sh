@@ -78,7 +78,8 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
   --socket              connect sysbench over Unix sockets instead of loopback TCP:
                         to MariaDB's socket for the direct runs, to the proxy's
                         --listen-socket for the proxied ones (the proxy still
-                        reaches MariaDB over TCP); not with --floor or --latency,
+                        reaches MariaDB over TCP); turns off the default --floor
+                        runs, and is not combined with --floor or --latency,
                         whose relays are TCP
   --rw-cache            oltp_read_write through the proxy only, with the sbtest
                         tables cached and not cached (ALTER TABLE ... NOCACHE),

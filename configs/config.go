@@ -160,6 +160,10 @@ func (c *Config) Validate() error {
 		// sun_path holds 108 bytes with its terminating NUL.
 		if !filepath.IsAbs(p) || len(p) > 107 {
 			bad("listen_socket", "%q is not an absolute path of at most 107 bytes", p)
+		} else if b := strings.TrimPrefix(c.Backend.Addr, "unix:"); strings.HasPrefix(b, "/") && filepath.Clean(b) == filepath.Clean(p) {
+			// With the backend down at start, its socket would look stale
+			// and be replaced by the proxy's own.
+			bad("listen_socket", "%q is backend.addr's socket", p)
 		}
 	}
 	if a := c.Backend.Addr; !strings.HasPrefix(a, "/") && !strings.HasPrefix(a, "unix:") {

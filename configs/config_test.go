@@ -87,6 +87,15 @@ func TestListenSocketPath(t *testing.T) {
 			t.Errorf("listen_socket %q: %v, want accepted=%v", path, err, ok)
 		}
 	}
+	for _, backend := range []string{"/run/mysqld/mysqld.sock", "unix:/run/mysqld/mysqld.sock", "unix:/run/mysqld//mysqld.sock"} {
+		cfg := Default()
+		cfg.Backend.Addr = backend
+		cfg.Users = []User{{Name: "app", Password: "pw"}}
+		cfg.ListenSocket = "/run/mysqld/mysqld.sock"
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "backend.addr's socket") {
+			t.Errorf("listen_socket on backend.addr %q: %v, want refused", backend, err)
+		}
+	}
 }
 
 func TestParseUserAndSizes(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"tableproxy/internal/testdb"
@@ -16,7 +17,8 @@ import (
 // 'user'@'localhost' in messages, and the socket file goes at shutdown.
 func TestUnixSocketClients(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "tp.sock")
-	// Registered first, so it runs after the fixture's shutdown.
+	// Registered first, so it runs after the fixture's shutdown. (The lock
+	// file stays, as mysqld's does.)
 	t.Cleanup(func() {
 		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 			t.Errorf("socket file after shutdown: %v, want it removed", err)
@@ -57,6 +59,9 @@ func TestUnixSocketClients(t *testing.T) {
 	}
 }
 
+// TestListenSocketReplacesOnlyAStaleFile: a socket file nobody accepts on is
+// replaced; a live proxy's (by its lock), another server's (by a dial) and
+// a file that is not a socket are refused and left as they are.
 func TestListenSocketReplacesOnlyAStaleFile(t *testing.T) {
 	dir := t.TempDir()
 
@@ -81,11 +86,30 @@ func TestListenSocketReplacesOnlyAStaleFile(t *testing.T) {
 	}
 	_ = c.Close()
 
-	// The same path while that listener is alive.
-	if _, err := listenSocket(stale); err == nil || !strings.Contains(err.Error(), "another server") {
-		t.Errorf("live socket: %v, want 'another server is listening'", err)
+	// The same path while that proxy's listener is alive: its lock says so.
+	if _, err := listenSocket(stale); err == nil || !strings.Contains(err.Error(), "another tableproxy holds") {
+		t.Errorf("socket of a live proxy: %v, want 'another tableproxy holds'", err)
 	}
 	_ = ln.Close()
+	if _, err := os.Lstat(stale); !os.IsNotExist(err) {
+		t.Errorf("socket file after Close: %v, want it removed", err)
+	}
+
+	// A socket another kind of server accepts on (no lock of ours).
+	other := filepath.Join(dir, "other.sock")
+	oln, err := net.Listen("unix", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oln.Close()
+	if _, err := listenSocket(other); err == nil || !strings.Contains(err.Error(), "another server is listening") {
+		t.Errorf("live socket of another server: %v, want 'another server is listening'", err)
+	}
+	if c, err := net.Dial("unix", other); err != nil {
+		t.Errorf("the other server's socket after the refusal: %v", err)
+	} else {
+		_ = c.Close()
+	}
 
 	// A file that is not a socket is never removed.
 	file := filepath.Join(dir, "data")
@@ -97,5 +121,27 @@ func TestListenSocketReplacesOnlyAStaleFile(t *testing.T) {
 	}
 	if b, err := os.ReadFile(file); err != nil || string(b) != "keep" {
 		t.Errorf("regular file after the refusal: %q, %v", b, err)
+	}
+}
+
+// TestAcceptCanRetry: running out of descriptors (a burst of clients) must
+// not end the listeners; a closed listener must.
+func TestAcceptCanRetry(t *testing.T) {
+	for _, err := range []error{
+		&net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)},
+		&net.OpError{Op: "accept", Net: "unix", Err: os.NewSyscallError("accept4", syscall.ENFILE)},
+		&net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.ENOBUFS)},
+	} {
+		if !acceptCanRetry(err) {
+			t.Errorf("%v: not retried", err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ln.Close()
+	if _, err := ln.Accept(); acceptCanRetry(err) {
+		t.Errorf("accept on a closed listener (%v) retried", err)
 	}
 }

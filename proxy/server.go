@@ -210,19 +210,25 @@ func (s *Server) Serve() error {
 
 // accept runs one listener's sessions until it is closed.
 func (s *Server) accept(ln net.Listener) error {
+	var pause time.Duration // after a passing failure; doubled while it lasts
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			if s.draining.Load() {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
+			if !acceptCanRetry(err) {
+				return err
 			}
-			return err
+			// Out of descriptors or memory for a moment (a burst of
+			// clients): serve the sessions there are and try again,
+			// rather than end every listener.
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed; retrying", "listen", ln.Addr().String(), "err", err, "in", pause)
+			time.Sleep(pause)
+			continue
 		}
+		pause = 0
 		if s.active.Add(1) > int64(s.cfg.MaxConnections) {
 			s.active.Add(-1)
 			go s.refuse(conn, mysql.NewError(mysql.ER_CON_COUNT_ERROR, "Too many connections"))

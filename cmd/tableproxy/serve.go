@@ -143,15 +143,17 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := srv.Listen(); err != nil {
-		return err
-	}
+	// Metrics first: nothing after Listen may fail and leave the client
+	// listeners (and the socket file) open behind a returned error.
 	if cfg.MetricsListen != "" {
 		stop, err := serveMetrics(cfg.MetricsListen, reg, log)
 		if err != nil {
 			return err
 		}
 		defer stop()
+	}
+	if err := srv.Listen(); err != nil {
+		return err
 	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -160,8 +162,12 @@ func serve(args []string) error {
 	for i, p := range cfg.Plugins {
 		names[i] = p.Name
 	}
-	log.Info("tableproxy serving", "listen", srv.Addr().String(), "socket", cfg.ListenSocket, "backend", cfg.Backend.Addr,
-		"users", len(cfg.Users), "plugins", strings.Join(names, ","), "version", version)
+	where := []any{"listen", srv.Addr().String()}
+	if a := srv.SocketAddr(); a != nil {
+		where = append(where, "socket", a.String())
+	}
+	log.Info("tableproxy serving", append(where, "backend", cfg.Backend.Addr,
+		"users", len(cfg.Users), "plugins", strings.Join(names, ","), "version", version)...)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
 	select {
