@@ -121,3 +121,28 @@ func TestPoolReapsIdleAndStaleConnections(t *testing.T) {
 		t.Fatalf("closed after %v, before the idle timeout (%v)", took, idle)
 	}
 }
+
+// A connection whose session ended as the server shut down is reset in the
+// background; if that ends after the pool was closed, it is closed too, not
+// left pooled with nobody to close it.
+func TestPoolClosedAtShutdownPoolsNothingMore(t *testing.T) {
+	be := testdb.Get(t)
+	db := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", db)
+	bp := newBackendPool(BackendConfig{Addr: be.Addr})
+	bc, err := bp.get(context.Background(), &backendParams{user: user, password: "pw", db: db, collation: 45})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp.closeIdle()
+	bp.resetAndPool(bc) // what release starts in the background
+	bp.mu.Lock()
+	n := bp.nIdle
+	bp.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d connections pooled after closeIdle, want 0", n)
+	}
+	if _, err := bc.Execute("SELECT 1"); err == nil {
+		t.Error("the connection still answers: it was not closed")
+	}
+}

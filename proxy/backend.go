@@ -93,10 +93,11 @@ type backendConn struct {
 type backendPool struct {
 	cfg BackendConfig
 
-	mu       sync.Mutex // guards idle, nIdle, greeting; held only briefly
+	mu       sync.Mutex // guards idle, nIdle, greeting, closed; held only briefly
 	idle     map[poolKey][]*backendConn
 	nIdle    int
 	greeting greeting // from the backend's newest greeting
+	closed   bool     // after closeIdle, at shutdown: nothing more is pooled
 }
 
 func newBackendPool(cfg BackendConfig) *backendPool {
@@ -285,7 +286,7 @@ func (bp *backendPool) resetAndPool(bc *backendConn) {
 	}
 	bc.idleSince = time.Now()
 	bp.mu.Lock()
-	if bp.nIdle >= bp.cfg.MaxIdle {
+	if bp.closed || bp.nIdle >= bp.cfg.MaxIdle {
 		bp.mu.Unlock()
 		bc.Conn.Close()
 		return
@@ -442,9 +443,12 @@ func (bp *backendPool) reapUntil(stop <-chan struct{}) {
 	}
 }
 
-// closeIdle closes every pooled connection.
+// closeIdle closes every pooled connection, at shutdown. A connection whose
+// session has just ended may still be being reset in the background: it is
+// closed when that is done, not pooled.
 func (bp *backendPool) closeIdle() {
 	bp.mu.Lock()
+	bp.closed = true
 	idle := bp.idle
 	bp.idle = map[poolKey][]*backendConn{}
 	bp.nIdle = 0
