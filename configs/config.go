@@ -138,6 +138,15 @@ func Parse(data []byte, cfg *Config) error {
 	return nil
 }
 
+// socketPath reads a backend address given as a local socket, "unix:/path"
+// or "/path"; ok is false for host:port.
+func socketPath(addr string) (path string, ok bool) {
+	if strings.HasPrefix(addr, "/") || strings.HasPrefix(addr, "unix:") {
+		return strings.TrimPrefix(addr, "unix:"), true
+	}
+	return "", false
+}
+
 // Validate checks cfg and returns every problem found, each naming its field.
 func (c *Config) Validate() error {
 	var errs []error
@@ -156,18 +165,19 @@ func (c *Config) Validate() error {
 		}
 	}
 	checkAddr("listen", c.Listen, true)
+	backendSocket, onSocket := socketPath(c.Backend.Addr)
 	if p := c.ListenSocket; p != "" {
 		// sun_path holds 108 bytes with its terminating NUL.
 		if !filepath.IsAbs(p) || len(p) > 107 {
 			bad("listen_socket", "%q is not an absolute path of at most 107 bytes", p)
-		} else if b := strings.TrimPrefix(c.Backend.Addr, "unix:"); strings.HasPrefix(b, "/") && filepath.Clean(b) == filepath.Clean(p) {
+		} else if onSocket && filepath.Clean(backendSocket) == filepath.Clean(p) {
 			// With the backend down at start, its socket would look stale
 			// and be replaced by the proxy's own.
 			bad("listen_socket", "%q is backend.addr's socket", p)
 		}
 	}
-	if a := c.Backend.Addr; !strings.HasPrefix(a, "/") && !strings.HasPrefix(a, "unix:") {
-		checkAddr("backend.addr", a, true)
+	if !onSocket {
+		checkAddr("backend.addr", c.Backend.Addr, true)
 	}
 	checkAddr("metrics_listen", c.MetricsListen, false)
 	checkAddr("cluster.raft_listen", c.Cluster.RaftListen, false)

@@ -177,11 +177,15 @@ func (s *Server) SocketAddr() net.Addr {
 	return s.sockLn.Addr()
 }
 
+// listeners are the ones Listen opened: TCP, and the Unix socket if any.
 func (s *Server) listeners() []net.Listener {
-	if s.sockLn == nil {
-		return []net.Listener{s.ln}
+	var lns []net.Listener
+	for _, ln := range []net.Listener{s.ln, s.sockLn} {
+		if ln != nil {
+			lns = append(lns, ln)
+		}
 	}
-	return []net.Listener{s.ln, s.sockLn}
+	return lns
 }
 
 // Serve accepts clients on every listener until Shutdown. It returns nil
@@ -324,11 +328,8 @@ func (s *Server) lookupSession(id uint64) (*session, uint64, bool) {
 // closes whatever is left.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
-	if s.ln != nil {
-		_ = s.ln.Close()
-	}
-	if s.sockLn != nil {
-		_ = s.sockLn.Close() // removes the socket file
+	for _, ln := range s.listeners() {
+		_ = ln.Close() // (the socket's removes its file)
 	}
 	s.chain.Drain()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
