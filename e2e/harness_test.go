@@ -130,6 +130,13 @@ func launchProxy(t *testing.T, cfg, dataDir, backendAddr, addr string, users, ad
 	t.Helper()
 	args := []string{"serve", "--config", cfg, "--listen", addr, "--backend", backendAddr,
 		"--data-dir", dataDir, "--log-level", "debug"}
+	// Left to itself a node takes any free port for Raft, and the kernel may
+	// hand it addr, which freePort has probed and closed but the proxy has
+	// not bound yet: the proxy then fails to listen. Unless the
+	// configuration names one, the Raft port is handed out here as well.
+	if b, err := os.ReadFile(cfg); err != nil || !strings.Contains(string(b), "raft_listen:") {
+		args = append(args, "--raft-listen", freePort(t))
+	}
 	for _, u := range users {
 		args = append(args, "--user", u.name+":"+u.password)
 	}
