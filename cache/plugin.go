@@ -993,6 +993,7 @@ type Status struct {
 	ResultHits    uint64 // of Hits, those answered by the result cache
 	Error         string
 	Invalidation  string // how writes that bypass the proxy are seen
+	StaleReason   string // why a loaded copy is not answered from memory now
 }
 
 // Tables reports every cached table's state.
@@ -1016,12 +1017,34 @@ func (p *Plugin) Tables() []Status {
 			if _, ok := p.Servable(e.ID()); ok {
 				st.State = "ready"
 			} else {
-				st.State = "stale"
+				st.State, st.StaleReason = "stale", p.whyStale(ts, s)
 			}
 		}
 		out = append(out, st)
 	}
 	return out
+}
+
+// whyStale says which of Servable's conditions keeps s, ts's loaded copy,
+// from being answered from memory, in Servable's order (the state may move
+// between Servable and this: an empty answer means it just did).
+func (p *Plugin) whyStale(ts *tableState, s *Snapshot) string {
+	if !p.bypassWritesVisible() {
+		return "writes that bypass the proxy are not being seen: " + p.watch.Load().status()
+	}
+	if why := ts.lease.Unservable(); why != "" {
+		return why
+	}
+	if n := ts.unguarded.Load(); n != 0 {
+		return fmt.Sprintf("%d write(s) to it that no intent covers in flight", n)
+	}
+	if v := ts.lease.Version(); s.Version != v {
+		return fmt.Sprintf("the copy is of version %d; version %d is to be loaded", s.Version, v)
+	}
+	if s.epoch != ts.epoch.Load() {
+		return "the copy was loaded across a write that no intent covered; it is to be loaded again"
+	}
+	return ""
 }
 
 // invalidateAll bumps the version of every cached table, and of the

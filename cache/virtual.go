@@ -20,7 +20,7 @@ const virtualSchema = "tableproxy"
 
 // cachedTablesColumns are the columns of tableproxy.cached_tables.
 var cachedTablesColumns = []string{"schema_name", "table_name", "state", "row_count", "memory_bytes", "version",
-	"loaded_at", "load_ms", "hits", "pass_throughs", "invalidation", "error", "result_hits"}
+	"loaded_at", "load_ms", "hits", "pass_throughs", "invalidation", "error", "result_hits", "stale_reason"}
 
 // cachedTablesNumeric marks its BIGINT columns.
 var cachedTablesNumeric = map[string]bool{"row_count": true, "memory_bytes": true, "version": true,
@@ -150,7 +150,7 @@ func (p *Plugin) cachedTablesRows(*plugins.Statement) [][]any {
 	for _, t := range p.Tables() {
 		rows = append(rows, []any{t.Schema, t.Table, t.State, int64(t.Rows), t.Bytes, int64(t.Version),
 			formatTime(t), t.LoadDuration.Milliseconds(), int64(t.Hits), int64(t.Passes), t.Invalidation, t.Error,
-			int64(t.ResultHits)})
+			int64(t.ResultHits), t.StaleReason})
 	}
 	return rows
 }

@@ -62,9 +62,16 @@ func waitState(t *testing.T, db *sql.DB, table, want string, wantRows, minVersio
 	t.Helper()
 	var version int64
 	waitFor(t, 20*time.Second, fmt.Sprintf("%s to be %s", table, want), func() (bool, error) {
-		state, rows, v, _ := cachedState(t, db, table)
+		var state, why, invalidation string
+		var rows, v int64
+		err := db.QueryRow("SELECT state, row_count, version, stale_reason, invalidation FROM tableproxy.cached_tables WHERE table_name = '"+table+"'").
+			Scan(&state, &rows, &v, &why, &invalidation)
+		if err != nil {
+			return false, err
+		}
 		version = v
-		return state == want && rows == wantRows && v >= minVersion, fmt.Errorf("state %s, rows %d, version %d", state, rows, v)
+		return state == want && rows == wantRows && v >= minVersion,
+			fmt.Errorf("state %s (%s), rows %d, version %d, invalidation %s", state, why, rows, v, invalidation)
 	})
 	return version
 }
@@ -137,6 +144,12 @@ func TestCacheAdminSQL(t *testing.T) {
 	}
 	if state, _, _, _ := cachedState(t, admin, "rates"); state != "stale" {
 		t.Errorf("during a writing transaction: state %s, want stale", state)
+	}
+	var why string
+	if err := admin.QueryRow("SELECT stale_reason FROM tableproxy.cached_tables WHERE table_name = 'rates'").Scan(&why); err != nil {
+		t.Fatal(err)
+	} else if why != "1 write(s) to it through this proxy not ended yet (a transaction's, until it commits or rolls back)" {
+		t.Errorf("during a writing transaction: stale_reason %q", why)
 	}
 	time.Sleep(100 * time.Millisecond) // no reload may make it servable meanwhile
 	if state, _, _, _ := cachedState(t, admin, "rates"); state != "stale" {

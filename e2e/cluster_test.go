@@ -133,7 +133,14 @@ func (e *clusterEnv) waitReadyEverywhere(t *testing.T, table string, rows int64)
 			continue
 		}
 		db := e.conn(t, nd, e.app)
-		waitState(t, db, table, "ready", rows, 0)
+		func() {
+			defer func() {
+				if t.Failed() {
+					t.Logf("(that was %s)", nd.id)
+				}
+			}()
+			waitState(t, db, table, "ready", rows, 0)
+		}()
 		db.Close()
 	}
 }

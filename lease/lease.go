@@ -61,6 +61,10 @@ type Table interface {
 	// Servable returns the version a reader must have loaded to answer from
 	// memory now, and false if no in-memory answer is allowed at all.
 	Servable() (Version, bool)
+	// Unservable says why Servable is false ("" when it is true), for
+	// operators (tableproxy.cached_tables). It reads the same state as
+	// Servable, without its ordering: never decide with it.
+	Unservable() string
 	// Version returns the current version, servable or not.
 	Version() Version
 }

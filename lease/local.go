@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -37,6 +38,14 @@ func (t *localTable) Servable() (Version, bool) {
 		return 0, false
 	}
 	return Version(t.version.Load()), true
+}
+
+// Unservable implements Table.
+func (t *localTable) Unservable() string {
+	if n := t.intents.Load(); n != 0 {
+		return fmt.Sprintf("%d write(s) to it through this proxy not ended yet (a transaction's, until it commits or rolls back)", n)
+	}
+	return ""
 }
 
 // Table implements Manager.
