@@ -623,19 +623,24 @@ func (n *Node) leaderChanged() <-chan struct{} {
 	return n.leaderC
 }
 
+// watchLeader keeps leaderID current. It reads the leader once before the
+// first observation: Raft runs from NewRaft on, and a restarted node often
+// hears from the leader before its observer is registered; that change is
+// never observed, and until the next one this node would trust no leader's
+// word on the binary log (BinlogWatched) and serve nothing from memory.
 func (n *Node) watchLeader(obs chan raft.Observation) {
 	defer n.wg.Done()
 	for {
-		select {
-		case <-n.stop:
-			return
-		case <-obs:
-		}
 		n.noteLeader()
 		n.lmu.Lock()
 		close(n.leaderC)
 		n.leaderC = make(chan struct{})
 		n.lmu.Unlock()
+		select {
+		case <-n.stop:
+			return
+		case <-obs:
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"tableproxy/lease"
 )
 
@@ -314,4 +316,27 @@ func TestBinlogWatchedFollowsTheLeader(t *testing.T) {
 	waitUntil(t, 3*time.Second, "unwatched under the new leader", watched(false))
 	next.m.SetBinlogWatched(true)
 	waitUntil(t, 2*time.Second, "watched once the new leader says so", watched(true))
+}
+
+// TestLeaderLearnedBeforeObservingIsNoted: a node that learns its leader
+// between starting Raft and registering its observer gets no observation
+// of it; its leader watcher must read the leader when it starts, or the
+// node trusts no word on the binary log until the leader changes again.
+func TestLeaderLearnedBeforeObservingIsNoted(t *testing.T) {
+	ms := threeNodes(t)
+	var follower *member
+	for _, mb := range ms {
+		if !mb.n.IsLeader() {
+			follower = mb
+		}
+	}
+	_, leader := follower.n.raft.LeaderWithID()
+	if leader == "" {
+		t.Skip("no leader now (an election)")
+	}
+	// As if the observation of the leader had come before the observer.
+	follower.n.leaderID.Store(new(string))
+	follower.n.wg.Add(1)
+	go follower.n.watchLeader(make(chan raft.Observation))
+	waitUntil(t, time.Second, "the leader noted", func() bool { return *follower.n.leaderID.Load() == string(leader) })
 }
