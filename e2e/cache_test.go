@@ -45,33 +45,42 @@ func (e *cacheEnv) open(t *testing.T, a account) *sql.DB {
 	return testdb.Open(t, testdb.DSN(e.proxy.addr, a.name, a.password, e.db, nil))
 }
 
-// cachedState reads a table's row of tableproxy.cached_tables.
-func cachedState(t *testing.T, db *sql.DB, table string) (state string, rows, version int64, found bool) {
+// tableStatus is a table's row of tableproxy.cached_tables, the columns
+// the tests read.
+type tableStatus struct {
+	state, staleReason, invalidation string
+	rows, version                    int64
+}
+
+// cachedStatus reads a table's row of tableproxy.cached_tables.
+func cachedStatus(t *testing.T, db *sql.DB, table string) (st tableStatus, found bool) {
 	t.Helper()
-	err := db.QueryRow("SELECT state, row_count, version FROM tableproxy.cached_tables WHERE table_name = '"+table+"'").Scan(&state, &rows, &version)
+	err := db.QueryRow("SELECT state, row_count, version, stale_reason, invalidation FROM tableproxy.cached_tables WHERE table_name = '"+table+"'").
+		Scan(&st.state, &st.rows, &st.version, &st.staleReason, &st.invalidation)
 	if err == sql.ErrNoRows {
-		return "", 0, 0, false
+		return tableStatus{}, false
 	}
 	if err != nil {
 		t.Fatalf("cached_tables: %v", err)
 	}
-	return state, rows, version, true
+	return st, true
+}
+
+// cachedState reads a table's state, row count and version.
+func cachedState(t *testing.T, db *sql.DB, table string) (state string, rows, version int64, found bool) {
+	t.Helper()
+	st, found := cachedStatus(t, db, table)
+	return st.state, st.rows, st.version, found
 }
 
 func waitState(t *testing.T, db *sql.DB, table, want string, wantRows, minVersion int64) int64 {
 	t.Helper()
 	var version int64
 	waitFor(t, 20*time.Second, fmt.Sprintf("%s to be %s", table, want), func() (bool, error) {
-		var state, why, invalidation string
-		var rows, v int64
-		err := db.QueryRow("SELECT state, row_count, version, stale_reason, invalidation FROM tableproxy.cached_tables WHERE table_name = '"+table+"'").
-			Scan(&state, &rows, &v, &why, &invalidation)
-		if err != nil {
-			return false, err
-		}
-		version = v
-		return state == want && rows == wantRows && v >= minVersion,
-			fmt.Errorf("state %s (%s), rows %d, version %d, invalidation %s", state, why, rows, v, invalidation)
+		st, _ := cachedStatus(t, db, table)
+		version = st.version
+		return st.state == want && st.rows == wantRows && st.version >= minVersion,
+			fmt.Errorf("state %s (%s), rows %d, version %d, invalidation %s", st.state, st.staleReason, st.rows, st.version, st.invalidation)
 	})
 	return version
 }
@@ -145,11 +154,8 @@ func TestCacheAdminSQL(t *testing.T) {
 	if state, _, _, _ := cachedState(t, admin, "rates"); state != "stale" {
 		t.Errorf("during a writing transaction: state %s, want stale", state)
 	}
-	var why string
-	if err := admin.QueryRow("SELECT stale_reason FROM tableproxy.cached_tables WHERE table_name = 'rates'").Scan(&why); err != nil {
-		t.Fatal(err)
-	} else if why != "1 write(s) to it through this proxy not ended yet (a transaction's, until it commits or rolls back)" {
-		t.Errorf("during a writing transaction: stale_reason %q", why)
+	if st, _ := cachedStatus(t, admin, "rates"); st.staleReason != "1 write(s) to it through this proxy not ended yet (a transaction's, until it commits or rolls back)" {
+		t.Errorf("during a writing transaction: stale_reason %q", st.staleReason)
 	}
 	time.Sleep(100 * time.Millisecond) // no reload may make it servable meanwhile
 	if state, _, _, _ := cachedState(t, admin, "rates"); state != "stale" {

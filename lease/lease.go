@@ -69,6 +69,12 @@ type Table interface {
 	Version() Version
 }
 
+// ownWrites is Unservable's reason while n writes through this proxy (or
+// their transactions) have not ended.
+func ownWrites(n int64) string {
+	return fmt.Sprintf("%d write(s) to it through this proxy not ended yet (a transaction's, until it commits or rolls back)", n)
+}
+
 // Intent is an open write on some tables. End must be called exactly once,
 // after the backend has answered the write (successfully or not: a failed
 // statement may still have changed rows, e.g. a multi-row INSERT under a

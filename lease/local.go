@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -43,7 +42,7 @@ func (t *localTable) Servable() (Version, bool) {
 // Unservable implements Table.
 func (t *localTable) Unservable() string {
 	if n := t.intents.Load(); n != 0 {
-		return fmt.Sprintf("%d write(s) to it through this proxy not ended yet (a transaction's, until it commits or rolls back)", n)
+		return ownWrites(n)
 	}
 	return ""
 }

@@ -418,17 +418,20 @@ func (t *raftTable) Servable() (Version, bool) {
 // Unservable implements Table: Servable's conditions, this proxy's own
 // writes first (they hold intents open in the log too).
 func (t *raftTable) Unservable() string {
+	local, intents := t.local.Load(), t.intents.Load()
+	applied, revokedUntil := t.m.applied.Load(), t.revokedUntil.Load()
+	version, dirtyBelow := t.version.Load(), t.dirtyBelow.Load()
 	switch {
-	case t.local.Load() != 0:
-		return fmt.Sprintf("%d write(s) to it through this proxy not ended yet (a transaction's, until it commits or rolls back)", t.local.Load())
-	case t.intents.Load() != 0:
-		return fmt.Sprintf("%d write intent(s) on it open in the cluster's log", t.intents.Load())
-	case t.m.applied.Load() < t.revokedUntil.Load():
-		return fmt.Sprintf("revoked for a write: this proxy has applied the log to index %d, the write's intent is at %d", t.m.applied.Load(), t.revokedUntil.Load())
+	case local != 0:
+		return ownWrites(local)
+	case intents != 0:
+		return fmt.Sprintf("%d write intent(s) on it open in the cluster's log", intents)
+	case applied < revokedUntil:
+		return fmt.Sprintf("revoked for a write: this proxy has applied the log to index %d, the write's intent is at %d", applied, revokedUntil)
 	case t.named.Load() != 0:
 		return "revoked for a write whose intent this proxy has not applied yet"
-	case t.version.Load() < t.dirtyBelow.Load():
-		return fmt.Sprintf("a version bump for a change seen here has not committed yet (version %d, bumped to %d)", t.version.Load(), t.dirtyBelow.Load())
+	case version < dirtyBelow:
+		return fmt.Sprintf("a version bump for a change seen here has not committed yet (version %d, bumped to %d)", version, dirtyBelow)
 	case !t.m.LeaseValid():
 		return "this proxy's lease has expired: its renewals are not committing"
 	}
