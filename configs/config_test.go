@@ -117,3 +117,38 @@ func TestParseUserAndSizes(t *testing.T) {
 		}
 	}
 }
+
+func TestPluginDefaults(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	absent, err := Load(write("absent.yaml", "listen: 127.0.0.1:1\n"))
+	if err != nil || absent.Plugins != nil {
+		t.Fatalf("no plugins section: %v %v", absent.Plugins, err)
+	}
+	none, err := Load(write("none.yaml", "plugins: []\n"))
+	if err != nil || none.Plugins == nil || len(none.Plugins) != 0 {
+		t.Fatalf("plugins: []: %#v %v", none.Plugins, err)
+	}
+
+	c := Config{
+		Users:   []User{{Name: "app"}, {Name: "ops", Admin: true}, {Name: "dba", Admin: true}},
+		Plugins: []Plugin{{Name: "ddloffload", Options: map[string]any{"workers": 2}}, {Name: "cache", Options: map[string]any{"binlog_user": "dba"}}},
+	}
+	c.SelectPlugins(ParsePluginList(" cache, ddloffload ,metrics"))
+	if len(c.Plugins) != 3 || c.Plugins[0].Name != "cache" || c.Plugins[1].Options["workers"] != 2 || c.Plugins[2].Options != nil {
+		t.Fatalf("selected: %#v", c.Plugins)
+	}
+	users := c.DefaultBinlogUser()
+	if users["cache"] != "dba" || users["ddloffload"] != "ops" || c.Plugins[1].Options["binlog_user"] != "ops" || len(users) != 2 {
+		t.Fatalf("binlog users %v, plugins %#v", users, c.Plugins)
+	}
+	if got := ParsePluginList("none"); len(got) != 0 {
+		t.Fatalf("none: %v", got)
+	}
+}

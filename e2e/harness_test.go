@@ -91,6 +91,22 @@ type proxyOpts struct {
 	yaml    string    // more of the config file (e.g. a plugins section)
 	admins  []account // admin users
 	dataDir string    // the data directory; a fresh one when empty
+	// defaults runs the proxy with its own default plugins when yaml has no
+	// plugins section. Without it such a proxy gets `plugins: []`, so a
+	// test states every feature it relies on.
+	defaults bool
+	flags    []string // more command-line flags
+}
+
+// hasPluginsSection reports whether a config fragment sets plugins (a
+// top-level key at the start of a line).
+func hasPluginsSection(yaml string) bool {
+	for _, line := range strings.Split(yaml, "\n") {
+		if strings.HasPrefix(line, "plugins:") {
+			return true
+		}
+	}
+	return false
 }
 
 // startProxyOpts is startProxy with options.
@@ -101,7 +117,11 @@ func startProxyOpts(t *testing.T, backendAddr string, users []account, o proxyOp
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tableproxy.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("shutdown_timeout: %s\n%s", shutdownTimeout, o.yaml)), 0o600); err != nil {
+	yaml := o.yaml
+	if !o.defaults && !hasPluginsSection(yaml) {
+		yaml = "plugins: []\n" + yaml
+	}
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("shutdown_timeout: %s\n%s", shutdownTimeout, yaml)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A port found free can be taken by another process before the proxy
@@ -111,7 +131,7 @@ func startProxyOpts(t *testing.T, backendAddr string, users []account, o proxyOp
 		if dataDir == "" {
 			dataDir = filepath.Join(dir, "data")
 		}
-		p := launchProxy(t, cfg, dataDir, backendAddr, freePort(t), users, o.admins)
+		p := launchProxy(t, cfg, dataDir, backendAddr, freePort(t), users, o.admins, o.flags...)
 		err := p.waitReady(15 * time.Second)
 		if err == nil {
 			t.Cleanup(func() { p.stop(t) })
@@ -126,7 +146,7 @@ func startProxyOpts(t *testing.T, backendAddr string, users []account, o proxyOp
 	}
 }
 
-func launchProxy(t *testing.T, cfg, dataDir, backendAddr, addr string, users, admins []account) *proxyProc {
+func launchProxy(t *testing.T, cfg, dataDir, backendAddr, addr string, users, admins []account, flags ...string) *proxyProc {
 	t.Helper()
 	args := []string{"serve", "--config", cfg, "--listen", addr, "--backend", backendAddr,
 		"--data-dir", dataDir, "--log-level", "debug"}
@@ -143,6 +163,7 @@ func launchProxy(t *testing.T, cfg, dataDir, backendAddr, addr string, users, ad
 	for _, u := range admins {
 		args = append(args, "--admin-user", u.name+":"+u.password)
 	}
+	args = append(args, flags...)
 	p := &proxyProc{addr: addr, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(proxyBin, args...)
 	p.cmd.Stdout = p.stderr

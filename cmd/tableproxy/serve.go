@@ -56,6 +56,7 @@ func serve(args []string) error {
 	raftListen := fs.String("raft-listen", "", "address for Raft and the cluster API, reachable by the other proxies")
 	join := fs.String("join", "", "host:port (raft-listen) of any member of the cluster to join")
 	nonVoter := fs.Bool("raft-nonvoter", false, "join as a non-voting member")
+	pluginList := fs.String("plugins", "", "plugins to run, in order, separated by commas (\"none\" for none); default: the plugins section, or "+strings.Join(configs.DefaultPlugins, ","))
 	var flagUsers []configs.User
 	fs.Var(userList{users: &flagUsers}, "user", "name:password of a user to accept (repeatable)")
 	fs.Var(userList{admin: true, users: &flagUsers}, "admin-user", "name:password of an admin user (repeatable)")
@@ -98,13 +99,13 @@ func serve(args []string) error {
 		}
 	})
 	cfg.Users = mergeUsers(cfg.Users, flagUsers)
-	if cfg.Plugins == nil {
-		// Without a plugins section, metrics are on when there is somewhere
-		// to serve them.
-		if cfg.MetricsListen != "" {
-			cfg.Plugins = []configs.Plugin{{Name: "metrics"}}
-		}
+	switch {
+	case flagSet(fs, "plugins"):
+		cfg.SelectPlugins(configs.ParsePluginList(*pluginList))
+	case cfg.Plugins == nil: // no plugins section: the product's features
+		cfg.SelectPlugins(configs.DefaultPlugins)
 	}
+	binlogUsers := cfg.DefaultBinlogUser()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -168,6 +169,7 @@ func serve(args []string) error {
 	}
 	log.Info("tableproxy serving", append(where, "backend", cfg.Backend.Addr,
 		"users", len(cfg.Users), "plugins", strings.Join(names, ","), "version", version)...)
+	go reportFeatures(log, cfg, env.Backend, binlogUsers)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
 	select {
@@ -181,6 +183,13 @@ func serve(args []string) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// flagSet reports whether the command line gave the named flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // mergeUsers lets a flag user replace a file user of the same name.
