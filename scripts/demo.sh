@@ -21,7 +21,6 @@ PROXY_BIN="$ROOT/bin/tableproxy"
 PROXY_PID="$RUN_DIR/proxy.pid"
 PROXY_LOG="$RUN_DIR/proxy.log"
 PROXY_DATA="$RUN_DIR/proxy"
-PROXY_CONFIG="$RUN_DIR/proxy.yaml"
 READY_TIMEOUT=30
 STOP_TIMEOUT=20
 
@@ -108,22 +107,12 @@ cmd_start() {
 		die "metrics port $METRICS_ADDR is already in use by another process"
 
 	mkdir -p "$PROXY_DATA"
-	# The product's plugins: metrics, cached tables and online ADD INDEX.
-	cat >"$PROXY_CONFIG" <<'YAML'
-plugins:
-  - name: metrics
-  - name: cache
-    options:
-      binlog_user: admin
-  - name: ddloffload
-    options:
-      binlog_user: admin
-YAML
+	# No config file: the defaults run the product's plugins (metrics, cached
+	# tables, online ADD INDEX), and the admin reads the binary log.
 	log "starting tableproxy on $PROXY_HOST:$PROXY_PORT (log: $PROXY_LOG)"
 	(
 		cd "$ROOT"
 		exec nohup "$PROXY_BIN" serve \
-			--config "$PROXY_CONFIG" \
 			--listen "$PROXY_HOST:$PROXY_PORT" \
 			--backend "$backend" \
 			--user demo:demo \
