@@ -57,14 +57,19 @@ func TestMigrationsActiveRecord(t *testing.T) {
 	})
 }
 
-// prepareKnex installs the project's locked packages when they are not yet.
 func prepareKnex(t *testing.T, dir string) []string {
+	return []string{nodeProject(t, dir), "migrate.js"}
+}
+
+// nodeProject installs a Node project's locked packages when they are not
+// yet, and returns the node program.
+func nodeProject(t *testing.T, dir string) string {
 	node := requireTool(t, "node", "nodejs")
 	npm := requireTool(t, "npm", "npm")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
 		runIn(t, dir, nil, npm, "ci", "--no-audit", "--no-fund")
 	}
-	return []string{node, "migrate.js"}
+	return node
 }
 
 // prepareActiveRecord needs Debian's ruby-activerecord and ruby-mysql2.
