@@ -93,6 +93,12 @@ have sysbench || missing+=(sysbench)
 have gcc || missing+=(gcc libc6-dev)
 have mariadb_config || missing+=(libmariadb-dev)
 have pkg-config || missing+=(pkg-config)
+# The end-to-end tests run real migration frameworks and a Node pool through
+# the proxy: Knex and mysql2 from npm (the test runs npm ci), ActiveRecord
+# from Debian.
+have node || missing+=(nodejs)
+have npm || missing+=(npm)
+ruby -e 'require "active_record"; require "mysql2"' >/dev/null 2>&1 || missing+=(ruby-activerecord ruby-mysql2)
 if ((${#missing[@]} > 0)); then
 	command -v apt-get >/dev/null 2>&1 || die "missing packages ${missing[*]}, and apt-get is unavailable"
 	log "installing ${missing[*]} with apt-get"
