@@ -212,20 +212,21 @@ func tableRows(t *testing.T, root *sql.DB, db, table string, volatile []string) 
 // one finished job for each "table.index" in want, and no other job on db.
 func checkIndexJobs(t *testing.T, admin *sql.DB, db string, want []string) {
 	t.Helper()
-	rows, err := admin.Query("SELECT table_name, state, query, IFNULL(error, '') FROM tableproxy.ddl_jobs WHERE db_name = '" + db + "' ORDER BY job_id")
+	rows, err := admin.Query("SELECT table_name, state, query, error FROM tableproxy.ddl_jobs WHERE db_name = '" + db + "'")
 	if err != nil {
 		t.Fatalf("tableproxy.ddl_jobs: %v", err)
 	}
 	defer rows.Close()
 	found := map[string]int{}
 	for rows.Next() {
-		var table, state, query, jobErr string
+		var table, state, query string
+		var jobErr sql.NullString
 		if err := rows.Scan(&table, &state, &query, &jobErr); err != nil {
 			t.Fatal(err)
 		}
 		index := jobIndex(table, query, want)
 		if state != "done" || index == "" {
-			t.Errorf("job on %s: state %s, query %q, error %q", table, state, query, jobErr)
+			t.Errorf("job on %s: state %s, query %q, error %q", table, state, query, jobErr.String)
 			continue
 		}
 		found[index]++
