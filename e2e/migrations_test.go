@@ -34,8 +34,9 @@ type migrationFramework struct {
 	jobs []string
 }
 
-// migrationJobs are the ADD INDEX steps both projects take; the DROP INDEX
-// steps and the rollback's are no jobs.
+// migrationJobs are the ADD INDEX steps both projects take (Knex sends ALTER
+// TABLE ... ADD INDEX, ActiveRecord CREATE INDEX); the DROP INDEX steps and
+// the rollback's are no jobs.
 var migrationJobs = []string{"posts.posts_title_idx", "events.events_kind_idx", "posts.posts_score_idx", "events.events_level_idx",
 	"posts.posts_slug_unique", "users.users_name_idx"}
 

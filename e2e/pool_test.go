@@ -75,9 +75,11 @@ func poolRound(t *testing.T, db *sql.DB, round int) []int64 {
 }
 
 // TestPoolNodeMysql2IdlePastWaitTimeout: mysql2's createPool, whose
-// sessions set a short wait_timeout. mysql2 does not check an idle
-// connection before handing it out; it drops one from the pool when the
-// connection ends, which is what makes the direct run pass.
+// sessions set a short wait_timeout (its own idleTimeout, 60 s by default,
+// is far past it). mysql2 does not check an idle connection before handing
+// it out; a pooled connection that ends or errors removes itself from the
+// pool, which is what makes the direct run pass: the proxy must end the
+// client's connection when the server ends the backend's.
 func TestPoolNodeMysql2IdlePastWaitTimeout(t *testing.T) {
 	dir, err := filepath.Abs(filepath.Join("testdata", "migrations", "knex"))
 	if err != nil {
