@@ -231,6 +231,9 @@ func (s *session) relayRows(st *relayStats) error {
 // relayLocalInfile relays the file the client sends for LOAD DATA LOCAL
 // INFILE: packets up to and including an empty one.
 func (s *session) relayLocalInfile() error {
+	// The client's socket is read here: no watcher may hold it.
+	s.enterPhase(phaseBusyReading)
+	defer s.enterPhase(phaseBusy)
 	for {
 		s.resp.reset(0)
 		// The client's packets continue the sequence of the request.

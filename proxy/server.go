@@ -87,7 +87,8 @@ type Server struct {
 type sessionEntry struct {
 	s         *session
 	backendID uint32
-	backend   net.Conn // the backend connection's socket, for Shutdown
+	backend   net.Conn      // the backend connection's socket, for Shutdown and its idle watcher
+	params    backendParams // how it was opened, to kill its statement when the client goes away
 }
 
 // New checks cfg and returns a server that is not yet listening.
@@ -195,6 +196,7 @@ func (s *Server) Serve() error {
 	stop := make(chan struct{}) // the pool's reaper runs while Serve does
 	defer close(stop)
 	go s.pool.reapUntil(stop)
+	go s.lifetimeSweep(stop)
 	lns := s.listeners()
 	errc := make(chan error, len(lns))
 	for _, ln := range lns {
@@ -258,7 +260,7 @@ func (s *Server) serveConn(conn net.Conn) {
 	defer s.wg.Done()
 	defer s.active.Add(-1)
 	id := s.nextID.Add(1)
-	sess := &session{srv: s, id: id, client: newClientConn(conn), log: s.log}
+	sess := &session{srv: s, id: id, client: newClientConn(conn), log: s.log, watch: phaseWatch{done: make(chan struct{}, 1)}}
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("session panic", "conn", id, "panic", r, "stack", string(debug.Stack()))
@@ -298,7 +300,7 @@ func (s *Server) serveConn(conn net.Conn) {
 // registerBackend records which backend thread serves the session, for KILL.
 func (s *Server) registerBackend(sess *session) {
 	s.mu.Lock()
-	s.sessions[sess.id] = &sessionEntry{s: sess, backendID: sess.backend.threadID, backend: sess.backend.Conn.Conn}
+	s.sessions[sess.id] = &sessionEntry{s: sess, backendID: sess.backend.threadID, backend: sess.backend.Conn.Conn, params: sess.params}
 	s.mu.Unlock()
 }
 
@@ -344,7 +346,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// finish a statement (or commit) after the previous pass.
 		s.mu.Lock()
 		for _, e := range s.sessions {
-			if e.s.idle.Load() && !e.s.inTxShared() {
+			if e.s.isIdle() && !e.s.inTxShared() {
 				_ = e.s.client.raw.SetReadDeadline(time.Now())
 			}
 		}

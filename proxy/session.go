@@ -52,9 +52,15 @@ type session struct {
 	captureSets int              // result sets seen while capturing
 	record      *plugins.Capture // capture, when it asked for every packet (Full)
 
-	idle   atomic.Bool // blocked reading the client's next command
-	txOpen atomic.Bool // mirrors the IN_TRANS status flag for Shutdown
-	killed atomic.Bool // KILL CONNECTION aimed at this session
+	// phase says what the session is doing, for the sweeper that watches
+	// its connections (see lifetime.go); phaseNow is the session's own
+	// copy of what it last stored there, swept the sweeper's.
+	phase    atomic.Uint64
+	phaseNow uint64
+	swept    uint64
+	watch    phaseWatch
+	txOpen   atomic.Bool // mirrors the IN_TRANS status flag for Shutdown
+	killed   atomic.Bool // KILL CONNECTION aimed at this session
 	// usedXA: the session ran an XA statement. Its backend connection is
 	// closed, not pooled: COM_RESET_CONNECTION leaves an XA transaction in
 	// the PREPARED state on it (MariaDB), where a session that closes
@@ -340,15 +346,23 @@ func backendUnreachable(addr string, err error) *mysql.MyError {
 // run serves commands until the client quits, a side breaks, or the proxy
 // drains.
 func (s *session) run() (clean bool) {
+	// A watcher armed in the last phase must be gone before the backend
+	// connection is pooled or closed.
+	defer s.enterPhase(phaseBusy)
 	for {
 		s.client.pc.ResetSequence()
 		s.cmd.reset(s.maxPacket())
-		s.idle.Store(true)
+		s.enterPhase(phaseIdle)
 		if s.srv.draining.Load() && !s.inTx() {
 			return true
 		}
 		err := s.client.readPacket(&s.cmd)
-		s.idle.Store(false)
+		if !s.enterPhase(phaseBusy) {
+			// The backend closed the connection while the client was
+			// idle: the client's closes the same way.
+			s.endIdleLost()
+			return false
+		}
 		if err != nil {
 			if s.cmd.overflow {
 				_ = s.client.writeError(mysql.NewError(mysql.ER_NET_PACKET_TOO_LARGE, "Got a packet bigger than 'max_allowed_packet' bytes"))
