@@ -87,6 +87,9 @@ type backendConn struct {
 	charset   connCharset // what the backend chose for the handshake's collation
 	idleSince time.Time
 	logins    uint64 // Logins' count when it was opened
+	// watched reports, once per pooling, whether the pool's watcher found
+	// the connection closed by the backend (see watchPooled).
+	watched chan bool
 }
 
 // backendPool opens backend connections and keeps clean idle ones for reuse.
@@ -131,6 +134,10 @@ func (bp *backendPool) get(ctx context.Context, params *backendParams) (*backend
 		bc := bp.takeIdle(key)
 		if bc == nil {
 			break
+		}
+		if !bp.unwatch(bc) {
+			bc.Conn.Close()
+			continue
 		}
 		timedOut, err := bp.ping(bc)
 		if err == nil {
@@ -241,7 +248,7 @@ func (bp *backendPool) dial(ctx context.Context, params *backendParams, key pool
 		}
 		return nil, &backendDownError{addr: bp.cfg.Addr, err: err}
 	}
-	bc := &backendConn{Conn: c, key: key, threadID: c.GetConnectionID(), maxPacket: 64 << 20, logins: logins}
+	bc := &backendConn{Conn: c, key: key, threadID: c.GetConnectionID(), maxPacket: 64 << 20, logins: logins, watched: make(chan bool, 1)}
 	if r, err := c.Execute("SELECT @@max_allowed_packet, " + charsetVars); err == nil {
 		if v, err := r.GetInt(0, 0); err == nil && v > 0 {
 			bc.maxPacket = int(v)
@@ -294,6 +301,51 @@ func (bp *backendPool) resetAndPool(bc *backendConn) {
 	bp.idle[bc.key] = append(bp.idle[bc.key], bc)
 	bp.nIdle++
 	bp.mu.Unlock()
+	go bp.watchPooled(bc)
+}
+
+// watchPooled waits on a pooled connection for the backend to close it
+// (wait_timeout, KILL, a restart), and then drops it from the pool at
+// once: it holds no backend thread, and the count of idle connections
+// stays true. Like a session's idle watcher (see lifetime.go) it waits in
+// the runtime's netpoller; the session that takes the connection stops it
+// with a read deadline (unwatch), once per connect, not per statement.
+func (bp *backendPool) watchPooled(bc *backendConn) {
+	lost, _ := readLastWords(bc.Conn.Conn)
+	if lost && bp.drop(bc) {
+		bc.Conn.Close()
+	}
+	bc.watched <- lost
+}
+
+// unwatch stops the watcher of a connection just taken from the pool and
+// says whether the connection is still open.
+func (bp *backendPool) unwatch(bc *backendConn) bool {
+	_ = bc.Conn.Conn.SetReadDeadline(time.Now())
+	lost := <-bc.watched
+	_ = bc.Conn.Conn.SetReadDeadline(time.Time{})
+	return !lost
+}
+
+// drop takes bc out of the pool, if it is there still.
+func (bp *backendPool) drop(bc *backendConn) bool {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	list := bp.idle[bc.key]
+	for i, c := range list {
+		if c == bc {
+			list = append(list[:i], list[i+1:]...)
+			list = list[:len(list):len(list)]
+			if len(list) == 0 {
+				delete(bp.idle, bc.key)
+			} else {
+				bp.idle[bc.key] = list
+			}
+			bp.nIdle--
+			return true
+		}
+	}
+	return false
 }
 
 // restoreOpened checks that a connection just reset is in the database it
