@@ -101,6 +101,11 @@ TABLEPROXY_BENCH_METRICS_PORT, TABLEPROXY_BENCH_RELAY_PORT and
 TABLEPROXY_BENCH_DELAY_PORT the first ports tried for the proxy, its metrics,
 the --floor relay and the --latency relay (defaults 6034, 9105, 6044, 6054).
   --proxy-bin PATH      benchmark this proxy binary instead of building bin/tableproxy
+  --compare-bin PATH    also run each workload through this second proxy binary (an
+                        older build, say), started as the first on its own port
+                        right before each proxied run, and print its qps and
+                        proxy/compare-bin; not with --cache, --latency, --rw-cache
+                        or --socket
   --direct-only         only run against MariaDB (no proxy)
   -h, --help            show this help
 EOF
@@ -115,7 +120,7 @@ need_addr() { [[ "$2" =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+$ ]] || die "option 
 
 QUICK=0 PROFILE=0 SOCKET=0 DIRECT_ONLY=0 CACHE=0 FLOOR="" LATENCY=0 RW_CACHE=0
 TIME="" THREADS="" RATE="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES="" REPEAT="" DELAY="" POINT_SELECTS=""
-PROXY_ADDR="" METRICS_ADDR="" PROXY_BIN=""
+PROXY_ADDR="" METRICS_ADDR="" PROXY_BIN="" BASELINE_BIN="" BASELINE_PID="" BASELINE_PORT=""
 while (($# > 0)); do
 	case "$1" in
 	--quick) QUICK=1 ;;
@@ -140,6 +145,7 @@ while (($# > 0)); do
 	--listen) need_value "$@"; need_addr "$1" "$2"; PROXY_ADDR="$2"; shift ;;
 	--metrics-listen) need_value "$@"; need_addr "$1" "$2"; METRICS_ADDR="$2"; shift ;;
 	--proxy-bin) need_value "$@"; PROXY_BIN="$2"; shift ;;
+	--compare-bin) need_value "$@"; BASELINE_BIN="$2"; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
 	esac
@@ -151,6 +157,11 @@ for v in "$DEFAULT_PROXY_PORT" "$DEFAULT_METRICS_PORT" "$DEFAULT_RELAY_PORT" "$D
 done
 
 ((SOCKET && LATENCY)) && die "--socket cannot be combined with --latency: its relay is TCP"
+if [[ -n "$BASELINE_BIN" ]]; then
+	((CACHE || LATENCY || RW_CACHE || SOCKET || DIRECT_ONLY)) &&
+		die "--compare-bin compares two proxies over TCP, uncached; it cannot be combined with --cache, --latency, --rw-cache, --socket or --direct-only"
+	[[ -x "$BASELINE_BIN" ]] || die "baseline binary $BASELINE_BIN is not executable"
+fi
 ((LATENCY && RW_CACHE)) && die "--latency and --rw-cache are separate runs; give one of them"
 if ((LATENCY || RW_CACHE)); then
 	((DIRECT_ONLY)) && die "--latency and --rw-cache need the proxy; they cannot be combined with --direct-only"
@@ -287,6 +298,8 @@ stop_process() {
 stop_proxy() {
 	stop_process "$PROXY_PID" proxy
 	PROXY_PID=""
+	stop_process "$BASELINE_PID" "baseline proxy"
+	BASELINE_PID=""
 }
 
 stop_relay() {
@@ -362,6 +375,24 @@ fi
 RELAY_BIN="$BENCH_DIR/tcprelay"
 RELAY_BUILT=0
 
+# wait_ready PID ADDR LOG NAME: waits until the relay or proxy at ADDR answers
+# sbtest.
+wait_ready() {
+	local pid=$1 addr=$2 plog=$3 name=$4 deadline=$((SECONDS + READY_TIMEOUT))
+	until mariadb --no-defaults -h "${addr%:*}" -P "${addr##*:}" -u sbtest -psbtest \
+		--connect-timeout=2 sbtest -e 'SELECT 1' >/dev/null 2>&1; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			tail -n 30 "$plog" >&2 || true
+			die "$name exited during startup (log: $plog)"
+		fi
+		((SECONDS < deadline)) || {
+			tail -n 30 "$plog" >&2 || true
+			die "$name did not accept connections within ${READY_TIMEOUT}s"
+		}
+		sleep 0.5
+	done
+}
+
 # start_relay NAME PORT LOG [tcprelay flags]: starts bench/tcprelay on
 # 127.0.0.1:PORT in front of MariaDB, waits until a query passes through it,
 # and sets STARTED_PID.
@@ -377,19 +408,7 @@ start_relay() {
 	"$RELAY_BIN" -listen "127.0.0.1:$port" -target "127.0.0.1:$DB_PORT" "$@" \
 		</dev/null >"$logfile" 2>&1 &
 	STARTED_PID=$!
-	deadline=$((SECONDS + READY_TIMEOUT))
-	until mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sbtest -psbtest \
-		--connect-timeout=2 sbtest -e 'SELECT 1' >/dev/null 2>&1; do
-		if ! kill -0 "$STARTED_PID" 2>/dev/null; then
-			tail -n 30 "$logfile" >&2 || true
-			die "$name exited during startup (log: $logfile)"
-		fi
-		((SECONDS < deadline)) || {
-			tail -n 30 "$logfile" >&2 || true
-			die "$name did not accept connections within ${READY_TIMEOUT}s"
-		}
-		sleep 0.5
-	done
+	wait_ready "$STARTED_PID" "127.0.0.1:$port" "$logfile" "$name"
 }
 
 # With --latency, the direct runs and the proxy's backend connections both go
@@ -457,20 +476,31 @@ if ((!DIRECT_ONLY)); then
 	log "starting the proxy on $PROXY_ADDR (metrics $METRICS_ADDR, log $PROXY_LOG)"
 	"$PROXY_BIN" serve "${PROXY_ARGS[@]}" </dev/null >"$PROXY_LOG" 2>&1 &
 	PROXY_PID=$!
+	wait_ready "$PROXY_PID" "$PROXY_ADDR" "$PROXY_LOG" "the proxy"
 
-	deadline=$((SECONDS + READY_TIMEOUT))
-	until mariadb --no-defaults -h "${PROXY_ADDR%:*}" -P "$PROXY_PORT" -u sbtest -psbtest \
-		--connect-timeout=2 sbtest -e 'SELECT 1' >/dev/null 2>&1; do
-		if ! kill -0 "$PROXY_PID" 2>/dev/null; then
-			tail -n 30 "$PROXY_LOG" >&2 || true
-			die "the proxy exited during startup (log: $PROXY_LOG)"
-		fi
-		((SECONDS < deadline)) || {
-			tail -n 30 "$PROXY_LOG" >&2 || true
-			die "the proxy did not accept connections within ${READY_TIMEOUT}s"
-		}
-		sleep 0.5
-	done
+	if [[ -n "$BASELINE_BIN" ]]; then
+		# The same arguments but for its own addresses and data directory.
+		BASELINE_ADDR="127.0.0.1:$(free_port $((${PROXY_ADDR##*:} + 1)))"
+		BASELINE_METRICS="127.0.0.1:$(free_port $((${METRICS_ADDR##*:} + 1)))"
+		BASELINE_DATA="$BENCH_DIR/proxy-data-baseline"
+		BASELINE_LOG="$BENCH_DIR/proxy-baseline.log"
+		mkdir -p "$BASELINE_DATA"
+		BASELINE_ARGS=()
+		for ((i = 0; i < ${#PROXY_ARGS[@]}; i++)); do
+			a="${PROXY_ARGS[i]}"
+			BASELINE_ARGS+=("$a")
+			case "$a" in
+			--listen) BASELINE_ARGS+=("$BASELINE_ADDR") && i=$((i + 1)) ;;
+			--metrics-listen) BASELINE_ARGS+=("$BASELINE_METRICS") && i=$((i + 1)) ;;
+			--data-dir) BASELINE_ARGS+=("$BASELINE_DATA") && i=$((i + 1)) ;;
+			esac
+		done
+		BASELINE_PORT="${BASELINE_ADDR##*:}"
+		log "starting the baseline proxy $BASELINE_BIN on $BASELINE_ADDR (log $BASELINE_LOG)"
+		"$BASELINE_BIN" serve "${BASELINE_ARGS[@]}" </dev/null >"$BASELINE_LOG" 2>&1 &
+		BASELINE_PID=$!
+		wait_ready "$BASELINE_PID" "$BASELINE_ADDR" "$BASELINE_LOG" "the --compare-bin proxy"
+	fi
 fi
 
 # --- cached tables -------------------------------------------------------
@@ -653,7 +683,7 @@ run_sysbench() {
 	# where each query's time goes on a machine they share.
 	local db_pid proxy_pid="${PROXY_PID:-}" sb0 db0 px0
 	db_pid="$(tr -dc '0-9' <"$RUN_DIR/mariadb/mariadb.pid" 2>/dev/null || true)"
-	case "$target" in direct | relay | nodelay) proxy_pid="" ;; esac
+	case "$target" in direct | relay | nodelay) proxy_pid="" ;; baseline) proxy_pid="$BASELINE_PID" ;; esac
 	children_ticks
 	sb0="$R_CHILD_TICKS" db0="$(cpu_ticks "$db_pid")" px0="$(cpu_ticks "$proxy_pid")"
 	# With --socket, the runs that would reach MariaDB's or the proxy's port
@@ -845,6 +875,7 @@ else
 	for workload in "${WORKLOAD_LIST[@]}"; do
 		for ps in "${PS_LIST[@]}"; do
 			D_QPS=() D_P95=() RL_QPS=() P_QPS=() P_P95=() RATIOS=() RELAY_RATIOS=() PR_RATIOS=() P95_RATIOS=() ND_P95=()
+			B_QPS=() PB_RATIOS=()
 			c_queries=0 c_hits=0 c_pass=0 c_ok=1
 			for ((rep = 1; rep <= REPEAT; rep++)); do
 				sfx=""
@@ -857,7 +888,7 @@ else
 				run_sysbench "$workload" "$ps" direct "$DIRECT_PORT" "$sfx"
 				d_qps="$R_QPS" d_p95="$R_P95"
 				delay_mark "$workload ps=$ps direct$sfx"
-				r_qps="" p_qps="" p_p95=""
+				r_qps="" p_qps="" p_p95="" b_qps=""
 				if ((FLOOR)); then
 					if ! kill -0 "$RELAY_PID" 2>/dev/null; then
 						tail -n 30 "$RELAY_LOG" >&2 || true
@@ -870,6 +901,11 @@ else
 					if ! kill -0 "$PROXY_PID" 2>/dev/null; then
 						tail -n 30 "$PROXY_LOG" >&2 || true
 						die "the proxy is no longer running (log: $PROXY_LOG)"
+					fi
+					if [[ -n "$BASELINE_BIN" ]]; then
+						kill -0 "$BASELINE_PID" 2>/dev/null || die "the baseline proxy is no longer running (log: $BASELINE_LOG)"
+						run_sysbench "$workload" "$ps" baseline "$BASELINE_PORT" "$sfx"
+						b_qps="$R_QPS"
 					fi
 					((PROFILE && rep == 1)) && start_profile "$workload-$ps"
 					if ((CACHE)); then
@@ -894,6 +930,7 @@ else
 				D_QPS+=("$d_qps") D_P95+=("$d_p95") RL_QPS+=("$r_qps") P_QPS+=("$p_qps") P_P95+=("$p_p95")
 				RATIOS+=("$(ratio "$d_qps" "$p_qps")") P95_RATIOS+=("$(ratio "$d_p95" "$p_p95")")
 				RELAY_RATIOS+=("$(ratio "$d_qps" "$r_qps")") PR_RATIOS+=("$(ratio "$r_qps" "$p_qps")")
+				B_QPS+=("$b_qps") PB_RATIOS+=("$(ratio "$b_qps" "$p_qps")")
 			done
 			# With one run per row these are that run's figures; with
 			# --repeat, medians (of the runs, and of each run's ratio).
@@ -901,6 +938,9 @@ else
 			row+="|$(median "${D_P95[@]}")|$(median "${P_P95[@]}")"
 			if ((FLOOR)); then
 				row+="|$(median "${RL_QPS[@]}")|$(median "${RELAY_RATIOS[@]}")|$(median "${PR_RATIOS[@]}")"
+			fi
+			if [[ -n "$BASELINE_BIN" ]]; then
+				row+="|$(median "${B_QPS[@]}")|$(median "${PB_RATIOS[@]}")"
 			fi
 			((REPEAT > 1)) && row+="|$(spread "${RATIOS[@]}")"
 			if ((LATENCY)); then
@@ -938,6 +978,7 @@ PROXY_BUILD="tableproxy $COMMIT"
 if [[ -n "$PROXY_BIN" && "$PROXY_BIN" != "$ROOT/bin/tableproxy" ]]; then
 	PROXY_BUILD="tableproxy binary $PROXY_BIN (bench/run.sh at $COMMIT)"
 fi
+[[ -n "$BASELINE_BIN" ]] && PROXY_BUILD+="; --compare-bin: tableproxy binary $BASELINE_BIN"
 DATE="$(date -u)"
 RESULTS="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 
@@ -956,6 +997,10 @@ else
 	if ((FLOOR)); then
 		HEADERS+=("relay qps" relay/direct "$P/relay")
 		WIDTHS+=(12 12 11)
+	fi
+	if [[ -n "$BASELINE_BIN" ]]; then
+		HEADERS+=("compare-bin qps" "$P/compare-bin")
+		WIDTHS+=(15 17)
 	fi
 	((REPEAT > 1)) && HEADERS+=("ratio range") && WIDTHS+=(11)
 	if ((LATENCY)); then

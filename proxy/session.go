@@ -269,7 +269,12 @@ func (s *session) authenticate(name, plugin string, auth []byte) error {
 		}
 		var pkt packetBuffer
 		pkt.reset(4 << 10)
-		if err := c.readPacket(&pkt); err != nil {
+		// COM_CHANGE_USER reads the client mid-command: no watcher may
+		// hold its socket meanwhile (see lifetime.go).
+		s.enterPhase(phaseBusyReading)
+		err := c.readPacket(&pkt)
+		s.enterPhase(phaseBusy)
+		if err != nil {
 			return err
 		}
 		auth = pkt.payload()
