@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tableproxy/internal/testdb"
 )
 
 // A client's connection through the proxy lives as long as its backend
@@ -140,5 +142,32 @@ func TestLifetimePooledBackendKilled(t *testing.T) {
 	db = openOneConn(t, e, ep, nil)
 	if again := connectionID(t, ep, db); again == first {
 		t.Errorf("the killed connection %d was handed out again", first)
+	}
+}
+
+// TestLifetimeBackendRestarted: the backend restarts (its own private
+// instance) while a pool's connections idle; the next query opens a new
+// session on the restarted backend without an error, as directly.
+func TestLifetimeBackendRestarted(t *testing.T) {
+	m := startPrivateMariaDB(t)
+	be := testdb.Backend{Addr: m.addr(), RootUser: "tproot", RootPassword: "tproot"}
+	dbName := be.NewDatabase(t)
+	user := be.NewUser(t, "pw", "ALL", dbName)
+	px := startProxy(t, m.addr(), account{user, "pw"})
+	pools := map[string]*sql.DB{}
+	for _, ep := range []endpoint{{"direct", m.addr()}, {"proxy", px.addr}} {
+		db := testdb.Open(t, testdb.DSN(ep.addr, user, "pw", dbName, nil))
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		connectionID(t, ep, db)
+		pools[ep.name] = db
+	}
+	m.script(t, "stop")
+	m.script(t, "start")
+	time.Sleep(lifetimeNotice)
+	for name, db := range pools {
+		if err := db.QueryRow("SELECT 1").Scan(new(int)); err != nil {
+			t.Errorf("%s: first query after the backend restarted: %v", name, err)
+		}
 	}
 }
