@@ -54,9 +54,10 @@ type phaseWatch struct {
 	final []byte // its last packet, an ERR, when it sent one before closing
 }
 
-// enterPhase moves the session to phase p (phaseBusy or phaseIdle),
-// disarming a watcher armed in the phase it leaves. It returns false when
-// the backend watcher found the connection closed: the session must end.
+// enterPhase moves the session to phase p (phaseBusy, phaseIdle or
+// phaseBusyReading), disarming a watcher armed in the phase it leaves. It
+// returns false when the backend watcher found the connection closed: the
+// session must end.
 func (s *session) enterPhase(p uint64) bool {
 	next := (s.phaseNow&^phaseMask + phaseCountStep) | p
 	if s.phase.CompareAndSwap(s.phaseNow, next) {
