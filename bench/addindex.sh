@@ -179,7 +179,7 @@ mkdir -p "$PROXY_DATA"
 PROXY_CONFIG="$BENCH_DIR/proxy-addindex.yaml"
 {
 	printf '%s\n' "# Written by bench/addindex.sh." "plugins:" "  - name: ddloffload" \
-		"    options: {old_table_retention: 0, binlog_user: sbtest}"
+		"    options: {strategy: backfill, old_table_retention: 0, binlog_user: sbtest}"
 	# With --foreground, the metrics plugin counts the backend's errors by code.
 	((FOREGROUND)) && printf '%s\n' "  - name: metrics"
 } >"$PROXY_CONFIG"

@@ -42,6 +42,24 @@ func errJob(format string, args ...any) *mysql.MyError {
 	return mysql.NewError(mysql.ER_UNKNOWN_ERROR, "tableproxy online ADD INDEX: "+fmt.Sprintf(format, args...))
 }
 
+// swapRefusal is a reason the backfill strategy (shadow, copy, swap)
+// cannot carry a table that the backend's own online build can: under the
+// auto strategy it chooses the native one instead (see strategy.go); asked
+// for backfill explicitly, the client gets the error.
+type swapRefusal struct {
+	why string         // what keeps the swap from carrying the table
+	err *mysql.MyError // what the client gets when it asked for backfill
+}
+
+// cannotSwap is the refusal for why, with the error a client that asked
+// for backfill gets: errFor(why and what to do instead).
+func cannotSwap(why string, errFor func(string) *mysql.MyError) error {
+	return &swapRefusal{why, errFor(why + "; the native strategy (tableproxy_ddl_strategy = native, or auto, the default) has the backend build the index online")}
+}
+
+func (e *swapRefusal) Error() string { return e.err.Error() }
+func (e *swapRefusal) Unwrap() error { return e.err }
+
 // clientError turns whatever ended a job into the error its client gets: the
 // backend's own error when there is one (1062 from the index build, 1142
 // for a missing privilege, ...), else 1105 with the message.

@@ -87,8 +87,18 @@ type Job struct {
 	// a job stopped by a proxy stop is rolled back, or resumed paused.
 	CancelRequested bool   `json:"cancel_requested,omitempty"`
 	Paused          bool   `json:"paused,omitempty"`
-	Resumes         int    `json:"resumes,omitempty"` // times resumed after a proxy stop
-	Strategy        string `json:"strategy,omitempty"`
+	Resumes         int    `json:"resumes,omitempty"`         // times resumed after a proxy stop
+	Strategy        string `json:"strategy,omitempty"`        // the strategy the job runs (backfill or native)
+	StrategyReason  string `json:"strategy_reason,omitempty"` // why: the setting that asked for it, or what auto saw
+}
+
+// KeptTable is the job's original, swapped out and kept until KeptUntil
+// (see cleanup.go); "" once dropped, or when there is none.
+func (j Job) KeptTable() string {
+	if j.DropOldAt.IsZero() {
+		return ""
+	}
+	return j.Old
 }
 
 // jobRec is a job in the registry: its record, and the live counters a

@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,7 +33,6 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser"
-	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"tableproxy/configs"
 	"tableproxy/plugins"
@@ -53,8 +51,10 @@ type Options struct {
 	// REPLICATION SLAVE and REPLICATION CLIENT privileges on the backend);
 	// by default the user who sent the ALTER.
 	BinlogUser string `json:"binlog_user"`
-	// OldTableRetention is how long the original table is kept, renamed to
-	// <table>__old, after the swap (default 24h; 0 drops it at once).
+	// OldTableRetention is how long the original table is kept after the
+	// swap, under a name of its job's (see shadowNames), so that a bad
+	// index can be backed out by renaming it back (default 24h; 0 drops it
+	// at once). ADMIN DROP DDL KEPT TABLES drops them sooner.
 	OldTableRetention *plugins.Duration `json:"old_table_retention"`
 	// CutOverHold bounds how long statements on the table are held at the
 	// proxy during the swap (default 5s); past it the attempt is abandoned
@@ -74,8 +74,12 @@ type Options struct {
 
 	// CopyMethod is insert_select (default) or read_ahead.
 	CopyMethod string `json:"copy_method"`
-	// Strategy is backfill (default) or native.
+	// Strategy is auto (default: see strategy.go), backfill or native.
 	Strategy string `json:"strategy"`
+	// NativeBelow is the size of a table's rows under which the auto
+	// strategy lets the backend build the index (default 16MB; 0: never
+	// for its size alone).
+	NativeBelow *string `json:"native_below"`
 	// NativeRetries is how many times the native strategy tries its ALTER
 	// when it cannot get its metadata lock in time (default 10).
 	NativeRetries int `json:"native_retries"`
@@ -100,7 +104,7 @@ type Options struct {
 	// SLAVE MONITOR on MariaDB 10.5 and later).
 	Replicas []string `json:"replicas"`
 
-	sortMemory, diskQuota int64
+	sortMemory, diskQuota, nativeBelow int64
 }
 
 func (o *Options) setDefaults(dataDir string) error {
@@ -108,7 +112,11 @@ func (o *Options) setDefaults(dataDir string) error {
 		o.CopyMethod = CopyInsertSelect
 	}
 	if o.Strategy == "" {
-		o.Strategy = StrategyBackfill
+		o.Strategy = StrategyAuto
+	}
+	if o.NativeBelow == nil {
+		def := "16MB"
+		o.NativeBelow = &def
 	}
 	if o.NativeRetries <= 0 {
 		o.NativeRetries = 10
@@ -126,6 +134,9 @@ func (o *Options) setDefaults(dataDir string) error {
 		o.TempDir = abs
 	}
 	var err error
+	if o.nativeBelow, err = configs.ParseByteSize(*o.NativeBelow); err != nil {
+		return fmt.Errorf("native_below: %w", err)
+	}
 	if o.sortMemory, err = configs.ParseByteSize(o.SortMemory); err != nil {
 		return fmt.Errorf("sort_memory: %w", err)
 	}
@@ -202,6 +213,8 @@ type Plugin struct {
 	stall   stallPoint // the fault tests' hook (see stallEnv)
 	stallOn bool
 
+	janitorWake chan struct{} // a kept table's drop time was set (see janitor)
+
 	ctx    context.Context // cancelled by Close: running jobs stop, kept for a resume
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -244,7 +257,8 @@ func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg, vars: newVars(opts), fg: newLatencies(), fgTx: newLatencies()}
+	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg, vars: newVars(opts), fg: newLatencies(), fgTx: newLatencies(),
+		janitorWake: make(chan struct{}, 1)}
 	p.stall, p.stallOn = stallFromEnv()
 	p.parsers.New = func() any { return parser.New() }
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -457,215 +471,4 @@ func containsFold(s, sub string) bool {
 		}
 	}
 	return false
-}
-
-// admin answers ADMIN SHOW DDL JOBS.
-func (p *Plugin) admin(st *plugins.Statement) plugins.Action {
-	pr := p.parsers.Get().(*parser.Parser)
-	defer p.parsers.Put(pr) // the tree is the parser's until its next parse
-	stmts, _, err := pr.ParseSQL(st.SQL)
-	if err != nil || len(stmts) != 1 {
-		return plugins.Continue
-	}
-	a, ok := stmts[0].(*ast.AdminStmt)
-	if !ok {
-		return plugins.Continue
-	}
-	var act func(int64) string
-	switch a.Tp {
-	case ast.AdminShowDDLJobs:
-	case ast.AdminCancelDDLJobs:
-		act = p.cancelJob
-	case ast.AdminPauseDDLJobs:
-		act = p.pauseJob
-	case ast.AdminResumeDDLJobs:
-		act = p.resumeJob
-	default:
-		return plugins.Continue
-	}
-	if !st.Admin {
-		return plugins.RefuseWith(mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
-			"Access denied; you need (at least one of) the tableproxy admin privilege(s) for this operation"))
-	}
-	if act != nil {
-		ids := slices.Clone(a.JobIDs)
-		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-			rows := make([][]any, len(ids))
-			for i, id := range ids {
-				rows[i] = []any{id, act(id)}
-			}
-			rs, err := plugins.TextResultset([]string{"JOB_ID", "RESULT"}, rows)
-			if err != nil {
-				return w.WriteError(errJob("%v", err))
-			}
-			w.Rows(uint64(len(rows)))
-			return w.WriteResult(&mysql.Result{Resultset: rs})
-		}))
-	}
-	limit := a.JobNumber
-	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-		rs, err := jobsResultset(p.jobs.list(), limit)
-		if err != nil {
-			return w.WriteError(errJob("%v", err))
-		}
-		w.Rows(uint64(len(rs.Values)))
-		return w.WriteResult(&mysql.Result{Resultset: rs})
-	}))
-}
-
-// cancelJob cancels a running job, as ADMIN CANCEL DDL JOBS reports it
-// (TiDB's wording). A job stops at its next check, drops its shadow, and
-// its client gets error 1317; a job that has already swapped its table in
-// cannot be cancelled.
-func (p *Plugin) cancelJob(id int64) string {
-	rec := p.jobs.get(id)
-	if rec == nil {
-		return fmt.Sprintf("error: [ddl:8223]DDL Job:%d not found", id)
-	}
-	if msg := func() string {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		switch {
-		case rec.job.State != StateRunning || rec.cancel == nil:
-			return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be cancelled", id)
-		case rec.swapped != nil && rec.swapped.Load():
-			return fmt.Sprintf("error: [ddl:8225]This job:%d has swapped its table in, so can't be cancelled", id)
-		case rec.cancelled.Load():
-			return fmt.Sprintf("error: [ddl:8226]This job:%d is almost finished, can't be cancelled now", id)
-		}
-		rec.cancelled.Store(true)
-		rec.job.CancelRequested = true
-		rec.cancel()
-		return ""
-	}(); msg != "" {
-		return msg
-	}
-	// Recorded, so that a job the proxy stops before it has rolled back is
-	// rolled back at the next start, not resumed.
-	p.persist()
-	p.log.Info("ddl: job cancelled", "job", id)
-	return "successful"
-}
-
-// pauseJob pauses a running job at its next check, before its cut-over.
-func (p *Plugin) pauseJob(id int64) string {
-	rec := p.jobs.get(id)
-	if rec == nil {
-		return fmt.Sprintf("error: [ddl:8223]DDL Job:%d not found", id)
-	}
-	if msg := func() string {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		switch {
-		case rec.job.State != StateRunning || rec.cancel == nil:
-			return fmt.Sprintf("error: [ddl:8225]This job:%d is finished, so can't be paused", id)
-		case Stage(rec.stage.Load()) == StageNative:
-			return fmt.Sprintf("error: [ddl:8226]This job:%d runs the backend's own ALTER, can't be paused", id)
-		case Stage(rec.stage.Load()) >= StageCutOver:
-			return fmt.Sprintf("error: [ddl:8226]This job:%d is swapping its table in, can't be paused now", id)
-		}
-		rec.gate.pause()
-		rec.job.Paused = true
-		return ""
-	}(); msg != "" {
-		return msg
-	}
-	p.persist()
-	p.log.Info("ddl: job paused", "job", id)
-	return "successful"
-}
-
-// resumeJob resumes a paused job.
-func (p *Plugin) resumeJob(id int64) string {
-	rec := p.jobs.get(id)
-	if rec == nil {
-		return fmt.Sprintf("error: [ddl:8223]DDL Job:%d not found", id)
-	}
-	if !rec.gate.resume() {
-		return fmt.Sprintf("error: [ddl:8260]Job %d can't be resumed: it is not paused", id)
-	}
-	_ = p.jobs.update(rec, func(j *Job) { j.Paused = false })
-	p.log.Info("ddl: job resumed", "job", id)
-	return "successful"
-}
-
-// jobsColumns are ADMIN SHOW DDL JOBS's columns: TiDB's names where TiDB has
-// the column.
-var jobsColumns = []string{"JOB_ID", "DB_NAME", "TABLE_NAME", "JOB_TYPE", "STATE", "STAGE",
-	"ROW_COUNT", "ROWS_ESTIMATED", "RATE", "ETA", "START_TIME", "END_TIME", "QUERY", "ERROR"}
-
-func jobsResultset(jobs []Job, limit int64) (*mysql.Resultset, error) {
-	if limit > 0 && int64(len(jobs)) > limit {
-		jobs = jobs[:limit]
-	}
-	rows := make([][]any, 0, len(jobs))
-	ts := func(t time.Time) any {
-		if t.IsZero() {
-			return nil
-		}
-		return t.Local().Format("2006-01-02 15:04:05")
-	}
-	for _, j := range jobs {
-		var eta any
-		if j.ETA > 0 {
-			eta = j.ETA.Round(time.Second).String()
-		}
-		rows = append(rows, []any{j.ID, j.Schema, j.Table, j.Type, j.State, j.Stage,
-			j.RowsDone, j.RowsEstimate, int64(j.Rate), eta, ts(j.Start), ts(j.End), j.Query, j.Error})
-	}
-	if len(rows) == 0 {
-		// go-mysql needs a row to type the columns; send the header only.
-		rs, err := plugins.TextResultset(jobsColumns, [][]any{{int64(0), "", "", "", "", "", int64(0), int64(0), int64(0), "", "", "", "", ""}})
-		if err != nil {
-			return nil, err
-		}
-		rs.Values, rs.RowDatas = nil, nil
-		return rs, nil
-	}
-	return plugins.TextResultset(jobsColumns, rows)
-}
-
-// janitor drops kept old tables when their retention ends.
-func (p *Plugin) janitor() {
-	defer p.wg.Done()
-	tick := time.NewTicker(30 * time.Second)
-	defer tick.Stop()
-	for {
-		p.dropDueOldTables()
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-func (p *Plugin) dropDueOldTables() {
-	now := time.Now()
-	for _, rec := range p.jobs.records() {
-		j := rec.snapshot()
-		if j.DropOldAt.IsZero() || j.DropOldAt.After(now) {
-			continue
-		}
-		if err := p.dropOld(j); err != nil {
-			p.log.Warn("ddl: cannot drop a kept old table; retrying later", "job", j.ID, "table", j.Old, "err", err)
-			continue
-		}
-		_ = p.jobs.update(rec, func(j *Job) { j.DropOldAt = time.Time{} })
-	}
-}
-
-func (p *Plugin) dropOld(j Job) error {
-	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-	defer cancel()
-	c, err := p.backend.Connect(ctx, j.User, "")
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_, err = c.Execute("DROP TABLE IF EXISTS " + tableName(j.Schema, j.Old))
-	if err == nil {
-		p.log.Info("ddl: dropped the old table", "job", j.ID, "table", j.Schema+"."+j.Old)
-	}
-	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -101,11 +102,11 @@ func (r *runner) checkIndexes() error {
 // checkKey finds the key the job walks the table by.
 func (r *runner) checkKey() error {
 	if !r.t.chooseKey() {
-		return errNoKey(r.t.Schema, r.t.Table)
+		return cannotSwap(fmt.Sprintf("%s has no primary key or NOT NULL unique key to copy it by", r.t.name()), func(string) *mysql.MyError { return errNoKey(r.t.Schema, r.t.Table) })
 	}
 	for _, c := range r.t.Key {
 		if !keyTypeSupported(c.DataType) {
-			return errUnsupported(fmt.Sprintf("key column %s of type %s cannot be walked in order; use native ALTER TABLE ... ALGORITHM=INPLACE", c.Name, c.DataType))
+			return cannotSwap(fmt.Sprintf("key column %s of type %s cannot be walked in order", c.Name, c.DataType), errUnsupported)
 		}
 	}
 	return nil
@@ -128,7 +129,7 @@ func (r *runner) checkAttached() error {
 		return err
 	}
 	if n, _ := res.GetInt(0, 0); n > 0 {
-		return errUnsupported(fmt.Sprintf("%s has triggers, which the swap would not carry over", r.t.name()))
+		return cannotSwap(fmt.Sprintf("%s has triggers, which the swap would not carry over", r.t.name()), errUnsupported)
 	}
 	res, err = r.conn.Execute(`SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
 		WHERE (CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?) OR (UNIQUE_CONSTRAINT_SCHEMA = ? AND REFERENCED_TABLE_NAME = ?)`,
@@ -137,7 +138,7 @@ func (r *runner) checkAttached() error {
 		return err
 	}
 	if n, _ := res.GetInt(0, 0); n > 0 {
-		return errUnsupported(fmt.Sprintf("%s has or is referenced by foreign keys, which the swap would not carry over", r.t.name()))
+		return cannotSwap(fmt.Sprintf("%s has or is referenced by foreign keys, which the swap would not carry over", r.t.name()), errUnsupported)
 	}
 	return nil
 }
@@ -163,26 +164,26 @@ func (r *runner) checkBinlog() error {
 	default:
 		return nil
 	}
-	return mysql.NewError(mysql.ER_OPTION_PREVENTS_STATEMENT, "tableproxy cannot add an index online: "+why)
+	return cannotSwap(why, func(msg string) *mysql.MyError {
+		return mysql.NewError(mysql.ER_OPTION_PREVENTS_STATEMENT, "tableproxy cannot copy the table online: "+msg)
+	})
 }
 
 // checkNames picks the shadow's and the old table's names and requires
-// that neither exists (a leftover, or another tool's table). A resumed job
+// that neither exists (another tool's table, or a user's). A resumed job
 // past its stream's start needs its own shadow instead (under the names it
 // recorded), and the same walk key as before.
-//
-// Both names extend the table's own, so they sort after it: the cut-over's
-// RENAME takes its metadata locks in name order, and must queue for the
-// table before anything else (see swap).
 func (r *runner) checkNames() error {
-	r.shadow, r.old = shadowNames(r.t.Table)
 	r.rec.mu.Lock()
-	if j := r.rec.job; r.cp.started() && j.Shadow != "" {
-		r.shadow, r.old = j.Shadow, j.Old
-	}
+	j := r.rec.job
 	r.rec.mu.Unlock()
-	if utf8.RuneCountInString(r.old) > 64 || utf8.RuneCountInString(r.shadow) > 64 { // identifiers hold 64 characters
-		return errUnsupported(fmt.Sprintf("table name %s is too long for the job's %s and %s tables", r.t.Table, r.shadow, r.old))
+	var ok bool
+	r.shadow, r.old, ok = shadowNames(r.t.Table, j.ID, j.Start)
+	if r.cp.started() && j.Shadow != "" {
+		r.shadow, r.old, ok = j.Shadow, j.Old, true
+	}
+	if !ok {
+		return errNameTooLong(r.t.Table)
 	}
 	for _, name := range []string{r.shadow, r.old} {
 		res, err := r.conn.Execute(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, r.t.Schema, name)
@@ -207,9 +208,27 @@ func (r *runner) checkNames() error {
 }
 
 // shadowNames returns the names of a job's shadow and of the original
-// once swapped out: <table>__new and <table>__old. MariaDB and MySQL lock
-// the tables of a RENAME in the byte order of their names, and a name
-// sorts after every name it is a prefix of.
-func shadowNames(table string) (shadow, old string) {
-	return table + "__new", table + "__old"
+// once swapped out (the kept table), unique to the job so that any number
+// of jobs on one table can follow one another while earlier ones' originals
+// are kept: <table>__new_<job>_<start> and <table>__old_<job>_<start>, the
+// start in UTC as YYYYMMDDhhmmss (two proxies' jobs with one number differ
+// in it), or, where that exceeds the 64 characters of an identifier,
+// <table>__n<job> and <table>__o<job>. ok is false when even those are
+// too long.
+//
+// Both extend the table's own name, so they sort after it: MariaDB and
+// MySQL lock the tables of a RENAME in the byte order of their names, and
+// the cut-over's RENAME must queue for the table before anything else
+// (see swap).
+func shadowNames(table string, job int64, start time.Time) (shadow, old string, ok bool) {
+	tag := fmt.Sprintf("_%d_%s", job, start.UTC().Format("20060102150405"))
+	shadow, old = table+"__new"+tag, table+"__old"+tag
+	if fitsIdentifier(old) && fitsIdentifier(shadow) {
+		return shadow, old, true
+	}
+	shadow, old = fmt.Sprintf("%s__n%d", table, job), fmt.Sprintf("%s__o%d", table, job)
+	return shadow, old, fitsIdentifier(old) && fitsIdentifier(shadow)
 }
+
+// fitsIdentifier reports whether name fits a table name (64 characters).
+func fitsIdentifier(name string) bool { return utf8.RuneCountInString(name) <= 64 }

@@ -124,8 +124,8 @@ func (p *Plugin) settle(rec *jobRec, j Job) {
 		return
 	}
 	log.Warn("ddl: job interrupted by a proxy stop settled", "swapped", swapped, "rolled_back", !swapped, "why", why)
-	if swapped && *p.opts.OldTableRetention == 0 {
-		p.dropDueOldTables()
+	if swapped {
+		p.wakeJanitor()
 	}
 }
 

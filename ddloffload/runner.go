@@ -40,8 +40,8 @@ type runner struct {
 	logConn     *client.Conn // as the binary-log user, for log positions
 	logMu       sync.Mutex   // guards logConn after the binlog stage
 	t           *tableInfo
-	shadow      string // <table>__new: the table with the final schema
-	old         string // <table>__old: what the original is renamed to
+	shadow      string // the table with the final schema (see shadowNames)
+	old         string // what the original is renamed to, and kept as
 	deferred    []string
 	stream      *stream
 	shareClause string           // how a live catch-up batch share-locks its keys (see shareLock)
@@ -81,8 +81,12 @@ func (r *runner) stages() []stageFunc {
 // runJob registers a job for req, runs it to its end, and returns the
 // error the client gets (nil for OK).
 func (p *Plugin) runJob(user, db, query string, req *Request, set Settings, report func(Job)) *mysql.MyError {
-	rec, err := p.jobs.add(Job{Schema: req.Schema, Table: req.Table, Type: req.Kind(), Query: query, DB: db, User: user,
-		State: StateRunning, Stage: StageQueued.String(), Start: time.Now(), Checkpoint: Checkpoint{Settings: set}, Strategy: set.Strategy})
+	j := Job{Schema: req.Schema, Table: req.Table, Type: req.Kind(), Query: query, DB: db, User: user,
+		State: StateRunning, Stage: StageQueued.String(), Start: time.Now(), Checkpoint: Checkpoint{Settings: set}, Strategy: set.Strategy}
+	if set.Strategy != StrategyAuto {
+		j.StrategyReason = strategyReason(set)
+	}
+	rec, err := p.jobs.add(j)
 	if err != nil {
 		return clientError(err)
 	}
@@ -203,6 +207,11 @@ func (r *runner) run(ctx context.Context) (err error) {
 	defer func() { r.release(err) }()
 	if r.resumed {
 		if err := r.prepareResume(ctx); err != nil {
+			return err
+		}
+	}
+	if r.set.Strategy == StrategyAuto {
+		if err := r.chooseStrategy(ctx); err != nil {
 			return err
 		}
 	}

@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// createShadow creates <table>__new with the table's final schema, then
-// drops its secondary B-tree indexes again until the build stage:
+// createShadow creates the shadow (see shadowNames) with the table's final
+// schema, then drops its secondary B-tree indexes again until the build
+// stage:
 //
 //   - Rows go in in key order, so a key-only shadow takes them at the speed
 //     of appending to one B-tree; secondary indexes filled row by row take

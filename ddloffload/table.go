@@ -39,6 +39,7 @@ type tableInfo struct {
 	Key           []*column // the key the job walks and deduplicates by
 	KeyName       string
 	RowsEstimate  int64
+	DataLength    int64 // bytes the table takes: see tableBytes
 }
 
 func (t *tableInfo) name() string { return tableName(t.Schema, t.Table) }
@@ -54,11 +55,57 @@ func (t *tableInfo) hasIndex(name string) bool {
 	return false
 }
 
+// tableBytes estimates the bytes the table takes, for the auto strategy's
+// size rule. information_schema's DATA_LENGTH alone is not enough: InnoDB
+// refreshes it only when it recalculates the table's statistics, so right
+// after a bulk load it still reads a few pages. TABLE_ROWS, by contrast,
+// follows every insert, so the estimate is the largest of DATA_LENGTH,
+// TABLE_ROWS times the average width of a sample of rows, and, where the
+// job's user may read it (PROCESS), the size of the table's tablespace file
+// (MariaDB's INNODB_SYS_TABLESPACES, MySQL 8's INNODB_TABLESPACES). ANALYZE
+// TABLE would refresh the statistics, but on MySQL it waits for every open
+// handle of the table to be flushed.
+func tableBytes(c *client.Conn, t *tableInfo, dataLength int64) int64 {
+	size := dataLength
+	if len(t.Columns) > 0 && t.RowsEstimate > 0 {
+		widths := make([]string, len(t.Columns))
+		names := make([]string, len(t.Columns))
+		for i, col := range t.Columns {
+			names[i] = quoteIdent(col.Name)
+			widths[i] = "IFNULL(LENGTH(" + names[i] + "), 0)"
+		}
+		r, err := c.Execute(fmt.Sprintf("SELECT IFNULL(AVG(%s), 0) FROM (SELECT %s FROM %s LIMIT %d) AS sample",
+			strings.Join(widths, " + "), strings.Join(names, ", "), t.name(), sizeSampleRows))
+		if err == nil {
+			if avg, _ := r.GetFloat(0, 0); int64(avg*float64(t.RowsEstimate)) > size {
+				size = int64(avg * float64(t.RowsEstimate))
+			}
+		}
+	}
+	for _, view := range []string{"INNODB_SYS_TABLESPACES", "INNODB_TABLESPACES"} {
+		r, err := c.Execute(`SELECT IFNULL(MAX(FILE_SIZE), 0) FROM information_schema.`+view+` WHERE NAME = ?`, t.Schema+"/"+t.Table)
+		if err != nil {
+			continue // the other flavour's view, or no PROCESS privilege
+		}
+		if file, _ := r.GetInt(0, 0); file > size {
+			size = file
+		}
+		break
+	}
+	return size
+}
+
+// sizeSampleRows is how many rows tableBytes reads for a row's width.
+const sizeSampleRows = 1000
+
 // loadTable reads the table's columns and indexes. A table that does not
 // exist is error 1146.
 func loadTable(c *client.Conn, schema, table string) (*tableInfo, error) {
 	t := &tableInfo{Schema: schema, Table: table, byName: map[string]*column{}}
-	r, err := c.Execute(`SELECT TABLE_TYPE, IFNULL(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, schema, table)
+	// MySQL 8 answers information_schema.TABLES from a cache that is a day
+	// old by default; MariaDB has no such cache, nor the variable.
+	_, _ = c.Execute("SET SESSION information_schema_stats_expiry = 0")
+	r, err := c.Execute(`SELECT TABLE_TYPE, IFNULL(TABLE_ROWS, 0), IFNULL(DATA_LENGTH, 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, schema, table)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +116,7 @@ func loadTable(c *client.Conn, schema, table string) (*tableInfo, error) {
 		return nil, errUnsupported(fmt.Sprintf("'%s.%s' is not a base table", schema, table))
 	}
 	t.RowsEstimate, _ = r.GetInt(0, 1)
+	dataLength, _ := r.GetInt(0, 2)
 	r, err = c.Execute(`SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, IFNULL(CHARACTER_SET_NAME, ''),
 		IFNULL(COLLATION_NAME, ''), EXTRA FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, schema, table)
@@ -93,6 +141,7 @@ func loadTable(c *client.Conn, schema, table string) (*tableInfo, error) {
 	for i := range t.Columns {
 		t.byName[strings.ToLower(t.Columns[i].Name)] = &t.Columns[i]
 	}
+	t.DataLength = tableBytes(c, t, dataLength)
 	r, err = c.Execute("SHOW INDEX FROM " + t.name())
 	if err != nil {
 		return nil, err

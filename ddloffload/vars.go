@@ -53,7 +53,7 @@ var varDefs = []varDef{
 	{name: varPrefix + "batch_size", kind: varInt, min: 32, max: 1 << 20},
 	{name: varPrefix + "copy_method", kind: varEnum, values: []string{CopyInsertSelect, CopyReadAhead}},
 	{name: varPrefix + "sort_memory", kind: varSize, min: 1 << 20, max: 1 << 40},
-	{name: varPrefix + "strategy", kind: varEnum, values: []string{StrategyBackfill, StrategyNative}},
+	{name: varPrefix + "strategy", kind: varEnum, values: []string{StrategyAuto, StrategyBackfill, StrategyNative}},
 	{name: varPrefix + "lock_wait_timeout", kind: varInt, min: 1, max: 31536000},
 	{name: varPrefix + "native_retries", kind: varInt, min: 1, max: 1000},
 	{name: varPrefix + "temp_dir", kind: varPath, globalOnly: true},

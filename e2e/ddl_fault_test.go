@@ -303,10 +303,7 @@ func TestDDLVerifyFindsDefects(t *testing.T) {
 			waitFor(t, 60*time.Second, "the job to stall in its verify", func() (bool, error) {
 				return strings.Count(p.stderr.String(), "stalled for a fault test") > i, nil
 			})
-			var shadow string
-			if err := direct.QueryRow("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 't\\_\\_new'").Scan(&shadow); err != nil {
-				t.Fatalf("shadow: %v", err)
-			}
+			shadow := shadowOf(direct, "t")
 			if _, err := direct.Exec(fmt.Sprintf(damage[name], shadow)); err != nil {
 				t.Fatal(err)
 			}

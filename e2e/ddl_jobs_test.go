@@ -17,7 +17,7 @@ func (e *ddlEnv) restartWith(t *testing.T, plugins string) {
 
 // ddlOptions is the ddloffload plugin's section for the environment.
 func (e *ddlEnv) ddlOptions(extra string) string {
-	return fmt.Sprintf("  - name: ddloffload\n    options: {workers: 2, old_table_retention: 0, binlog_user: %s%s}\n", e.admin.name, extra)
+	return fmt.Sprintf("  - name: ddloffload\n    options: {strategy: backfill, workers: 2, old_table_retention: 0, binlog_user: %s%s}\n", e.admin.name, extra)
 }
 
 // adminDDL runs ADMIN <verb> DDL JOBS id and returns its result column.
@@ -75,7 +75,7 @@ func TestDDLJobsVirtualTable(t *testing.T) {
 	}
 	cols, _ := rows.Columns()
 	rows.Close()
-	if fmt.Sprint(cols) != "[job_id db_name table_name job_type state stage row_count rows_estimated progress rate eta_seconds start_time end_time query error]" {
+	if fmt.Sprint(cols) != "[job_id db_name table_name job_type state stage row_count rows_estimated progress rate eta_seconds start_time end_time query error strategy strategy_reason kept_table kept_until]" {
 		t.Errorf("columns: %v", cols)
 	}
 }

@@ -40,7 +40,7 @@ func newDDLEnv(t *testing.T) *ddlEnv {
 }
 
 func (e *ddlEnv) start(t *testing.T) {
-	yaml := fmt.Sprintf("plugins:\n  - name: ddloffload\n    options: {workers: 4, chunk_rows: 2000, old_table_retention: 0, binlog_user: %s}\n", e.admin.name)
+	yaml := fmt.Sprintf("plugins:\n  - name: ddloffload\n    options: {strategy: backfill, workers: 4, chunk_rows: 2000, old_table_retention: 0, binlog_user: %s}\n", e.admin.name)
 	e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: yaml, admins: []account{e.admin}, dataDir: e.dataDir})
 }
 
@@ -90,6 +90,8 @@ type ddlJob struct {
 	Schema, Table, Type, State, Stage string
 	RowsDone, Estimate, Rate          int64
 	ETA, Start, End, Query, Err       sql.NullString
+	Strategy, StrategyReason          sql.NullString // NULL for a job recorded before strategies were
+	Kept, KeptUntil                   sql.NullString
 }
 
 // showJobs runs ADMIN SHOW DDL JOBS, newest job first.
@@ -99,13 +101,13 @@ func showJobs(db *sql.DB) ([]ddlJob, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	if cols, _ := rows.Columns(); len(cols) != 14 {
+	if cols, _ := rows.Columns(); len(cols) != 18 {
 		return nil, fmt.Errorf("ADMIN SHOW DDL JOBS has columns %v", cols)
 	}
 	var jobs []ddlJob
 	for rows.Next() {
 		var j ddlJob
-		if err := rows.Scan(&j.ID, &j.Schema, &j.Table, &j.Type, &j.State, &j.Stage, &j.RowsDone, &j.Estimate, &j.Rate, &j.ETA, &j.Start, &j.End, &j.Query, &j.Err); err != nil {
+		if err := rows.Scan(&j.ID, &j.Schema, &j.Table, &j.Type, &j.State, &j.Stage, &j.RowsDone, &j.Estimate, &j.Rate, &j.ETA, &j.Start, &j.End, &j.Query, &j.Err, &j.Strategy, &j.StrategyReason, &j.Kept, &j.KeptUntil); err != nil {
 			return nil, err
 		}
 		jobs = append(jobs, j)
@@ -125,9 +127,27 @@ func lastJob(db *sql.DB) (ddlJob, error) {
 	return jobs[0], nil
 }
 
+// jobTablePattern matches the tables a job makes beside its table: the
+// shadow and the kept original (<t>__new_<id>_<time>, <t>__old_<id>_<time>,
+// or <t>__n<id> / <t>__o<id> where the long form is too long), and the
+// names of jobs recorded by earlier versions (_<t>_new, <t>__new).
+const jobTablePattern = `__(new|old)(_[0-9]+_[0-9]{14})?$|__[no][0-9]+$|^_.+_(new|old)$`
+
+// shadowOf is the name of the shadow table a running job builds for table,
+// or a name no table has while there is none yet.
+func shadowOf(db *sql.DB, table string) string {
+	var name string
+	err := db.QueryRow("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME REGEXP ?",
+		"^"+regexp.QuoteMeta(table)+`__(new_[0-9]+_[0-9]{14}|n[0-9]+)$`).Scan(&name)
+	if err != nil {
+		return table + "__new"
+	}
+	return name
+}
+
 func leftovers(t *testing.T, db *sql.DB) []string {
 	t.Helper()
-	rows, err := db.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND (TABLE_NAME LIKE '%\\_\\_new' OR TABLE_NAME LIKE '%\\_\\_old' OR TABLE_NAME LIKE '\\_%\\_new' OR TABLE_NAME LIKE '\\_%\\_old')")
+	rows, err := db.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME REGEXP ?", jobTablePattern)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +446,7 @@ func TestDDLDuplicateDuringJob(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "the job to copy rows", func() (bool, error) {
 		var n int
-		err := direct.QueryRow("SELECT COUNT(*) FROM `t__new`").Scan(&n)
+		err := direct.QueryRow("SELECT COUNT(*) FROM `" + shadowOf(direct, "t") + "`").Scan(&n)
 		return err == nil && n > 0, err
 	})
 	if _, err := direct.Exec("UPDATE t SET u = 777 WHERE id = 59999"); err != nil {
@@ -523,7 +543,7 @@ func TestDDLProxyKilledDuringJob(t *testing.T) {
 	e.proxy.stop(t)
 	dir := t.TempDir()
 	cfg := dir + "/tableproxy.yaml"
-	yaml := fmt.Sprintf("plugins:\n  - name: ddloffload\n    options: {workers: 2, chunk_rows: 1000, binlog_user: %s}\n", e.admin.name)
+	yaml := fmt.Sprintf("plugins:\n  - name: ddloffload\n    options: {strategy: backfill, workers: 2, chunk_rows: 1000, binlog_user: %s}\n", e.admin.name)
 	if err := writeFile(cfg, yaml); err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +555,7 @@ func TestDDLProxyKilledDuringJob(t *testing.T) {
 	go app.Exec("ALTER TABLE t ADD INDEX idx_c (c)")
 	waitFor(t, 10*time.Second, "the job to copy rows", func() (bool, error) {
 		var n int
-		err := direct.QueryRow("SELECT COUNT(*) FROM `t__new`").Scan(&n)
+		err := direct.QueryRow("SELECT COUNT(*) FROM `" + shadowOf(direct, "t") + "`").Scan(&n)
 		return err == nil && n > 0, err
 	})
 	// Other sessions watch it run.
@@ -583,7 +603,7 @@ func TestDDLTableChangedDuringJob(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "the job to copy rows", func() (bool, error) {
 		var n int
-		err := direct.QueryRow("SELECT COUNT(*) FROM `t__new`").Scan(&n)
+		err := direct.QueryRow("SELECT COUNT(*) FROM `" + shadowOf(direct, "t") + "`").Scan(&n)
 		return err == nil && n > 0, err
 	})
 	// Through the proxy, DDL on the table waits for the job's end instead.
@@ -667,7 +687,7 @@ func TestDDLAfterDeferredBegin(t *testing.T) {
 	e := newDDLEnv(t)
 	e.proxy.stop(t)
 	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable, "CREATE TABLE `"+e.db+"`.small (id INT PRIMARY KEY)")
-	yaml := fmt.Sprintf("plugins:\n  - name: cache\n  - name: ddloffload\n    options: {old_table_retention: 0, binlog_user: %s}\n", e.admin.name)
+	yaml := fmt.Sprintf("plugins:\n  - name: cache\n  - name: ddloffload\n    options: {strategy: backfill, old_table_retention: 0, binlog_user: %s}\n", e.admin.name)
 	e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: yaml, admins: []account{e.admin}, dataDir: e.dataDir})
 	if _, err := e.open(t, e.admin).Exec("ALTER TABLE small CACHE"); err != nil {
 		t.Fatal(err) // a cached table: the cache now answers a plain BEGIN
@@ -705,7 +725,7 @@ func TestDDLAfterDeferredBegin(t *testing.T) {
 func TestDDLCutOverWaitsForLongTransaction(t *testing.T) {
 	e := newDDLEnv(t)
 	e.proxy.stop(t)
-	yaml := fmt.Sprintf("plugins:\n  - name: ddloffload\n    options: {workers: 1, chunk_rows: 500, old_table_retention: 0, cutover_hold: 1s, cutover_attempts: 10, binlog_user: %s}\n", e.admin.name)
+	yaml := fmt.Sprintf("plugins:\n  - name: ddloffload\n    options: {strategy: backfill, workers: 1, chunk_rows: 500, old_table_retention: 0, cutover_hold: 1s, cutover_attempts: 10, binlog_user: %s}\n", e.admin.name)
 	e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: yaml, admins: []account{e.admin}, dataDir: e.dataDir})
 	e.seed(t, 200000)
 	app, direct := e.open(t, e.app), e.direct(t)
