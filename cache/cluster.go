@@ -29,32 +29,11 @@ type binlogRole interface {
 	BinlogWatched() bool
 }
 
-// VirtualTable is a table of the virtual schema provided from outside the
-// cache (e.g. tableproxy.cluster_members).
-type VirtualTable interface {
-	Columns() []string
-	Numeric() map[string]bool // BIGINT columns; the others are VARCHAR
-	Rows() [][]any
-}
-
-// AddVirtual adds a table to the virtual schema (e.g. another plugin's
-// tableproxy.ddl_jobs). It must be called before the proxy serves: the
-// schema is read without a lock.
-func (p *Plugin) AddVirtual(name string, vt VirtualTable) {
-	m := make(map[string]VirtualTable, len(p.virtual)+1)
-	for k, v := range p.virtual {
-		m[k] = v
-	}
-	m[name] = vt
-	p.virtual = m
-}
-
 // Cluster is what a cluster of proxies gives the cache instead of its
 // single-node defaults.
 type Cluster struct {
 	Leases  lease.Manager
 	Catalog CatalogSource
-	Virtual map[string]VirtualTable // added to the virtual schema, by name
 }
 
 // NewFactory returns the cache plugin's factory for a cluster.
@@ -64,11 +43,7 @@ func NewFactory(c Cluster) plugins.Factory {
 		if err != nil {
 			return nil, err
 		}
-		// (The virtual tables are set before the proxy serves, as
-		// AddVirtual requires.)
-		p := build(env, c.Leases, c.Catalog, limit, opts)
-		p.virtual = c.Virtual
-		return p, nil
+		return build(env, c.Leases, c.Catalog, limit, opts), nil
 	}
 }
 

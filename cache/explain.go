@@ -3,6 +3,8 @@ package cache
 import (
 	"strings"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+
 	"tableproxy/plugins"
 )
 
@@ -57,12 +59,12 @@ func isExplainLast(sql string) bool {
 // explainLast answers EXPLAIN LAST STATEMENT.
 func (p *Plugin) explainLast(st *plugins.Statement) plugins.Action {
 	row := session(st).last.row()
-	defs := make([]column, len(lastStatementColumns))
+	fields := make([]*mysql.Field, len(lastStatementColumns))
 	for i, c := range lastStatementColumns {
-		defs[i] = column{name: c}
+		fields[i] = virtualField(virtualSchema, "last_statement", c, false)
 	}
 	binaryProto := st.Command == plugins.ComStmtExecute
 	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-		return writeRows(w, virtualSchema, "last_statement", defs, [][]any{row}, binaryProto)
+		return writeRows(w, fields, [][]any{row}, binaryProto)
 	}))
 }

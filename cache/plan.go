@@ -73,10 +73,13 @@ type plan struct {
 }
 
 // item is one select-list entry: a column (col >= 0), aggregate agg
-// (agg >= 0), or integer arithmetic (expr).
+// (agg >= 0), or integer arithmetic (expr). name is its column's name in
+// the result, for results whose metadata the proxy composes (the virtual
+// schema's).
 type item struct {
 	col, agg int
 	expr     *operand
+	name     string
 }
 
 // agg is COUNT(*), COUNT(col), SUM(col), MIN(col) or MAX(col) over an
@@ -184,6 +187,10 @@ type strCmpExpr struct {
 	op  opcode.Op // column op value
 	col int
 	val operand
+}
+type strColsExpr struct {
+	op   opcode.Op // l op r
+	l, r int
 }
 type strInExpr struct {
 	col  int
@@ -335,9 +342,17 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			}
 			for i := lo; i < hi; i++ {
 				p.cols = append(p.cols, i)
-				p.items = append(p.items, item{col: i, agg: -1})
+				p.items = append(p.items, item{col: i, agg: -1, name: string(snap.Fields[i].OrgName)})
 			}
 		default:
+			name := f.AsName.O
+			if name == "" {
+				name = f.Text()
+				if c, ok := f.Expr.(*ast.ColumnNameExpr); ok {
+					name = c.Name.Name.O
+				}
+			}
+			name = strings.Clone(name) // (the plan outlives the statement's text)
 			if _, col := f.Expr.(*ast.ColumnNameExpr); !col && f.AsName.L == "" {
 				p.namesFromText = true
 			}
@@ -347,13 +362,13 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 					return nil, nil, "aggregate " + restore(a) + " is not covered (COUNT, SUM, AVG, MIN, MAX of an integer column)"
 				}
 				p.aggs = append(p.aggs, g)
-				p.items = append(p.items, item{col: -1, agg: len(p.aggs) - 1})
+				p.items = append(p.items, item{col: -1, agg: len(p.aggs) - 1, name: name})
 				continue
 			}
 			c, ok := f.Expr.(*ast.ColumnNameExpr)
 			if !ok {
 				if o, ok := pl.operand(f.Expr); ok && o.kind == opArith {
-					p.items = append(p.items, item{col: -1, agg: -1, expr: &o})
+					p.items = append(p.items, item{col: -1, agg: -1, expr: &o, name: name})
 					p.computed = true
 					p.paramsShown = p.paramsShown || o.hasParam()
 					continue
@@ -365,7 +380,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 				return nil, nil, "unknown column in " + restore(f.Expr)
 			}
 			p.cols = append(p.cols, i)
-			p.items = append(p.items, item{col: i, agg: -1})
+			p.items = append(p.items, item{col: i, agg: -1, name: name})
 		}
 	}
 	if sel.GroupBy != nil {
@@ -626,6 +641,14 @@ func (pl *planner) strCond(e ast.ExprNode) expr {
 		}
 		if col < 0 {
 			return nil
+		}
+		if c2 := pl.strColumn(other); c2 >= 0 {
+			// Two columns of one collation compare by it; of two, by
+			// coercion rules left to the backend.
+			if pl.snap.colls[c2] != pl.snap.colls[col] {
+				return nil
+			}
+			return strColsExpr{op: op, l: col, r: c2}
 		}
 		v := pl.strValue(other)
 		if v.kind == opNone {

@@ -120,7 +120,6 @@ type Plugin struct {
 
 	results *resultCache // nil when turned off
 	gens    atomic.Uint64
-	virtual map[string]VirtualTable // more tables of the virtual schema (a cluster's)
 }
 
 // tableState is one cached table's live state.
@@ -467,9 +466,6 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 
 func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 	if st.Kind == plugins.KindSelect && st.Command != plugins.ComStmtPrepare {
-		if a, ok := p.virtualQuery(st); ok {
-			return a
-		}
 		if len(p.cachedTables()) > 0 {
 			return p.read(st)
 		}

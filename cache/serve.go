@@ -601,44 +601,46 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	if why != "" {
 		return pass(why)
 	}
-	if pl.computed {
-		out, why := pl.computeRows(snap, rows, args, si.env)
-		if why != "" {
-			return pass(why)
-		}
-		count(true)
-		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-			return writeValueRows(w, meta, out, binaryProto)
-		})), ""
+	resp, why := pl.answer(snap, rows, args, si.env, meta, binaryProto, &si.serve)
+	if why != "" {
+		return pass(why)
 	}
-	if pl.groupBy != nil {
-		out, why := pl.groups(snap, rows, args, si.env)
-		if why != "" {
-			return pass(why)
+	count(true)
+	return plugins.AnswerWith(resp), ""
+}
+
+// answer is the plan's answer from the rows run selected, written with
+// meta's column definitions, or why it cannot be computed exactly. Plain
+// rows are answered with sc's rowsAnswer.
+func (pl *plan) answer(snap *Snapshot, rows []int, args []arg, env runEnv, meta *learned, binaryProto bool, sc *servingScratch) (plugins.Responder, string) {
+	var out [][][]byte
+	switch {
+	case pl.computed:
+		var why string
+		if out, why = pl.computeRows(snap, rows, args, env); why != "" {
+			return nil, why
 		}
-		count(true)
-		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-			return writeValueRows(w, meta, out, binaryProto)
-		})), ""
-	}
-	if len(pl.aggs) > 0 {
-		vals, ok := pl.aggregate(snap, rows, si.env)
+	case pl.groupBy != nil:
+		var why string
+		if out, why = pl.groups(snap, rows, args, env); why != "" {
+			return nil, why
+		}
+	case len(pl.aggs) > 0:
+		vals, ok := pl.aggregate(snap, rows, env)
 		shown, ok2 := pl.aggregateRowShown(args)
 		if !ok || !ok2 {
-			return pass("an aggregate's value could not be computed exactly")
+			return nil, "an aggregate's value could not be computed exactly"
 		}
-		var out [][][]byte
 		if shown {
 			out = [][][]byte{vals}
 		}
-		count(true)
-		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-			return writeValueRows(w, meta, out, binaryProto)
-		})), ""
+	default:
+		sc.answer = rowsAnswer{meta: meta, pl: pl, snap: snap, rows: rows, binaryProto: binaryProto, env: env, scratch: sc}
+		return &sc.answer, ""
 	}
-	count(true)
-	si.serve.answer = rowsAnswer{meta: meta, pl: pl, snap: snap, rows: rows, binaryProto: binaryProto, env: si.env, scratch: &si.serve}
-	return plugins.AnswerWith(&si.serve.answer), ""
+	return plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+		return writeValueRows(w, meta, out, binaryProto)
+	}), ""
 }
 
 // txSnapshot is the snapshot a transaction reads table id at: pinned by

@@ -99,6 +99,23 @@ func (e strCmpExpr) eval(r *rowCtx) tri {
 	return cmpResult(e.op, c)
 }
 
+func (e strColsExpr) eval(r *rowCtx) tri {
+	v, null, _ := r.field(e.l)
+	w, wnull, _ := r.field(e.r)
+	if null || wnull {
+		return triNull
+	}
+	c := r.snap.colls[e.l]
+	var ok1, ok2 bool
+	r.k1, ok1 = c.key(r.k1[:0], v)
+	r.k2, ok2 = c.key(r.k2[:0], w)
+	if !ok1 || !ok2 {
+		r.fail = true
+		return triNull
+	}
+	return cmpResult(e.op, c.compareKeys(r.k1, r.k2))
+}
+
 func (e strInExpr) eval(r *rowCtx) tri {
 	v, null, _ := r.field(e.col)
 	if null {

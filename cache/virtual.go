@@ -3,235 +3,237 @@ package cache
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/pingcap/tidb/pkg/parser/opcode"
-	"github.com/pingcap/tidb/pkg/parser/test_driver"
 
+	"tableproxy/lease"
 	"tableproxy/plugins"
 )
 
-// The proxy's own state is visible as tables in the virtual schema
-// "tableproxy", answered by the proxy and never sent to the backend.
+// Tables the proxy provides itself (its virtual schema, which package
+// vschema owns) are answered by the evaluator of cached reads: each is a
+// small snapshot built per statement from the table's rows. What the
+// evaluator does not cover is refused with 1235, never sent to the
+// backend, which has no such tables.
+
+// virtualSchema is the virtual schema's name.
 const virtualSchema = "tableproxy"
 
-// cachedTablesColumns are the columns of tableproxy.cached_tables.
-var cachedTablesColumns = []string{"schema_name", "table_name", "state", "row_count", "memory_bytes", "version",
-	"loaded_at", "load_ms", "hits", "pass_throughs", "invalidation", "error", "result_hits", "stale_reason"}
+// virtualCollation is how the virtual tables' strings compare: by their
+// bytes, as their declared collation utf8mb4_bin does (without its
+// trailing-space padding).
+var virtualCollation = func() *collation {
+	c := &collation{name: "utf8mb4_bin", charset: "utf8mb4", binary: true}
+	c.learned.Store(&map[rune][]byte{})
+	return c
+}()
 
-// cachedTablesNumeric marks its BIGINT columns.
-var cachedTablesNumeric = map[string]bool{"row_count": true, "memory_bytes": true, "version": true,
-	"load_ms": true, "hits": true, "pass_throughs": true, "result_hits": true}
+// virtualEnv is what a run over virtual tables assumes of the session,
+// which the proxy does not ask the backend about for them: a utf8mb4
+// client, and the backend's defaults for AVG's scale and the sort length.
+var virtualEnv = runEnv{asciiArgs: true, utf8Args: true, defaultParse: true, tzFixed: true,
+	divPrecision: 4, maxSortLength: 1024, plainValues: true}
 
-// mentionsVirtualSchema is a cheap test, run on every SELECT, for whether a
-// statement may read the virtual schema: an ASCII case-insensitive search
-// for "tableproxy.", without allocating.
-func mentionsVirtualSchema(sql string) bool {
-	const want = virtualSchema + "."
-	for i := 0; i+len(want) <= len(sql); i++ {
-		if sql[i]|0x20 != 't' {
-			continue
-		}
-		j := 0
-		for ; j < len(want); j++ {
-			c := sql[i+j]
-			if c >= 'A' && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != want[j] {
-				break
-			}
-		}
-		if j == len(want) {
-			return true
+// NewVirtualSnapshot returns a snapshot of a table the proxy provides:
+// its columns in order, BIGINT where numeric says and VARCHAR otherwise,
+// and rows of int64 (or other integer), string and nil (NULL) values.
+func NewVirtualSnapshot(schema, table string, columns []string, numeric map[string]bool, rows [][]any) *Snapshot {
+	s := &Snapshot{ID: lease.TableID{Schema: schema, Table: table}}
+	s.colls = make([]*collation, len(columns))
+	for i, c := range columns {
+		s.Fields = append(s.Fields, virtualField(schema, table, c, numeric[c]))
+		if !numeric[c] {
+			s.colls[i] = virtualCollation
 		}
 	}
-	return false
+	s.Rows = make([][]byte, len(rows))
+	for i, row := range rows {
+		var b []byte
+		for j := range columns {
+			var v []byte
+			if j < len(row) {
+				v = virtualValue(row[j])
+			}
+			if v == nil {
+				b = append(b, 0xfb)
+				continue
+			}
+			b = appendLenEncBytes(b, v)
+		}
+		s.Rows[i] = b
+	}
+	s.buildIndexes()
+	s.scanCharsets()
+	s.reserveStringIndexes()
+	s.layout = layoutOf(s)
+	return s
 }
 
-// virtualQuery answers SELECT cols FROM tableproxy.cached_tables
-// [WHERE col = value AND ...] from the cache's state.
-func (p *Plugin) virtualQuery(st *plugins.Statement) (plugins.Action, bool) {
-	if !mentionsVirtualSchema(st.SQL) {
-		return plugins.Continue, false
-	}
-	pr := parsers.Get().(*parser.Parser)
-	defer parsers.Put(pr) // the tree is the parser's until its next parse
-	stmts, _, err := pr.ParseSQL(st.SQL)
-	if err != nil || len(stmts) != 1 {
-		return plugins.Continue, false
-	}
-	sel, ok := stmts[0].(*ast.SelectStmt)
-	if !ok || sel.From == nil || sel.From.TableRefs == nil || sel.From.TableRefs.Right != nil {
-		return plugins.Continue, false
-	}
-	src, ok := sel.From.TableRefs.Left.(*ast.TableSource)
-	if !ok {
-		return plugins.Continue, false
-	}
-	tn, ok := src.Source.(*ast.TableName)
-	if !ok || !strings.EqualFold(tn.Schema.O, virtualSchema) {
-		return plugins.Continue, false
-	}
-	vt, ok := p.virtualTables()[strings.ToLower(tn.Name.O)]
-	if !ok {
-		return plugins.RefuseWith(mysql.NewError(mysql.ER_NO_SUCH_TABLE,
-			fmt.Sprintf("Table '%s.%s' doesn't exist", virtualSchema, tn.Name.O))), true
-	}
-	name := strings.ToLower(tn.Name.O)
-	unsupported := plugins.RefuseWith(mysql.NewError(mysql.ER_NOT_SUPPORTED_YET,
-		fmt.Sprintf("tableproxy.%s answers SELECT <columns or *> FROM tableproxy.%[1]s [WHERE column = value [AND ...]]", name)))
-	cols, ok := projection(sel, vt.columns)
-	if !ok || sel.GroupBy != nil || sel.Having != nil || sel.OrderBy != nil || sel.Limit != nil {
-		return unsupported, true
-	}
-	filters, ok := equalities(sel.Where, map[string]string{})
-	if !ok {
-		return unsupported, true
-	}
-	for name := range filters {
-		if indexOf(vt.columns, name) < 0 {
-			return plugins.RefuseWith(mysql.NewError(mysql.ER_BAD_FIELD_ERROR, fmt.Sprintf("Unknown column '%s' in 'where clause'", name))), true
+// virtualValue is a virtual table's value as the text protocol prints
+// it; nil for NULL.
+func virtualValue(v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		return append([]byte{}, x...)
+	case []byte:
+		return append([]byte{}, x...)
+	case int64:
+		return strconv.AppendInt([]byte{}, x, 10)
+	case int:
+		return strconv.AppendInt([]byte{}, int64(x), 10)
+	case uint64:
+		return strconv.AppendUint([]byte{}, x, 10)
+	case bool:
+		if x {
+			return []byte("1")
 		}
+		return []byte("0")
 	}
-	for _, c := range cols {
-		if indexOf(vt.columns, c) < 0 {
-			return plugins.RefuseWith(mysql.NewError(mysql.ER_BAD_FIELD_ERROR, fmt.Sprintf("Unknown column '%s' in 'field list'", c))), true
-		}
+	return []byte(fmt.Sprint(v))
+}
+
+// SelectVirtual answers sel, a SELECT of tables lookup finds (snapshots
+// from NewVirtualSnapshot), for statement st (text or binary protocol):
+// the responder that writes its result, or the error to refuse it with
+// (1235 naming what the evaluator does not cover).
+func SelectVirtual(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot, st *plugins.Statement) (plugins.Responder, *mysql.MyError) {
+	pl, snap, why := buildPlan(sel, db, lookup)
+	if pl == nil {
+		return nil, notSupported(why)
 	}
-	var rows [][]any
-	for _, full := range vt.rows(st) {
-		if !matches(full, vt.columns, filters) {
-			continue
-		}
-		row := make([]any, len(cols))
-		for i, c := range cols {
-			row[i] = full[indexOf(vt.columns, c)]
-		}
-		rows = append(rows, row)
-	}
+	var args []arg
 	binaryProto := st.Command == plugins.ComStmtExecute
-	defs := make([]column, len(cols))
-	for i, c := range cols {
-		defs[i] = column{name: c, numeric: vt.numeric[c]}
+	if binaryProto {
+		var ok bool
+		if pl.nparams != st.ParamCount {
+			return nil, notSupported("a parameter marker is in a place the evaluator does not cover")
+		}
+		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes, nil); !ok {
+			return nil, notSupported("a parameter of this type (integers and strings are covered)")
+		}
+	} else if pl.nparams != 0 {
+		return nil, notSupported("parameter markers outside a prepared statement")
 	}
-	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
-		return writeRows(w, virtualSchema, name, defs, rows, binaryProto)
-	})), true
+	if !pl.argsMatch(args) {
+		return nil, notSupported("a string compared with a BIGINT column, or a number with a VARCHAR column")
+	}
+	if pl.join != nil {
+		a, b := lookup(pl.tables[0]), lookup(pl.tables[1])
+		joined, why := pl.joinRows(a, b, args, virtualEnv)
+		if why != "" {
+			return nil, notSupported(why)
+		}
+		snap = joinSnapshot(a, b, joined)
+	}
+	rows, why := pl.run((&rowCtx{}).reuse(snap, args, virtualEnv), nil)
+	if why != "" {
+		return nil, notSupported(why)
+	}
+	meta := composedMeta(pl.resultFields(snap), st.ExtendedMetadata)
+	resp, why := pl.answer(snap, rows, args, virtualEnv, meta, binaryProto, &servingScratch{})
+	if why != "" {
+		return nil, notSupported(why)
+	}
+	return resp, nil
 }
 
-// virtualTable is one table of the virtual schema.
-type virtualTable struct {
-	columns []string
-	numeric map[string]bool // BIGINT columns; the others are VARCHAR
-	rows    func(st *plugins.Statement) [][]any
+func notSupported(what string) *mysql.MyError { return VirtualUnsupported(what) }
+
+// VirtualUnsupported is the error (1235) for what the proxy does not
+// answer over its virtual schema.
+func VirtualUnsupported(what string) *mysql.MyError {
+	return mysql.NewError(mysql.ER_NOT_SUPPORTED_YET, "This version of tableproxy doesn't yet support this over the tableproxy schema: "+what)
 }
 
-func (p *Plugin) virtualTables() map[string]virtualTable {
-	m := map[string]virtualTable{
-		"cached_tables": {columns: cachedTablesColumns, numeric: cachedTablesNumeric, rows: p.cachedTablesRows},
-		// The session's last statement before this one, and whether and
-		// why it was answered in memory (EXPLAIN LAST STATEMENT).
-		"last_statement": {columns: lastStatementColumns, rows: func(st *plugins.Statement) [][]any {
-			return [][]any{session(st).last.row()}
-		}},
+// resultFields are the definitions of the plan's result columns over
+// virtual tables, typed as the backend types them: a column as it is
+// (under the name it is selected as), COUNT and arithmetic a BIGINT, SUM
+// a DECIMAL without fraction, AVG one with 4 digits of fraction, MIN and
+// MAX the column's type.
+func (p *plan) resultFields(snap *Snapshot) []*mysql.Field {
+	fields := make([]*mysql.Field, len(p.items))
+	for i, it := range p.items {
+		var f mysql.Field
+		switch {
+		case it.col >= 0:
+			f = *snap.Fields[it.col]
+		case it.expr != nil:
+			f = mysql.Field{Type: mysql.MYSQL_TYPE_LONGLONG, Charset: charsetBinary, ColumnLength: 21,
+				Flag: mysql.BINARY_FLAG | mysql.NUM_FLAG}
+		default:
+			switch g := p.aggs[it.agg]; g.fn {
+			case "count":
+				f = mysql.Field{Type: mysql.MYSQL_TYPE_LONGLONG, Charset: charsetBinary, ColumnLength: 21,
+					Flag: mysql.NOT_NULL_FLAG | mysql.BINARY_FLAG | mysql.NUM_FLAG}
+			case "sum", "avg":
+				f = mysql.Field{Type: mysql.MYSQL_TYPE_NEWDECIMAL, Charset: charsetBinary, ColumnLength: 42,
+					Flag: mysql.BINARY_FLAG | mysql.NUM_FLAG}
+				if g.fn == "avg" {
+					f.Decimal, f.ColumnLength = uint8(virtualEnv.divPrecision), 25
+				}
+			default:
+				f = *snap.Fields[g.col]
+				f.Schema, f.Table, f.OrgTable, f.OrgName = nil, nil, nil, nil
+			}
+		}
+		f.Name = []byte(it.name)
+		fields[i] = &f
 	}
-	for name, vt := range p.virtual {
-		m[name] = virtualTable{columns: vt.Columns(), numeric: vt.Numeric(), rows: func(*plugins.Statement) [][]any { return vt.Rows() }}
-	}
-	return m
+	return fields
 }
 
-func (p *Plugin) cachedTablesRows(*plugins.Statement) [][]any {
+// CachedTables is tableproxy.cached_tables: every cached table, its state
+// and counters.
+type CachedTables struct{ p *Plugin }
+
+// CachedTables returns the plugin's tableproxy.cached_tables.
+func (p *Plugin) CachedTables() CachedTables { return CachedTables{p} }
+
+// Columns names the table's columns.
+func (CachedTables) Columns() []string {
+	return []string{"schema_name", "table_name", "state", "row_count", "memory_bytes", "version",
+		"loaded_at", "load_ms", "hits", "pass_throughs", "invalidation", "error", "result_hits", "stale_reason"}
+}
+
+// Numeric marks the BIGINT columns; the others are VARCHAR.
+func (CachedTables) Numeric() map[string]bool {
+	return map[string]bool{"row_count": true, "memory_bytes": true, "version": true,
+		"load_ms": true, "hits": true, "pass_throughs": true, "result_hits": true}
+}
+
+// Rows lists the cached tables; loaded_at is UTC, "" before the first load.
+func (t CachedTables) Rows() [][]any {
 	var rows [][]any
-	for _, t := range p.Tables() {
-		rows = append(rows, []any{t.Schema, t.Table, t.State, int64(t.Rows), t.Bytes, int64(t.Version),
-			formatTime(t), t.LoadDuration.Milliseconds(), int64(t.Hits), int64(t.Passes), t.Invalidation, t.Error,
-			int64(t.ResultHits), t.StaleReason})
+	for _, s := range t.p.Tables() {
+		loaded := ""
+		if !s.LoadedAt.IsZero() {
+			loaded = s.LoadedAt.UTC().Format("2006-01-02 15:04:05.000000")
+		}
+		rows = append(rows, []any{s.Schema, s.Table, s.State, int64(s.Rows), s.Bytes, int64(s.Version),
+			loaded, s.LoadDuration.Milliseconds(), int64(s.Hits), int64(s.Passes), s.Invalidation, s.Error,
+			int64(s.ResultHits), s.StaleReason})
 	}
 	return rows
 }
 
-func formatTime(t Status) string {
-	if t.LoadedAt.IsZero() {
-		return ""
-	}
-	return t.LoadedAt.UTC().Format("2006-01-02 15:04:05.000000")
-}
+// LastStatement is tableproxy.last_statement: the session's statement
+// before this one, and whether and why it was answered in memory (as
+// EXPLAIN LAST STATEMENT shows it).
+type LastStatement struct{}
 
-// projection returns the selected column names (all for *).
-func projection(sel *ast.SelectStmt, all []string) ([]string, bool) {
-	var cols []string
-	for _, f := range sel.Fields.Fields {
-		switch {
-		case f.WildCard != nil:
-			cols = append(cols, all...)
-		case f.Expr != nil:
-			c, ok := f.Expr.(*ast.ColumnNameExpr)
-			if !ok || f.AsName.O != "" {
-				return nil, false
-			}
-			cols = append(cols, c.Name.Name.L)
-		}
-	}
-	return cols, len(cols) > 0
-}
+// LastStatement returns the plugin's tableproxy.last_statement.
+func (p *Plugin) LastStatement() LastStatement { return LastStatement{} }
 
-// equalities collects `column = literal` conditions joined by AND.
-func equalities(e ast.ExprNode, out map[string]string) (map[string]string, bool) {
-	if e == nil {
-		return out, true
-	}
-	b, ok := e.(*ast.BinaryOperationExpr)
-	if !ok {
-		return nil, false
-	}
-	switch b.Op {
-	case opcode.LogicAnd:
-		if _, ok := equalities(b.L, out); !ok {
-			return nil, false
-		}
-		return equalities(b.R, out)
-	case opcode.EQ:
-		c, ok := b.L.(*ast.ColumnNameExpr)
-		v, ok2 := b.R.(*test_driver.ValueExpr)
-		if !ok || !ok2 {
-			return nil, false
-		}
-		out[c.Name.Name.L] = fmt.Sprint(v.GetValue())
-		return out, true
-	}
-	return nil, false
-}
+// Columns names the table's columns.
+func (LastStatement) Columns() []string { return lastStatementColumns }
 
-func matches(row []any, columns []string, filters map[string]string) bool {
-	for name, want := range filters {
-		var got string
-		switch v := row[indexOf(columns, name)].(type) {
-		case string:
-			got = v
-		case int64:
-			got = strconv.FormatInt(v, 10)
-		default:
-			got = fmt.Sprint(v)
-		}
-		// Names compare as the backend's identifiers do on Linux (exactly);
-		// states and numbers compare as text.
-		if got != want {
-			return false
-		}
-	}
-	return true
-}
+// Numeric marks no column: they are all VARCHAR.
+func (LastStatement) Numeric() map[string]bool { return nil }
 
-func indexOf(list []string, s string) int {
-	for i, v := range list {
-		if v == s {
-			return i
-		}
-	}
-	return -1
+// SessionRows is the one row of st's session.
+func (LastStatement) SessionRows(st *plugins.Statement) [][]any {
+	return [][]any{session(st).last.row()}
 }

@@ -378,6 +378,13 @@ type Action struct {
 	// Capture, with Verdict Pass, asks the proxy to record the column
 	// definitions of the backend's response, or all of it (see Capture).
 	Capture *Capture
+	// PrepareAs, with Verdict Pass on a COM_STMT_PREPARE, is the text the
+	// backend prepares instead of the client's, with as many parameters:
+	// for a statement a filter answers when executed that the backend
+	// cannot prepare (it names tables the backend has not). The client
+	// gets the stand-in's prepare response; its executions show the chain
+	// the client's own text.
+	PrepareAs string
 }
 
 // Capture receives what the relay saw of a response, for a plugin that
@@ -464,6 +471,7 @@ func (c *Chain) Before(st *Statement) (Action, string) {
 	// A filter that passes may still ask to see the response (Capture);
 	// the first such request is kept.
 	var capture *Capture
+	var prepareAs string
 	for _, f := range c.filters {
 		a := f.OnStatement(st)
 		if a.Verdict != Pass {
@@ -472,8 +480,11 @@ func (c *Chain) Before(st *Statement) (Action, string) {
 		if capture == nil {
 			capture = a.Capture
 		}
+		if prepareAs == "" {
+			prepareAs = a.PrepareAs
+		}
 	}
-	return Action{Capture: capture}, ""
+	return Action{Capture: capture, PrepareAs: prepareAs}, ""
 }
 
 // After tells every observer the outcome.

@@ -39,11 +39,17 @@ func (r *relayStats) setStatus(status, warnings uint16) {
 
 // forward sends the client's command packet (in s.cmd) to the backend.
 func (s *session) forward() error {
-	s.backend.ResetSequence()
 	buf := s.cmd.b
 	if ps := s.exec; ps != nil && len(buf) > 4 && buf[4] == mysql.COM_STMT_EXECUTE {
 		buf = ps.withBackendTypes(buf)
 	}
+	return s.forwardPacket(buf)
+}
+
+// forwardPacket sends one command packet (buf has 4 bytes of header room
+// before the payload) to the backend.
+func (s *session) forwardPacket(buf []byte) error {
+	s.backend.ResetSequence()
 	if err := s.backend.WritePacket(buf); err != nil {
 		return errBackendLost
 	}

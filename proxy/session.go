@@ -603,7 +603,7 @@ func (s *session) runStatement() error {
 				s.record = c
 			}
 		}
-		err = s.forwardStatement(cmd, st, &rs)
+		err = s.forwardStatement(cmd, st, &rs, action.PrepareAs)
 		if s.capture != nil {
 			if s.captureSets != 1 || rs.err != nil {
 				s.capture.Columns = nil
@@ -630,10 +630,16 @@ func (s *session) runStatement() error {
 
 // forwardStatement sends a statement to the backend, with the proxy's own
 // handling of the statements it must rewrite (KILL) or track (USE).
-func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, rs *relayStats) error {
+func (s *session) forwardStatement(cmd plugins.Command, st *plugins.Statement, rs *relayStats, prepareAs string) error {
 	switch cmd {
 	case plugins.ComStmtPrepare:
-		if err := s.forward(); err != nil {
+		send := s.forward
+		if prepareAs != "" {
+			send = func() error {
+				return s.forwardPacket(append(append(make([]byte, 4, 5+len(prepareAs)), mysql.COM_STMT_PREPARE), prepareAs...))
+			}
+		}
+		if err := send(); err != nil {
 			return err
 		}
 		id, nparams, err := s.relayPrepareResponse(rs)

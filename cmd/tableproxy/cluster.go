@@ -45,8 +45,7 @@ func startCluster(cfg configs.Config, log *slog.Logger) (func(), error) {
 	leases.Start(n)
 	go importCatalog(n, cat, cfg.DataDir, log)
 	node.node = n
-	node.cache = cache.Cluster{Leases: leases, Catalog: cat,
-		Virtual: map[string]cache.VirtualTable{"cluster_members": cluster.NewMembersTable(n)}}
+	node.cache = cache.Cluster{Leases: leases, Catalog: cat}
 	return func() {
 		leases.Close()
 		cat.close()

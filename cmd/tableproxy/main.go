@@ -10,6 +10,7 @@ import (
 	"tableproxy/cluster"
 	"tableproxy/ddloffload"
 	"tableproxy/plugins"
+	"tableproxy/vschema"
 )
 
 // Plugins that live outside the plugins package register here; the
@@ -24,22 +25,28 @@ func init() {
 	plugins.Register(ddloffload.Name, ddloffload.Factory)
 }
 
-// wirePlugins connects plugins that know of each other: the DDL jobs
-// refuse cached tables, and are listed in the cache's virtual schema as
-// tableproxy.ddl_jobs.
-func wirePlugins(chain *plugins.Chain) {
+// wirePlugins connects plugins that know of each other (the DDL jobs
+// refuse cached tables) and returns the virtual schema, with the tables
+// of the plugins that are on.
+func wirePlugins(chain *plugins.Chain) *vschema.Schema {
+	vs := vschema.New()
+	if node.node != nil {
+		vs.Add("cluster_members", cluster.NewMembersTable(node.node))
+	}
 	var cp *cache.Plugin
 	var dp *ddloffload.Plugin
 	for _, p := range chain.Plugins() {
 		switch p := p.(type) {
 		case *cache.Plugin:
 			cp = p
+			vs.Add("cached_tables", p.CachedTables())
+			vs.AddSession("last_statement", p.LastStatement())
 		case *ddloffload.Plugin:
 			dp = p
+			vs.Add("ddl_jobs", p.JobsTable())
 		}
 	}
 	if cp != nil && dp != nil {
-		cp.AddVirtual("ddl_jobs", dp.JobsTable())
 		dp.SetCachedFunc(func(schema, table string) bool {
 			for _, st := range cp.Tables() {
 				if st.Schema == schema && st.Table == table {
@@ -49,6 +56,7 @@ func wirePlugins(chain *plugins.Chain) {
 			return false
 		})
 	}
+	return vs
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -138,7 +138,8 @@ func serve(args []string) error {
 		return err
 	}
 	defer chain.Close()
-	wirePlugins(chain)
+	// The virtual schema's answerer comes first, whatever the plugins.
+	chain = plugins.NewChain(append([]plugins.Plugin{wirePlugins(chain)}, chain.Plugins()...)...)
 
 	srv, err := proxy.New(pcfg, chain)
 	if err != nil {

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	"tableproxy/internal/testdb"
+)
+
+// textRows renders a result's rows, each row's values joined by "|"
+// ("NULL" for NULL).
+func textRows(rs resultSet) []string {
+	var out []string
+	for _, row := range rs.rows {
+		vals := make([]string, len(row))
+		for i, v := range row {
+			switch x := v.(type) {
+			case nil:
+				vals[i] = "NULL"
+			case []byte:
+				vals[i] = string(x)
+			default:
+				vals[i] = fmt.Sprint(x)
+			}
+		}
+		out = append(out, strings.Join(vals, "|"))
+	}
+	return out
+}
+
+// wantRows checks a query's rows (see textRows).
+func wantRows(t *testing.T, db *sql.DB, want []string, query string, args ...any) {
+	t.Helper()
+	sets, err := tryQuery(db, query, args...)
+	if err != nil || len(sets) != 1 {
+		t.Errorf("%s: %d results, %v", query, len(sets), err)
+		return
+	}
+	if got := textRows(sets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s:\n got  %q\n want %q", query, got, want)
+	}
+}
+
+// wantQueryError checks that a query fails with a MySQL error of number
+// code whose message contains text.
+func wantQueryError(t *testing.T, db *sql.DB, code uint16, text, query string) {
+	t.Helper()
+	_, err := tryQuery(db, query)
+	wantError(t, err, code, text)
+}
+
+// TestVirtualSchemaSelect: every read-only SELECT of the virtual schema
+// is answered, in the text and the binary protocol: aggregates, GROUP BY,
+// ORDER BY, LIMIT, LIKE, expressions, and a join of cached_tables with
+// ddl_jobs on the table's name.
+func TestVirtualSchemaSelect(t *testing.T) {
+	e := newDDLEnv(t)
+	e.restartWith(t, "  - name: cache\n"+e.ddlOptions(""))
+	e.seed(t, 100)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.u (id INT PRIMARY KEY, v INT NOT NULL)",
+		"INSERT INTO `"+e.db+"`.u VALUES (1, 10), (2, 20)")
+	app, admin := e.open(t, e.app), e.open(t, e.admin)
+	for _, q := range []string{"ALTER TABLE t ADD INDEX idx_c (c)", "ALTER TABLE u ADD INDEX idx_v (v)"} {
+		if _, err := app.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for table, rows := range map[string]int64{"t": 100, "u": 2} {
+		if _, err := admin.Exec("ALTER TABLE " + table + " CACHE"); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, admin, table, "ready", rows, 0)
+	}
+	for i := 0; i < 3; i++ {
+		var n int
+		if err := app.QueryRow("SELECT v FROM u WHERE id = 1").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var hits int64
+	if err := app.QueryRow("SELECT hits FROM tableproxy.cached_tables WHERE table_name = 'u'").Scan(&hits); err != nil || hits < 1 {
+		t.Fatalf("hits of u: %d, %v", hits, err)
+	}
+
+	wantRows(t, app, []string{"2"}, "SELECT COUNT(*) FROM tableproxy.ddl_jobs")
+	wantRows(t, app, []string{"2|" + fmt.Sprint(hits)}, "SELECT COUNT(*), SUM(hits) FROM tableproxy.cached_tables WHERE schema_name = '"+e.db+"'")
+	wantRows(t, app, []string{"done|2"}, "SELECT state, COUNT(*) AS n FROM tableproxy.ddl_jobs GROUP BY state ORDER BY state")
+	wantRows(t, app, []string{"u"}, "SELECT table_name FROM tableproxy.ddl_jobs WHERE query LIKE '%idx_v%'")
+	wantRows(t, app, []string{"t"}, "SELECT table_name FROM tableproxy.cached_tables ORDER BY table_name LIMIT 1")
+	wantRows(t, app, []string{"u"}, "SELECT table_name FROM tableproxy.cached_tables ORDER BY table_name DESC LIMIT 1 OFFSET 0")
+	wantRows(t, app, []string{"t|101", "u|3"}, "SELECT table_name, row_count + 1 FROM tableproxy.cached_tables ORDER BY table_name")
+	wantRows(t, app, []string{"t|done|add index", "u|done|add index"},
+		"SELECT c.table_name, j.state, j.job_type FROM tableproxy.cached_tables c JOIN tableproxy.ddl_jobs j ON c.table_name = j.table_name ORDER BY c.table_name")
+
+	// The binary protocol: go-sql-driver prepares statements with
+	// parameters when interpolateParams is off (its default).
+	wantRows(t, app, []string{"u|" + fmt.Sprint(hits)}, "SELECT table_name, hits FROM tableproxy.cached_tables WHERE table_name = ?", "u")
+	wantRows(t, app, []string{"1"}, "SELECT COUNT(*) FROM tableproxy.ddl_jobs WHERE table_name = ? AND state = ?", "t", "done")
+	stmt, err := app.Prepare("SELECT state, COUNT(*) FROM tableproxy.ddl_jobs GROUP BY state ORDER BY state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close()
+	var state string
+	var n int64
+	if err := stmt.QueryRow().Scan(&state, &n); err != nil || state != "done" || n != 2 {
+		t.Errorf("prepared GROUP BY: %s %d %v", state, n, err)
+	}
+
+	wantQueryError(t, app, 1146, "Table 'tableproxy.nosuch' doesn't exist", "SELECT * FROM tableproxy.nosuch")
+	wantQueryError(t, app, 1054, "Unknown column 'nosuch' in 'field list'", "SELECT nosuch FROM tableproxy.ddl_jobs")
+	wantQueryError(t, app, 1054, "Unknown column 'nosuch' in 'where clause'", "SELECT state FROM tableproxy.ddl_jobs WHERE nosuch = 1")
+	wantQueryError(t, app, 1235, "HAVING", "SELECT state, COUNT(*) FROM tableproxy.ddl_jobs GROUP BY state HAVING COUNT(*) > 1 ORDER BY state")
+	wantQueryError(t, app, 1235, "both tableproxy tables and the backend's", "SELECT * FROM tableproxy.ddl_jobs j JOIN t ON t.id = j.job_id")
+}
+
+// TestVirtualSchemaWithoutCache: the schema is there whatever plugins
+// are on: tableproxy.ddl_jobs with only ddloffload, and no tables (but a
+// schema that answers) with none.
+func TestVirtualSchemaWithoutCache(t *testing.T) {
+	e := newDDLEnv(t)
+	e.seed(t, 10)
+	app := e.open(t, e.app)
+	if _, err := app.Exec("ALTER TABLE t ADD INDEX idx_c (c)"); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, app, []string{"t|done"}, "SELECT table_name, state FROM tableproxy.ddl_jobs")
+	wantRows(t, app, []string{"1"}, "SELECT COUNT(*) FROM tableproxy.ddl_jobs")
+	wantQueryError(t, app, 1146, "Table 'tableproxy.cached_tables' doesn't exist", "SELECT * FROM tableproxy.cached_tables")
+
+	none := startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: "plugins: []\n"})
+	db := testdb.Open(t, testdb.DSN(none.addr, e.app.name, e.app.password, e.db, nil))
+	wantQueryError(t, db, 1146, "Table 'tableproxy.ddl_jobs' doesn't exist", "SELECT * FROM tableproxy.ddl_jobs")
+}

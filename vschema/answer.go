@@ -1,0 +1,157 @@
+package vschema
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"tableproxy/cache"
+	"tableproxy/lease"
+	"tableproxy/plugins"
+)
+
+var parsers = sync.Pool{New: func() any { return parser.New() }}
+
+// OnStatement answers the statements that read the virtual schema, and
+// lets every other pass.
+func (s *Schema) OnStatement(st *plugins.Statement) plugins.Action {
+	switch st.Kind {
+	case plugins.KindSelect, plugins.KindShow:
+	default:
+		return plugins.Continue
+	}
+	if !mentionsSchema(st.SQL) {
+		return plugins.Continue
+	}
+	pr := parsers.Get().(*parser.Parser)
+	defer parsers.Put(pr) // the tree is the parser's until its next parse
+	stmts, _, err := pr.ParseSQL(st.SQL)
+	if err != nil || len(stmts) == 0 {
+		return plugins.Continue // the backend says what is wrong with it
+	}
+	if len(stmts) > 1 {
+		for _, stmt := range stmts {
+			if virtual, _ := s.tablesOf(stmt, st.DB); len(virtual) > 0 {
+				return refuse(notSupported("several statements in one request"))
+			}
+		}
+		return plugins.Continue
+	}
+	return s.answer(stmts[0], st.DB, st)
+}
+
+// answer answers one parsed statement, or lets it pass.
+func (s *Schema) answer(stmt ast.StmtNode, db string, st *plugins.Statement) plugins.Action {
+	switch x := stmt.(type) {
+	case *ast.SelectStmt:
+		return s.selectStmt(x, db, st)
+	case *ast.SetOprStmt:
+		if virtual, _ := s.tablesOf(x, db); len(virtual) > 0 {
+			return refuse(notSupported("UNION, EXCEPT and INTERSECT"))
+		}
+	}
+	return plugins.Continue
+}
+
+// selectStmt answers a SELECT of virtual tables.
+func (s *Schema) selectStmt(sel *ast.SelectStmt, db string, st *plugins.Statement) plugins.Action {
+	virtual, others := s.tablesOf(sel, db)
+	if len(virtual) == 0 {
+		return plugins.Continue
+	}
+	if others > 0 {
+		return refuse(notSupported("a statement that reads both tableproxy tables and the backend's"))
+	}
+	for _, tn := range virtual {
+		if _, ok := s.tables[tn.Name.L]; !ok {
+			return refuse(mysql.NewError(mysql.ER_NO_SUCH_TABLE, fmt.Sprintf("Table '%s.%s' doesn't exist", Name, tn.Name.O)))
+		}
+	}
+	if e := s.checkColumns(sel); e != nil {
+		return refuse(e)
+	}
+	if st.Command == plugins.ComStmtPrepare {
+		return prepareAs(sel)
+	}
+	resp, e := cache.SelectVirtual(sel, db, s.snapshots(st), st)
+	if e != nil {
+		return refuse(e)
+	}
+	return plugins.AnswerWith(resp)
+}
+
+// snapshots returns the lookup of a statement's tables: each table's rows
+// read once, at its first lookup.
+func (s *Schema) snapshots(st *plugins.Statement) func(lease.TableID) *cache.Snapshot {
+	seen := map[string]*cache.Snapshot{}
+	return func(id lease.TableID) *cache.Snapshot {
+		if !strings.EqualFold(id.Schema, Name) {
+			return nil
+		}
+		name := strings.ToLower(id.Table)
+		if snap, ok := seen[name]; ok {
+			return snap
+		}
+		t, ok := s.tables[name]
+		if !ok {
+			return nil
+		}
+		snap := cache.NewVirtualSnapshot(Name, name, t.columns, t.numeric, t.rows(st))
+		seen[name] = snap
+		return snap
+	}
+}
+
+// tablesOf returns the tables of the virtual schema stmt names, and how
+// many other tables it names.
+func (s *Schema) tablesOf(stmt ast.Node, db string) (virtual []*ast.TableName, others int) {
+	v := &tableNames{}
+	stmt.Accept(v)
+	ctes := map[string]bool{}
+	for _, name := range v.ctes {
+		ctes[name] = true
+	}
+	for _, tn := range v.names {
+		schema := tn.Schema.O
+		switch {
+		case schema == "" && ctes[tn.Name.L]:
+			others++ // a common table expression: the evaluator has none
+		case schema == "":
+			schema = db
+		}
+		if strings.EqualFold(schema, Name) {
+			virtual = append(virtual, tn)
+		} else {
+			others++
+		}
+	}
+	return virtual, others
+}
+
+// tableNames collects the table names of a statement.
+type tableNames struct {
+	names []*ast.TableName
+	ctes  []string
+}
+
+func (v *tableNames) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.TableName:
+		v.names = append(v.names, x)
+	case *ast.WithClause:
+		for _, c := range x.CTEs {
+			v.ctes = append(v.ctes, c.Name.L)
+		}
+	}
+	return n, false
+}
+
+func (v *tableNames) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+func refuse(e *mysql.MyError) plugins.Action { return plugins.RefuseWith(e) }
+
+func notSupported(what string) *mysql.MyError { return cache.VirtualUnsupported(what) }
