@@ -30,6 +30,15 @@ func textRows(rs resultSet) []string {
 	return out
 }
 
+// columnNames are a result's column names.
+func columnNames(rs resultSet) string {
+	var names []string
+	for _, c := range rs.cols {
+		names = append(names, strings.Fields(c)[0])
+	}
+	return strings.Join(names, " ")
+}
+
 // wantRows checks a query's rows (see textRows).
 func wantRows(t *testing.T, db *sql.DB, want []string, query string, args ...any) {
 	t.Helper()
@@ -117,8 +126,8 @@ func TestVirtualSchemaSelect(t *testing.T) {
 }
 
 // TestVirtualSchemaWithoutCache: the schema is there whatever plugins
-// are on: tableproxy.ddl_jobs with only ddloffload, and no tables (but a
-// schema that answers) with none.
+// are on: tableproxy.ddl_jobs with only ddloffload, and with none only
+// the cluster's cluster_members (but a schema that answers).
 func TestVirtualSchemaWithoutCache(t *testing.T) {
 	e := newDDLEnv(t)
 	e.seed(t, 10)
@@ -133,4 +142,84 @@ func TestVirtualSchemaWithoutCache(t *testing.T) {
 	none := startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: "plugins: []\n"})
 	db := testdb.Open(t, testdb.DSN(none.addr, e.app.name, e.app.password, e.db, nil))
 	wantQueryError(t, db, 1146, "Table 'tableproxy.ddl_jobs' doesn't exist", "SELECT * FROM tableproxy.ddl_jobs")
+	sets, err := tryQuery(db, "SHOW FULL TABLES FROM tableproxy")
+	if err != nil || len(sets) != 1 || columnNames(sets[0]) != "Tables_in_tableproxy Table_type" || len(sets[0].rows) != 1 {
+		t.Errorf("SHOW FULL TABLES FROM tableproxy with plugins: []: %v %v", sets, err)
+	}
+}
+
+// TestVirtualSchemaShow: SHOW TABLES, SHOW FULL TABLES, SHOW [FULL]
+// COLUMNS and DESCRIBE of the virtual schema print what the backend prints
+// for an equivalent table, and USE tableproxy makes its tables the
+// session's unqualified names.
+func TestVirtualSchemaShow(t *testing.T) {
+	e := newDDLEnv(t)
+	e.restartWith(t, "  - name: cache\n"+e.ddlOptions(""))
+	app := e.open(t, e.app)
+	wantRows(t, app, []string{"cached_tables", "cluster_members", "ddl_jobs", "last_statement"}, "SHOW TABLES FROM tableproxy")
+	wantRows(t, app, []string{"cached_tables|SYSTEM VIEW", "ddl_jobs|SYSTEM VIEW"}, "SHOW FULL TABLES FROM tableproxy LIKE '%d%'")
+	wantRows(t, app, []string{"ddl_jobs"}, "SHOW TABLES FROM tableproxy WHERE Tables_in_tableproxy = 'ddl_jobs'")
+
+	// The columns of SHOW COLUMNS, and a BIGINT and a VARCHAR column, as
+	// the backend prints them for a table of such columns.
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.twin (state VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL, hits BIGINT NULL)")
+	direct := testdb.Open(t, testdb.DSN(e.backend.Addr, e.app.name, e.app.password, e.db, nil))
+	for _, full := range []string{"", "FULL "} {
+		want, err := tryQuery(direct, "SHOW "+full+"COLUMNS FROM twin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{
+			"SHOW " + full + "COLUMNS FROM tableproxy.cached_tables WHERE Field IN ('hits', 'state')",
+			"SHOW " + full + "COLUMNS FROM cached_tables FROM tableproxy WHERE Field IN ('hits', 'state')",
+		} {
+			got, err := tryQuery(app, q)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			if g, w := columnNames(got[0]), columnNames(want[0]); g != w {
+				t.Errorf("%s: columns\n got  %s\n want %s", q, g, w)
+			}
+			// (Privileges: the virtual tables are read-only.)
+			wantText := strings.ReplaceAll(fmt.Sprint(textRows(want[0])), "select,insert,update,references", "select")
+			if g := fmt.Sprint(textRows(got[0])); g != wantText {
+				t.Errorf("%s:\n got  %s\n want %s", q, g, wantText)
+			}
+		}
+	}
+	wantRows(t, app, []string{"state|varchar(1024)|YES||NULL|"}, "DESCRIBE tableproxy.ddl_jobs state")
+	wantRows(t, app, []string{"job_id|bigint(20)|YES||NULL|"}, "SHOW COLUMNS FROM tableproxy.ddl_jobs LIKE 'job_id'")
+	wantQueryError(t, app, 1146, "Table 'tableproxy.nosuch' doesn't exist", "SHOW COLUMNS FROM tableproxy.nosuch")
+	wantQueryError(t, app, 1235, "this SHOW statement", "SHOW CREATE TABLE tableproxy.ddl_jobs")
+
+	// USE tableproxy, on one connection.
+	conn, err := app.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{"USE tableproxy", "SELECT COUNT(*) FROM cached_tables", "SHOW TABLES"} {
+		if _, err := tryQuery(conn, q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	if _, err := conn.ExecContext(t.Context(), "INSERT INTO twin VALUES ('x', 1)"); mysqlErrNumber(err) != 1235 {
+		t.Errorf("an unqualified write in tableproxy: %v, want 1235", err)
+	}
+	if _, err := conn.ExecContext(t.Context(), "INSERT INTO `"+e.db+"`.twin VALUES ('x', 1)"); err != nil {
+		t.Errorf("a qualified write in tableproxy: %v", err)
+	}
+	if _, err := tryQuery(conn, "USE `"+e.db+"`"); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, direct, []string{"1"}, "SELECT COUNT(*) FROM twin")
+	if sets, err := tryQuery(conn, "SELECT COUNT(*) FROM twin"); err != nil || fmt.Sprint(textRows(sets[0])) != "[1]" {
+		t.Errorf("after USE of the database again: %v %v", sets, err)
+	}
+
+	// Prepared.
+	sets, err := tryPrepared(conn, "SHOW COLUMNS FROM tableproxy.ddl_jobs WHERE Field LIKE ?", "job%")
+	if err != nil || len(sets) != 1 || fmt.Sprint(textRows(sets[0])) != "[job_id|bigint(20)|YES||NULL| job_type|varchar(1024)|YES||NULL|]" {
+		t.Errorf("prepared SHOW COLUMNS: %v %v", sets, err)
+	}
 }

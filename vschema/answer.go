@@ -19,29 +19,40 @@ var parsers = sync.Pool{New: func() any { return parser.New() }}
 // OnStatement answers the statements that read the virtual schema, and
 // lets every other pass.
 func (s *Schema) OnStatement(st *plugins.Statement) plugins.Action {
+	in := inSchema(st)
 	switch st.Kind {
-	case plugins.KindSelect, plugins.KindShow:
+	case plugins.KindSelect, plugins.KindShow, plugins.KindWith, plugins.KindUse:
+		if !in && !mentionsSchema(st.SQL) {
+			return plugins.Continue
+		}
+	case plugins.KindSet, plugins.KindBegin, plugins.KindCommit, plugins.KindRollback, plugins.KindKill, plugins.KindAdmin:
+		return plugins.Continue // no table of the session's database
 	default:
-		return plugins.Continue
+		if !in {
+			return plugins.Continue
+		}
 	}
-	if !mentionsSchema(st.SQL) {
-		return plugins.Continue
+	db := st.DB
+	if in {
+		db = Name
 	}
 	pr := parsers.Get().(*parser.Parser)
 	defer parsers.Put(pr) // the tree is the parser's until its next parse
 	stmts, _, err := pr.ParseSQL(st.SQL)
-	if err != nil || len(stmts) == 0 {
+	switch {
+	case in && st.Kind != plugins.KindSelect && st.Kind != plugins.KindShow && st.Kind != plugins.KindWith && st.Kind != plugins.KindUse:
+		return s.guardOther(stmts, err == nil)
+	case err != nil || len(stmts) == 0:
 		return plugins.Continue // the backend says what is wrong with it
-	}
-	if len(stmts) > 1 {
+	case len(stmts) > 1:
 		for _, stmt := range stmts {
-			if virtual, _ := s.tablesOf(stmt, st.DB); len(virtual) > 0 {
+			if virtual, _ := s.tablesOf(stmt, db); len(virtual) > 0 {
 				return refuse(notSupported("several statements in one request"))
 			}
 		}
 		return plugins.Continue
 	}
-	return s.answer(stmts[0], st.DB, st)
+	return s.answer(stmts[0], db, st)
 }
 
 // answer answers one parsed statement, or lets it pass.
@@ -49,6 +60,16 @@ func (s *Schema) answer(stmt ast.StmtNode, db string, st *plugins.Statement) plu
 	switch x := stmt.(type) {
 	case *ast.SelectStmt:
 		return s.selectStmt(x, db, st)
+	case *ast.ShowStmt:
+		return s.show(x, db, st)
+	case *ast.ExplainStmt: // DESCRIBE t
+		if show, ok := x.Stmt.(*ast.ShowStmt); ok {
+			return s.show(show, db, st)
+		}
+	case *ast.UseStmt:
+		if st.Command == plugins.ComQuery {
+			return use(x, st)
+		}
 	case *ast.SetOprStmt:
 		if virtual, _ := s.tablesOf(x, db); len(virtual) > 0 {
 			return refuse(notSupported("UNION, EXCEPT and INTERSECT"))
