@@ -535,8 +535,10 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 	if m != 1 || ranks[0] == nil && snap.colls[p.order[0].col] != nil || !sortPacked(perm, keys, p.order[0].desc) {
 		slices.SortStableFunc(perm, cmp)
 	}
-	if p.total || p.groupBy != nil {
-		// (Under GROUP BY, rows that tie are one group.)
+	if p.total && !p.distinct || p.groupBy != nil {
+		// (Under GROUP BY, rows that tie are one group. Under DISTINCT
+		// they are one row: a table without a primary key, a virtual
+		// one, has an order that is total and may still tie.)
 		for n, at := range perm {
 			perm[n] = rows[at]
 		}

@@ -122,6 +122,10 @@ func TestVirtualSchemaSelect(t *testing.T) {
 	wantQueryError(t, app, 1054, "Unknown column 'nosuch' in 'field list'", "SELECT nosuch FROM tableproxy.ddl_jobs")
 	wantQueryError(t, app, 1054, "Unknown column 'nosuch' in 'where clause'", "SELECT state FROM tableproxy.ddl_jobs WHERE nosuch = 1")
 	wantQueryError(t, app, 1235, "HAVING", "SELECT state, COUNT(*) FROM tableproxy.ddl_jobs GROUP BY state HAVING COUNT(*) > 1 ORDER BY state")
+	wantRows(t, app, []string{"done"}, "SELECT DISTINCT state FROM tableproxy.ddl_jobs WHERE job_id IS NOT NULL ORDER BY state")
+	wantQueryError(t, app, 1235, "UPPER", "SELECT UPPER(state) FROM tableproxy.ddl_jobs")
+	wantQueryError(t, app, 1235, "UNION", "SELECT job_id FROM tableproxy.ddl_jobs UNION SELECT 1")
+	wantQueryError(t, app, 1235, "subquer", "SELECT * FROM (SELECT job_id FROM tableproxy.ddl_jobs) AS j")
 	wantQueryError(t, app, 1235, "both tableproxy tables and the backend's", "SELECT * FROM tableproxy.ddl_jobs j JOIN t ON t.id = j.job_id")
 }
 
