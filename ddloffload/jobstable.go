@@ -6,7 +6,7 @@ import (
 
 // JobsTable is tableproxy.ddl_jobs: every job the proxy knows, newest
 // first, as ADMIN SHOW DDL JOBS lists them, for any client to query and
-// filter (the cache plugin answers it from its virtual schema). Unlike the
+// filter (the virtual schema answers it, whatever plugins are on). Unlike the
 // admin statement it needs no admin privilege: it shows what runs, as
 // information_schema.PROCESSLIST does.
 type JobsTable struct{ p *Plugin }

@@ -64,7 +64,7 @@ func pollJobs(c *client.Conn) ([]Job, error) {
 	}
 	res, err2 := c.Execute("SELECT job_id, db_name, table_name, job_type, state, stage, row_count, rows_estimated, rate, eta_seconds, error FROM tableproxy.ddl_jobs")
 	if err2 != nil {
-		return nil, fmt.Errorf("ADMIN SHOW DDL JOBS: %w; SELECT FROM tableproxy.ddl_jobs (needs the cache plugin): %w", err, err2)
+		return nil, fmt.Errorf("ADMIN SHOW DDL JOBS: %w; SELECT FROM tableproxy.ddl_jobs: %w", err, err2)
 	}
 	jobs := make([]Job, res.RowNumber())
 	for i := range jobs {

@@ -58,7 +58,7 @@ func tableExists(t *testing.T, e *ddlEnv, name string) bool {
 // only.
 func TestDDLRepeatedAddIndex(t *testing.T) {
 	e := newDDLEnv(t)
-	e.restartWith(t, fmt.Sprintf("  - name: cache\n  - name: ddloffload\n    options: {strategy: backfill, workers: 2, binlog_user: %s}\n", e.admin.name))
+	e.restartWith(t, fmt.Sprintf("  - name: ddloffload\n    options: {strategy: backfill, workers: 2, binlog_user: %s}\n", e.admin.name))
 	e.seed(t, 20000)
 	direct, app, admin := e.direct(t), e.open(t, e.app), e.open(t, e.admin)
 	want := tableSum(t, direct, "t")
@@ -150,7 +150,7 @@ func TestDDLRepeatedAddIndex(t *testing.T) {
 // ends while its proxy is down is dropped when the proxy is back.
 func TestDDLKeptTableDroppedAfterRestart(t *testing.T) {
 	e := newDDLEnv(t)
-	section := fmt.Sprintf("  - name: cache\n  - name: ddloffload\n    options: {strategy: backfill, old_table_retention: 4s, binlog_user: %s}\n", e.admin.name)
+	section := fmt.Sprintf("  - name: ddloffload\n    options: {strategy: backfill, old_table_retention: 4s, binlog_user: %s}\n", e.admin.name)
 	e.restartWith(t, section)
 	e.seed(t, 5000)
 	if _, err := e.open(t, e.app).Exec("ALTER TABLE t ADD INDEX ic (c)"); err != nil {
@@ -179,7 +179,7 @@ func TestDDLKeptTableDroppedAfterRestart(t *testing.T) {
 // auto strategy, and is refused, saying why, when backfill is asked for.
 func TestDDLLongTableName(t *testing.T) {
 	e := newDDLEnv(t)
-	e.restartWith(t, fmt.Sprintf("  - name: cache\n  - name: ddloffload\n    options: {binlog_user: %s}\n", e.admin.name))
+	e.restartWith(t, fmt.Sprintf("  - name: ddloffload\n    options: {binlog_user: %s}\n", e.admin.name))
 	long := strings.Repeat("l", 55)
 	longest := strings.Repeat("m", 64)
 	for _, name := range []string{long, longest} {

@@ -37,7 +37,7 @@ func jobStrategy(t *testing.T, e *ddlEnv, table string) (strategy, reason string
 // foreign keys is refused, saying why.
 func TestDDLAutoStrategy(t *testing.T) {
 	e := newDDLEnv(t)
-	e.restartWith(t, fmt.Sprintf("  - name: cache\n  - name: ddloffload\n    options: {binlog_user: %s}\n", e.admin.name))
+	e.restartWith(t, fmt.Sprintf("  - name: ddloffload\n    options: {binlog_user: %s}\n", e.admin.name))
 	app := e.open(t, e.app)
 	// What a Knex migration sends: the tables, then each index as an ALTER
 	// of its own.
@@ -95,7 +95,7 @@ func TestDDLAutoStrategy(t *testing.T) {
 
 	// A table of native_below or more is copied online.
 	e.seed(t, 20000)
-	e.restartWith(t, fmt.Sprintf("  - name: cache\n  - name: ddloffload\n    options: {native_below: 256KB, binlog_user: %s}\n", e.admin.name))
+	e.restartWith(t, fmt.Sprintf("  - name: ddloffload\n    options: {native_below: 256KB, binlog_user: %s}\n", e.admin.name))
 	want := tableSum(t, direct, "t")
 	if _, err := e.open(t, e.app).Exec("ALTER TABLE t ADD INDEX ic (c)"); err != nil {
 		t.Fatal(err)
