@@ -430,7 +430,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		if len(p.whereArith) > 0 {
 			return nil, nil, "arithmetic in the WHERE of a join is left to the backend"
 		}
-		if sel.OrderBy == nil && len(p.aggs) == 0 {
+		if sel.OrderBy == nil && len(p.aggs) == 0 && !(snaps[0].anyOrder && snaps[1].anyOrder) {
 			return nil, nil, "a join without ORDER BY: the order of its rows is the backend's choice"
 		}
 		switch {

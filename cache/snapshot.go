@@ -39,6 +39,9 @@ type Snapshot struct {
 	// bmp[i]: no value needs 4 bytes in UTF-8 (so utf8mb3 encodes it the
 	// same as utf8mb4, the character set the snapshot is read in).
 	ascii, bmp []bool
+	// anyOrder: no backend's order to match (a virtual table's rows), so a
+	// join may return its rows in the order it builds them.
+	anyOrder bool
 	// layout fingerprints the columns and key a plan is built against.
 	layout string
 	// index[i] is a sorted index of integer column i (nil for others).

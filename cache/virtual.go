@@ -39,7 +39,7 @@ var virtualEnv = runEnv{asciiArgs: true, utf8Args: true, defaultParse: true, tzF
 // its columns in order, BIGINT where numeric says and VARCHAR otherwise,
 // and rows of int64 (or other integer), string and nil (NULL) values.
 func NewVirtualSnapshot(schema, table string, columns []string, numeric map[string]bool, rows [][]any) *Snapshot {
-	s := &Snapshot{ID: lease.TableID{Schema: schema, Table: table}}
+	s := &Snapshot{ID: lease.TableID{Schema: schema, Table: table}, anyOrder: true}
 	s.colls = make([]*collation, len(columns))
 	for i, c := range columns {
 		s.Fields = append(s.Fields, virtualField(schema, table, c, numeric[c]))
