@@ -2,9 +2,14 @@ package e2e
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"tableproxy/internal/testdb"
 )
@@ -223,6 +228,33 @@ func TestVirtualSchemaShow(t *testing.T) {
 	wantRows(t, direct, []string{"1"}, "SELECT COUNT(*) FROM twin")
 	if sets, err := tryQuery(conn, "SELECT COUNT(*) FROM twin"); err != nil || fmt.Sprint(textRows(sets[0])) != "[1]" {
 		t.Errorf("after USE of the database again: %v %v", sets, err)
+	}
+
+	// COM_INIT_DB, which the mysql client's own `use` command sends, as
+	// the USE statement it is.
+	c, err := client.ConnectWithTimeout(e.proxy.addr, e.app.name, e.app.password, e.db, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.UseDB("tableproxy"); err != nil {
+		t.Fatalf("COM_INIT_DB tableproxy: %v", err)
+	}
+	if r, err := c.Execute("SELECT table_name FROM cached_tables WHERE table_name = 'nosuch'"); err != nil || r.RowNumber() != 0 {
+		t.Errorf("after COM_INIT_DB tableproxy: %v", err)
+	}
+	if err := c.UseDB(e.db); err != nil {
+		t.Fatalf("COM_INIT_DB back: %v", err)
+	}
+	if r, err := c.Execute("SELECT COUNT(*) FROM twin"); err != nil || r.RowNumber() != 1 {
+		t.Errorf("after COM_INIT_DB of the database again: %v", err)
+	}
+	err = c.UseDB("e2e_no_such_database")
+	if me := (*mysql.MyError)(nil); !errors.As(err, &me) || me.Code != 1044 {
+		t.Errorf("COM_INIT_DB of a database the user may not see: %v, want the backend's 1044", err)
+	}
+	if r, err := c.Execute("SELECT COUNT(*) FROM twin"); err != nil || r.RowNumber() != 1 {
+		t.Errorf("after a refused COM_INIT_DB, the database stays: %v", err)
 	}
 
 	// Prepared.

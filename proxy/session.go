@@ -469,16 +469,12 @@ func (s *session) dispatch() (quit bool, err error) {
 	case mysql.COM_PROCESS_INFO:
 		return false, s.relay(s.relayQueryResponse)
 	case mysql.COM_INIT_DB:
-		db := string(p[1:])
-		var st relayStats
-		if err := s.relayWith(&st, s.relayOne); err != nil {
-			return false, err
-		}
-		if st.err == nil {
-			s.db = db
-			s.st.DB = db
-		}
-		return false, nil
+		// The chain sees it as the USE statement it is (the mysql client's
+		// own `use` command sends it), so a plugin can answer it, as the
+		// virtual schema does for its database; otherwise the command itself
+		// goes to the backend (runStatement relays the command received).
+		s.st.Reset(plugins.ComQuery, "USE `"+strings.ReplaceAll(string(p[1:]), "`", "``")+"`")
+		return false, s.runStatement()
 	case mysql.COM_RESET_CONNECTION:
 		var st relayStats
 		if err := s.relayWith(&st, s.relayOne); err != nil {

@@ -13,8 +13,9 @@ import (
 // on, until the next USE, unqualified names of this session's SELECT and
 // SHOW statements resolve to the virtual schema; a statement of another
 // kind that names a table without its schema is refused rather than run
-// against that other database. (COM_INIT_DB, which the mysql client's own
-// `use` command sends, goes to the backend, which refuses it.)
+// against that other database. The proxy hands COM_INIT_DB, which the
+// mysql client's own `use` command sends, to the chain as a USE statement,
+// so it is answered here too.
 
 // sessionKey keys a session's state: whether it is in the virtual schema.
 type sessionKey struct{}
