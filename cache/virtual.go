@@ -140,6 +140,29 @@ func SelectVirtual(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *S
 	return resp, nil
 }
 
+// VirtualColumns plans sel as SelectVirtual would, without running it:
+// the names of its result columns, so that a prepare can describe them,
+// or the error SelectVirtual would answer with. params is how many
+// parameter markers the statement has.
+func VirtualColumns(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot, params int) ([]string, *mysql.MyError) {
+	pl, snap, why := buildPlan(sel, db, lookup)
+	if pl == nil {
+		return nil, notSupported(why)
+	}
+	if pl.nparams != params {
+		return nil, notSupported("a parameter marker is in a place the evaluator does not cover")
+	}
+	if pl.join != nil {
+		snap = joinSnapshot(lookup(pl.tables[0]), lookup(pl.tables[1]), nil)
+	}
+	fields := pl.resultFields(snap)
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = string(f.Name)
+	}
+	return names, nil
+}
+
 func notSupported(what string) *mysql.MyError { return VirtualUnsupported(what) }
 
 // VirtualUnsupported is the error (1235) for what the proxy does not

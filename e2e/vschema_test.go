@@ -262,4 +262,48 @@ func TestVirtualSchemaShow(t *testing.T) {
 	if err != nil || len(sets) != 1 || fmt.Sprint(textRows(sets[0])) != "[job_id|bigint(20)|YES||NULL| job_type|varchar(1024)|YES||NULL|]" {
 		t.Errorf("prepared SHOW COLUMNS: %v %v", sets, err)
 	}
+
+	// The prepare's answer describes the statement as written: its
+	// parameters and its result columns (Connector/J's getMetaData reads
+	// them before any execution); what the evaluator does not cover is
+	// refused at the prepare already.
+	for _, p := range []struct {
+		sql             string
+		params, columns int
+	}{
+		{"SELECT table_name, hits, row_count FROM tableproxy.cached_tables WHERE table_name = ?", 1, 3},
+		{"SELECT state, COUNT(*), SUM(job_id) FROM tableproxy.ddl_jobs WHERE table_name = ? AND state <> ? GROUP BY state ORDER BY state", 2, 3},
+		{"SELECT * FROM tableproxy.ddl_jobs", 0, len(jobColumns(t, c))},
+		{"SHOW FULL COLUMNS FROM tableproxy.cached_tables WHERE Field = ?", 1, 9},
+	} {
+		stmt, err := c.Prepare(p.sql)
+		if err != nil {
+			t.Errorf("prepare %q: %v", p.sql, err)
+			continue
+		}
+		if stmt.ParamNum() != p.params || stmt.ColumnNum() != p.columns {
+			t.Errorf("prepare %q: %d parameters, %d columns; want %d, %d", p.sql, stmt.ParamNum(), stmt.ColumnNum(), p.params, p.columns)
+		}
+		stmt.Close()
+	}
+	_, err = c.Prepare("SELECT UPPER(state) FROM tableproxy.ddl_jobs WHERE job_id = ?")
+	if me := (*mysql.MyError)(nil); !errors.As(err, &me) || me.Code != 1235 || !strings.Contains(me.Message, "UPPER") {
+		t.Errorf("prepare of what the evaluator does not cover: %v, want 1235 naming UPPER", err)
+	}
+}
+
+// jobColumns are the columns of tableproxy.ddl_jobs, as SHOW COLUMNS
+// lists them.
+func jobColumns(t *testing.T, c *client.Conn) []string {
+	t.Helper()
+	r, err := c.Execute("SHOW COLUMNS FROM tableproxy.ddl_jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := 0; i < r.RowNumber(); i++ {
+		name, _ := r.GetString(i, 0)
+		names = append(names, name)
+	}
+	return names
 }

@@ -96,7 +96,11 @@ func (s *Schema) selectStmt(sel *ast.SelectStmt, db string, st *plugins.Statemen
 		return refuse(e)
 	}
 	if st.Command == plugins.ComStmtPrepare {
-		return prepareAs(sel)
+		columns, e := cache.VirtualColumns(sel, db, s.snapshots(st), paramMarkers(sel))
+		if e != nil {
+			return refuse(e)
+		}
+		return prepareAs(sel, columns)
 	}
 	resp, e := cache.SelectVirtual(sel, db, s.snapshots(st), st)
 	if e != nil {

@@ -80,7 +80,7 @@ func (s *Schema) show(x *ast.ShowStmt, db string, st *plugins.Statement) plugins
 		return plugins.Continue
 	}
 	if st.Command == plugins.ComStmtPrepare {
-		return prepareAs(x)
+		return prepareAs(x, columns)
 	}
 	return s.answerShow(x, columns, rows, filterColumn, st)
 }
