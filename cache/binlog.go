@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"tableproxy/lease"
+	"tableproxy/plugins"
 )
 
 // The watcher follows the backend's binary log (ROW format) and bumps the
@@ -249,16 +250,16 @@ func (w *watcher) follow(stop <-chan struct{}) error {
 			if strings.EqualFold(q, "BEGIN") || strings.EqualFold(q, "COMMIT") {
 				break
 			}
-			a, _ := Analyze(q, string(e.Schema))
-			if a.Effect == EffectUnknown || a.Effect == EffectDDL {
+			a, _ := plugins.Analyze(q, string(e.Schema))
+			if a.Effect == plugins.EffectUnknown || a.Effect == plugins.EffectDDL {
 				w.p.forgetIndirect() // (a view or a trigger may have come or gone)
 			}
 			switch a.Effect {
-			case EffectUnknown:
+			case plugins.EffectUnknown:
 				w.p.invalidateAll() // (privileges too: GRANT, REVOKE, FLUSH PRIVILEGES, ...)
-			case EffectWrite, EffectDDL:
+			case plugins.EffectWrite, plugins.EffectDDL:
 				for _, id := range a.Tables {
-					w.invalidate(id)
+					w.invalidate(lease.TableID(id))
 				}
 				if a.DropSchema != "" {
 					for _, id := range w.p.cachedIDs() {

@@ -23,7 +23,7 @@ type owedCounts struct {
 // mentionsCounts reports whether sql may read FOUND_ROWS() or
 // ROW_COUNT().
 func mentionsCounts(sql string) bool {
-	return containsFold(sql, "FOUND_ROWS") || containsFold(sql, "ROW_COUNT")
+	return plugins.ContainsFold(sql, "FOUND_ROWS") || plugins.ContainsFold(sql, "ROW_COUNT")
 }
 
 // rowsQuery returns a SELECT that returns n rows, on MariaDB and MySQL 8

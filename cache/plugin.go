@@ -30,6 +30,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tableproxy/configs"
@@ -108,7 +109,7 @@ type Plugin struct {
 	planGen atomic.Uint64
 	// effects is each statement shape's Analysis (writes and DDL), so
 	// that a repeated write is not parsed again.
-	effects *lru.Cache[planKey, Analysis]
+	effects *lru.Cache[planKey, plugins.Analysis]
 	// colls are the backend's collations, as far as the proxy compares
 	// strings itself.
 	colls *collations
@@ -255,7 +256,7 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat Ca
 	p.learned, _ = lru.New[defsKey, *learned](8192)
 	p.colls = newCollations()
 	p.plans, _ = lru.New[planKey, *planEntry](8192)
-	p.effects, _ = lru.New[planKey, Analysis](4096)
+	p.effects, _ = lru.New[planKey, plugins.Analysis](4096)
 	p.results = newResultCacheFor(log, opts)
 	leases.Subscribe(func(id lease.TableID, _ lease.Version) {
 		if id == accountsID && backend != nil {
@@ -507,15 +508,15 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		session(st).temps.expect(a)
 	}
 	switch a.Effect {
-	case EffectCache, EffectNoCache:
+	case plugins.EffectCache, plugins.EffectNoCache:
 		if st.Command == plugins.ComStmtPrepare {
 			return plugins.Continue // the execution is what acts
 		}
 		return p.admin(st, a)
-	case EffectDDL:
+	case plugins.EffectDDL:
 		p.forgetIndirect() // (it may create or drop a view or a trigger)
 		si := session(st)
-		targets := a.Targets
+		targets := leaseIDs(a.Targets)
 		if a.DropSchema != "" {
 			for _, id := range p.cachedIDs() {
 				if strings.EqualFold(id.Schema, a.DropSchema) {
@@ -530,19 +531,20 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 				return plugins.RefuseWith(e)
 			}
 		}
-	case EffectWrite, EffectUnknown:
+	case plugins.EffectWrite, plugins.EffectUnknown:
 		if st.Command == plugins.ComStmtPrepare {
 			return plugins.Continue
 		}
 		var ids []lease.TableID
-		if a.Effect == EffectUnknown {
+		written := leaseIDs(a.Tables)
+		if a.Effect == plugins.EffectUnknown {
 			ids = p.cachedIDs()
 			session(st).privilegesMayChange = true
 			p.forgetIndirect() // (it may create a view or a trigger)
-		} else if p.writesElsewhere(a.Tables) {
+		} else if p.writesElsewhere(written) {
 			ids = p.cachedIDs() // through a view or a trigger
 		} else {
-			for _, id := range a.Tables {
+			for _, id := range written {
 				if p.table(id) != nil {
 					ids = append(ids, id)
 				}
@@ -555,11 +557,11 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 	return plugins.Continue
 }
 
-// analyze is Analyze, remembered by statement shape: the literals of a
-// statement never change which tables it writes.
-func (p *Plugin) analyze(st *plugins.Statement) (Analysis, error) {
+// analyze is the statement's analysis, remembered by statement shape: the
+// literals of a statement never change which tables it writes.
+func (p *Plugin) analyze(st *plugins.Statement) (plugins.Analysis, error) {
 	if st.Session == nil {
-		return Analyze(st.SQL, st.DB)
+		return st.Analysis()
 	}
 	var key planKey
 	if st.Command == plugins.ComStmtExecute {
@@ -569,18 +571,38 @@ func (p *Plugin) analyze(st *plugins.Statement) (Analysis, error) {
 		tmpl, lits, ok := templateOf(st.SQL, si.tmpl, si.lits)
 		si.tmpl, si.lits = tmpl, lits
 		if !ok {
-			return Analyze(st.SQL, st.DB)
+			return st.Analysis()
 		}
 		key = planKey{db: st.DB, text: unsafe.String(unsafe.SliceData(tmpl), len(tmpl))}
 	}
 	if a, ok := p.effects.Get(key); ok {
 		return a, nil
 	}
-	a, err := Analyze(st.SQL, st.DB)
+	a, err := st.Analysis()
 	if err == nil {
 		p.effects.Add(planKey{db: strings.Clone(key.db), text: strings.Clone(key.text)}, a)
 	}
 	return a, err
+}
+
+// leaseIDs names the tables of an analysis as the lease manager does.
+func leaseIDs(ts []plugins.TableID) []lease.TableID {
+	if len(ts) == 0 {
+		return nil
+	}
+	ids := make([]lease.TableID, len(ts))
+	for i, t := range ts {
+		ids[i] = lease.TableID(t)
+	}
+	return ids
+}
+
+// tableID names t, unqualified in db (see plugins.TableOf).
+func tableID(t *ast.TableName, db string) lease.TableID { return lease.TableID(plugins.TableOf(t, db)) }
+
+// collectTables lists the tables node names (see plugins.TablesIn).
+func collectTables(node ast.Node, db string) []lease.TableID {
+	return leaseIDs(plugins.TablesIn(node, db))
 }
 
 // beginWrite opens an intent on ids for the session's statement. On one
@@ -633,7 +655,7 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 		}
 		if settingsChanged(st.Kind) {
 			si.known = false
-			if st.Kind == plugins.KindSet && containsFold(st.SQL, "TRANSACTION") {
+			if st.Kind == plugins.KindSet && plugins.ContainsFold(st.SQL, "TRANSACTION") {
 				// SET TRANSACTION ... applies to the next transaction only,
 				// which the session probe cannot see: serve none of it.
 				si.nextTxUnknown = true
@@ -859,19 +881,19 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 }
 
 // admin runs ALTER TABLE ... CACHE / NOCACHE.
-func (p *Plugin) admin(st *plugins.Statement, a Analysis) plugins.Action {
+func (p *Plugin) admin(st *plugins.Statement, a plugins.Analysis) plugins.Action {
 	if !st.Admin {
 		return plugins.RefuseWith(mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
 			"Access denied; you need (at least one of) the tableproxy admin privilege(s) for this operation"))
 	}
-	id := a.Tables[0]
+	id := lease.TableID(a.Tables[0])
 	if id.Schema == "" {
 		return plugins.RefuseWith(mysql.NewError(mysql.ER_NO_DB_ERROR, "No database selected"))
 	}
 	user := st.User
 	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 		var err *mysql.MyError
-		if a.Effect == EffectCache {
+		if a.Effect == plugins.EffectCache {
 			err = p.cacheTable(user, id)
 		} else {
 			err = p.nocacheTable(user, id)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -530,16 +529,14 @@ func (p *Plugin) mayServe(st *plugins.Statement, si *sessionInfo, id lease.Table
 // comments, which the parser skips (a NOW() there would go unseen); and
 // the parser reads quotes and backslashes as the default SQL mode does.
 func parsedAlike(sql, sqlMode string) bool {
-	return !hidesCode(sql) && !strings.Contains(sqlMode, "ANSI_QUOTES") &&
+	return !plugins.HidesCode(sql) && !strings.Contains(sqlMode, "ANSI_QUOTES") &&
 		!strings.Contains(sqlMode, "NO_BACKSLASH_ESCAPES") && !strings.Contains(sqlMode, "ORACLE")
 }
 
 // reparseShape decides eligibility on a statement's full text.
 func (p *Plugin) reparseShape(st *plugins.Statement) *resultShape {
-	pr := parsers.Get().(*parser.Parser)
-	defer parsers.Put(pr) // the tree is the parser's until its next parse
-	stmts, _, err := pr.ParseSQL(st.SQL)
-	if err != nil || len(stmts) != 1 || callsUserFunction(stmts[0]) {
+	stmts, err := st.Parsed()
+	if err != nil || len(stmts) != 1 || plugins.CallsUserFunction(stmts[0]) {
 		return nil
 	}
 	return resultShapeOf(stmts[0], st.DB)

@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"tableproxy/lease"
@@ -692,7 +691,7 @@ func (si *sessionInfo) afterStatement(st *plugins.Statement, inTx bool) {
 			si.txTainted = true // a request of several statements: any of them may be anything
 		}
 	case plugins.KindBegin, plugins.KindCommit, plugins.KindRollback:
-		if plugins.SingleStatement(st.SQL) && !containsFold(st.SQL, " TO ") {
+		if plugins.SingleStatement(st.SQL) && !plugins.ContainsFold(st.SQL, " TO ") {
 			si.pins, si.pinnedAll, si.txTainted = nil, false, false
 		} else if involved {
 			si.txTainted = true
@@ -776,13 +775,13 @@ func (si *sessionInfo) afterBackend(st *plugins.Statement, out *plugins.Outcome)
 		return
 	}
 	switch {
-	case !single && containsFold(st.SQL, "LOCK"):
+	case !single && plugins.ContainsFold(st.SQL, "LOCK"):
 		si.tableLocks = true // one of them may lock: assume so until UNLOCK TABLES
 	case st.Kind == plugins.KindBegin:
 		si.tableLocks = false // BEGIN releases table locks in the backend
 	case st.Kind == plugins.KindOther: // (LOCK, UNLOCK and FLUSH are of no other kind)
 		switch w := plugins.FirstKeyword(st.SQL); {
-		case strings.EqualFold(w, "LOCK") || strings.EqualFold(w, "FLUSH") && containsFold(st.SQL, "LOCK"):
+		case strings.EqualFold(w, "LOCK") || strings.EqualFold(w, "FLUSH") && plugins.ContainsFold(st.SQL, "LOCK"):
 			si.tableLocks = true
 		case strings.EqualFold(w, "UNLOCK"):
 			si.tableLocks = false
@@ -833,7 +832,7 @@ func mayTakeSnapshot(st *plugins.Statement) bool {
 	}
 	switch st.Kind {
 	case plugins.KindBegin:
-		return containsFold(st.SQL, "CONSISTENT")
+		return plugins.ContainsFold(st.SQL, "CONSISTENT")
 	case plugins.KindCommit, plugins.KindRollback, plugins.KindUse:
 		return false
 	}
@@ -850,37 +849,16 @@ func (si *sessionInfo) pinToBackend(ids []lease.TableID) {
 	}
 }
 
-// containsFold reports whether s contains the upper-case ASCII word w,
-// ignoring case.
-func containsFold(s, w string) bool {
-	for i := 0; i+len(w) <= len(s); i++ {
-		j := 0
-		for ; j < len(w); j++ {
-			c := s[i+j]
-			if c >= 'a' && c <= 'z' {
-				c -= 'a' - 'A'
-			}
-			if c != w[j] {
-				break
-			}
-		}
-		if j == len(w) {
-			return true
-		}
-	}
-	return false
-}
-
 // planText plans a statement text (a template or a prepared text, with
 // '?' markers), or returns nil when it cannot be decided yet because a
 // cached table it reads has no snapshot loaded.
 func (p *Plugin) planText(text, db string) *planEntry {
-	if hidesCode(text) {
+	if plugins.HidesCode(text) {
 		return &planEntry{writes: true, why: "it has a MariaDB executable comment (/*M! ... */), whose text the proxy does not read and which may call anything: a write of every cached table"}
 	}
-	pr := parsers.Get().(*parser.Parser)
-	defer parsers.Put(pr) // the tree is the parser's until its next parse
-	stmts, _, err := pr.ParseSQL(text)
+	pd := plugins.Parse(text)
+	defer pd.Release() // the tree is the parser's until then
+	stmts, err := pd.Stmts, pd.Err
 	if err != nil {
 		// Perhaps a literal where the grammar takes no marker: the result
 		// cache decides on the full text.
@@ -889,10 +867,10 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	if len(stmts) != 1 {
 		return &planEntry{why: "the statement is not one statement the parser reads"}
 	}
-	if callsUserFunction(stmts[0]) {
+	if plugins.CallsUserFunction(stmts[0]) {
 		return &planEntry{writes: true}
 	}
-	if containsFold(text, "/*!") {
+	if plugins.ContainsFold(text, "/*!") {
 		// The parser reads every executable comment's text; the backend
 		// reads it or skips it by the version it names (MariaDB skips
 		// /*!50700 to /*!99999 as MySQL's), so the two may not answer

@@ -55,12 +55,12 @@ func (t *sessionTemps) opaque() {
 
 // expect records what the statement being handled does to temporary
 // tables, per its analysis.
-func (t *sessionTemps) expect(a Analysis) {
+func (t *sessionTemps) expect(a plugins.Analysis) {
 	if a.TempsUnknown {
 		t.opaque()
 	}
 	t.pending = len(a.TempCreated)+len(a.TempDropped) > 0
-	t.created, t.dropped = a.TempCreated, a.TempDropped
+	t.created, t.dropped = leaseIDs(a.TempCreated), leaseIDs(a.TempDropped)
 }
 
 // answered applies the statement's effect once the backend has answered

@@ -38,7 +38,7 @@ func TestUnguardedWriteIsNotServedAround(t *testing.T) {
 	f := newResultsFixture(t)
 	m := &noQuorum{Local: f.p.leases.(*lease.Local), apply: true}
 	f.p.leases = m
-	f.p.effects, _ = lru.New[planKey, Analysis](16)
+	f.p.effects, _ = lru.New[planKey, plugins.Analysis](16)
 	if _, ok := f.p.Servable(f.id); !ok {
 		t.Fatal("the loaded table is not servable before the write")
 	}

@@ -4,7 +4,8 @@ import "strings"
 
 // Kind is a cheap lexical classification of a statement, from its first
 // keyword. It is computed for every statement, so it reads a few bytes and
-// never parses; plugins that need more call Statement.Normalized or parse.
+// never parses; plugins that need more call Statement.Normalized,
+// Statement.Parsed or Statement.Analysis.
 type Kind uint8
 
 const (

@@ -143,6 +143,12 @@ type Statement struct {
 	normalized string
 	digest     string
 	memo       *Memo
+
+	tree        Parsed // when parsed: see Parsed
+	parsed      bool
+	analysis    Analysis
+	analysisErr error
+	analyzed    bool
 }
 
 // SessionBackend is the session's backend connection, as plugins may use it.
@@ -173,13 +179,17 @@ func (s *SessionState) Set(key, v any) {
 	s.values[key] = v
 }
 
-// Memo keeps what is derived from a statement's text (kind, digest) across
-// executions of one prepared statement, so it is computed once.
+// Memo keeps what is derived from a statement's text (kind, digest,
+// analysis) across executions of one prepared statement, so it is computed
+// once.
 type Memo struct {
-	kind       Kind
-	classified bool
-	normalized string
-	digest     string
+	kind        Kind
+	classified  bool
+	normalized  string
+	digest      string
+	analysis    Analysis
+	analysisErr error
+	analyzed    bool
 }
 
 // Reset prepares st for a new statement, keeping the session fields.
@@ -190,6 +200,15 @@ func (st *Statement) Reset(cmd Command, sql string) {
 	st.normalized = ""
 	st.digest = ""
 	st.memo = nil
+	st.forgetDerived()
+}
+
+// forgetDerived clears what belonged to the statement before.
+func (st *Statement) forgetDerived() {
+	st.Release()
+	if st.analyzed {
+		st.analysis, st.analysisErr, st.analyzed = Analysis{}, nil, false
+	}
 	st.Params, st.ParamCount, st.ParamTypes, st.LongData = nil, 0, nil, false
 	st.Begin = false
 }
@@ -206,8 +225,7 @@ func (st *Statement) ResetMemo(cmd Command, sql string, m *Memo) {
 	st.normalized = m.normalized
 	st.digest = m.digest
 	st.memo = m
-	st.Params, st.ParamCount, st.ParamTypes, st.LongData = nil, 0, nil, false
-	st.Begin = false
+	st.forgetDerived()
 }
 
 // Normalized returns the statement with literals replaced by '?' and

@@ -621,6 +621,7 @@ func (s *session) runStatement() error {
 		}
 		chain.After(st, out)
 	}
+	st.Release() // the chain is done with its tree
 	return err
 }
 

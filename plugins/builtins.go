@@ -1,6 +1,6 @@
 // Code generated from the function-name constants of github.com/pingcap/tidb/pkg/parser/ast (functions.go); DO NOT EDIT.
 
-package cache
+package plugins
 
 // builtinFunctions are the names TiDB's parser knows as built-in functions.
 // A call to any other name may be a stored function, which can write tables.
