@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"tableproxy/plugins"
@@ -47,9 +46,7 @@ func (p *Plugin) admin(st *plugins.Statement) plugins.Action {
 			return w.WriteResult(&mysql.Result{Resultset: rs})
 		}))
 	}
-	pr := p.parsers.Get().(*parser.Parser)
-	defer p.parsers.Put(pr) // the tree is the parser's until its next parse
-	stmts, _, err := pr.ParseSQL(st.SQL)
+	stmts, err := st.Parsed()
 	if err != nil || len(stmts) != 1 {
 		return plugins.Continue
 	}

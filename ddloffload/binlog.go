@@ -12,7 +12,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
-	"github.com/pingcap/tidb/pkg/parser"
+
+	"tableproxy/plugins"
 )
 
 // stream follows the backend's binary log from the job's starting position
@@ -28,7 +29,6 @@ type stream struct {
 	t        *tableInfo
 	syncer   *replication.BinlogSyncer
 	streamer *replication.BinlogStreamer
-	parser   *parser.Parser // the reading goroutine's own
 
 	mu      sync.Mutex // guards the fields below; held briefly by the reader and by catch-up
 	dirty   map[string][]string
@@ -77,7 +77,7 @@ func masterPos(c *client.Conn) (mysql.Position, error) {
 func startStream(backend interface {
 	Binlog(string, replication.BinlogSyncerConfig) (*replication.BinlogSyncer, error)
 }, user string, t *tableInfo, from mysql.Position) (*stream, error) {
-	s := &stream{t: t, parser: parser.New(), dirty: map[string][]string{}, pos: from,
+	s := &stream{t: t, dirty: map[string][]string{}, pos: from,
 		changed: make(chan struct{}), done: make(chan struct{})}
 	var err error
 	s.syncer, err = backend.Binlog(user, replication.BinlogSyncerConfig{
@@ -224,15 +224,15 @@ func (s *stream) checkQuery(schema, q string) error {
 	if closing {
 		return nil
 	}
-	tables, ok := tablesIn(s.parser, q, schema)
-	if !ok {
+	a, _ := plugins.Analyze(q, schema)
+	if a.Unparsed {
 		if containsFold(q, s.t.Table) {
 			return fmt.Errorf("statement on %s during the job that cannot be analysed: %.200s", s.t.name(), q)
 		}
 		return nil
 	}
-	for _, tk := range tables {
-		if tk.schema == s.t.Schema && tk.table == s.t.Table {
+	for _, tk := range a.Named {
+		if tk.Schema == s.t.Schema && tk.Table == s.t.Table {
 			return fmt.Errorf("%s was changed by a statement during the job: %.200s", s.t.name(), q)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/plugins"
 )
 
 // errConnect is a connection the job could not open; in the cut-over, the
@@ -81,7 +83,7 @@ func (r *runner) cutOver(ctx context.Context) error {
 func (r *runner) swap(ctx context.Context) error {
 	hold := time.Duration(r.p.opts.CutOverHold)
 	deadline := time.Now().Add(hold)
-	epoch, release := r.p.fence.hold(tableKey{r.t.Schema, r.t.Table})
+	epoch, release := r.p.fence.hold(plugins.TableID{Schema: r.t.Schema, Table: r.t.Table})
 	defer release()
 
 	rn, err := r.connect(ctx)

@@ -1,20 +1,14 @@
 package ddloffload
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
-	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"tableproxy/plugins"
 )
-
-// tableKey names a table.
-type tableKey struct{ schema, table string }
 
 // fence holds statements on tables being swapped. While a table is fenced,
 // a statement that may touch it waits in OnStatement until the swap ends
@@ -29,7 +23,7 @@ type tableKey struct{ schema, table string }
 type fence struct {
 	n      atomic.Int32 // fenced tables; read on every statement
 	mu     sync.Mutex   // guards tables and waiting; contended only while a swap runs
-	tables map[tableKey]*fenced
+	tables map[plugins.TableID]*fenced
 	held   atomic.Int64 // statements held, ever
 	epoch  atomic.Int64 // counts holds: a session marks the transactions it begins during one
 
@@ -186,11 +180,11 @@ type fenced struct {
 // read the old epoch (its transaction counts as begun before the fence,
 // and the swap waits for it) may find the fence up, never the other way
 // round (a transaction of the new epoch that the fence missed).
-func (f *fence) hold(t tableKey) (epoch int64, release func()) {
+func (f *fence) hold(t plugins.TableID) (epoch int64, release func()) {
 	f.mu.Lock()
 	fc := &fenced{done: make(chan struct{}), epoch: f.epoch.Load() + 1}
 	if f.tables == nil {
-		f.tables = map[tableKey]*fenced{}
+		f.tables = map[plugins.TableID]*fenced{}
 	}
 	f.tables[t] = fc
 	f.n.Add(1)
@@ -211,13 +205,13 @@ func (f *fence) hold(t tableKey) (epoch int64, release func()) {
 // wait holds st while a table it may touch is fenced, at most max. A
 // statement of a transaction begun before a table's fence (see starting)
 // is not held by it.
-func (f *fence) wait(st *plugins.Statement, pool *sync.Pool, max time.Duration) {
+func (f *fence) wait(st *plugins.Statement, max time.Duration) {
 	began := int64(-1)
 	if st.InTx {
 		began = f.sessionTx(st).began.Load()
 	}
 	f.mu.Lock()
-	fences := make(map[tableKey]*fenced, len(f.tables))
+	fences := make(map[plugins.TableID]*fenced, len(f.tables))
 	for k, fc := range f.tables {
 		if began < 0 || began >= fc.epoch {
 			fences[k] = fc
@@ -227,17 +221,15 @@ func (f *fence) wait(st *plugins.Statement, pool *sync.Pool, max time.Duration) 
 	if len(fences) == 0 {
 		return
 	}
-	pr := pool.Get().(*parser.Parser)
-	tables, ok := tablesIn(pr, st.SQL, st.DB)
-	pool.Put(pr)
+	a, _ := st.Analysis() // (a request that mixes CACHE with others names its tables too)
 	var waitOn []chan struct{}
-	if !ok {
+	if a.Unparsed {
 		// Unparsable: it may touch anything fenced.
 		for _, fc := range fences {
 			waitOn = append(waitOn, fc.done)
 		}
 	} else {
-		for _, t := range tables {
+		for _, t := range a.Named {
 			if fc, hit := fences[t]; hit {
 				waitOn = append(waitOn, fc.done)
 			}
@@ -277,35 +269,3 @@ func (f *fence) wait(st *plugins.Statement, pool *sync.Pool, max time.Duration) 
 		}
 	}
 }
-
-// tablesIn lists the tables a statement names (unqualified names in db).
-// ok is false when the statement does not parse.
-func tablesIn(p *parser.Parser, sql, db string) (tables []tableKey, ok bool) {
-	stmts, _, err := p.ParseSQL(sql)
-	if err != nil {
-		return nil, false
-	}
-	v := &tableCollector{db: db}
-	for _, s := range stmts {
-		s.Accept(v)
-	}
-	return v.tables, true
-}
-
-type tableCollector struct {
-	db     string
-	tables []tableKey
-}
-
-func (v *tableCollector) Enter(n ast.Node) (ast.Node, bool) {
-	if tn, ok := n.(*ast.TableName); ok {
-		schema := tn.Schema.O
-		if schema == "" {
-			schema = v.db
-		}
-		v.tables = append(v.tables, tableKey{strings.Clone(schema), strings.Clone(tn.Name.O)})
-	}
-	return n, false
-}
-
-func (v *tableCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }

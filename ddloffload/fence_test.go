@@ -2,21 +2,18 @@ package ddloffload
 
 import (
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
 
 	"tableproxy/plugins"
 )
 
 func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 	var f fence
-	pool := &sync.Pool{New: func() any { return parser.New() }}
 	var waitsIn func(st *plugins.Statement) bool
-	_, release := f.hold(tableKey{"db", "t"})
+	_, release := f.hold(plugins.TableID{Schema: "db", Table: "t"})
 	if !f.active() {
 		t.Fatal("fence not active")
 	}
@@ -27,7 +24,7 @@ func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 		done := make(chan struct{})
 		f.starting(st)
 		go func() {
-			f.wait(st, pool, 5*time.Second)
+			f.wait(st, 5*time.Second)
 			close(done)
 		}()
 		select {
@@ -70,17 +67,17 @@ func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 	st := &plugins.Statement{SQL: "SELECT * FROM t", DB: "db"}
 	start := time.Now()
 	go func() { time.Sleep(30 * time.Millisecond); release() }()
-	f.wait(st, pool, 5*time.Second)
+	f.wait(st, 5*time.Second)
 	if d := time.Since(start); d < 25*time.Millisecond || d > time.Second {
 		t.Errorf("released after %s", d)
 	}
 	if f.active() {
 		t.Error("fence still active after release")
 	}
-	_, release2 := f.hold(tableKey{"db", "t"})
+	_, release2 := f.hold(plugins.TableID{Schema: "db", Table: "t"})
 	defer release2()
 	start = time.Now()
-	f.wait(st, pool, 40*time.Millisecond)
+	f.wait(st, 40*time.Millisecond)
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Errorf("bounded wait took %s", d)
 	}
@@ -90,18 +87,17 @@ func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 // two fences is held by the first (begun since it) but not by the second.
 func TestFenceEpochIsPerTable(t *testing.T) {
 	var f fence
-	pool := &sync.Pool{New: func() any { return parser.New() }}
-	_, releaseT := f.hold(tableKey{"db", "t"})
+	_, releaseT := f.hold(plugins.TableID{Schema: "db", Table: "t"})
 	defer releaseT()
 	sess := &plugins.SessionState{}
 	f.starting(&plugins.Statement{SQL: "BEGIN", DB: "db", Session: sess})
-	_, releaseU := f.hold(tableKey{"db", "u"})
+	_, releaseU := f.hold(plugins.TableID{Schema: "db", Table: "u"})
 	defer releaseU()
 	held := func(sql string) bool {
 		st := &plugins.Statement{SQL: sql, DB: "db", InTx: true, Session: sess}
 		f.starting(st)
 		start := time.Now()
-		f.wait(st, pool, 40*time.Millisecond)
+		f.wait(st, 40*time.Millisecond)
 		return time.Since(start) >= 30*time.Millisecond
 	}
 	if !held("SELECT * FROM t") {
@@ -130,7 +126,7 @@ func TestFenceOpenBefore(t *testing.T) {
 	stmt(3, c, "BEGIN", plugins.KindBegin, false) // under way
 	f.ended(stmt(4, d, "ALTER TABLE t ADD INDEX i (c)", plugins.KindDDL, false), idle)
 	stmt(4, d, "ALTER TABLE t ADD INDEX j (c)", plugins.KindDDL, false) // waits for its job
-	epoch, release := f.hold(tableKey{"db", "t"})
+	epoch, release := f.hold(plugins.TableID{Schema: "db", Table: "t"})
 	defer release()
 	f.ended(stmt(2, b, "BEGIN", plugins.KindBegin, false), inTx) // begun during the fence
 	got := f.openBefore(epoch)
@@ -152,13 +148,12 @@ func TestFenceOpenBefore(t *testing.T) {
 // either: it cannot go on before the swap ends.
 func TestFenceAnsweredBeginAndHeldStatements(t *testing.T) {
 	var f fence
-	pool := &sync.Pool{New: func() any { return parser.New() }}
 	inTx := &plugins.Outcome{Status: mysql.SERVER_STATUS_IN_TRANS}
 	idle := &plugins.Outcome{}
 	a := &plugins.SessionState{}
 	f.starting(&plugins.Statement{ConnID: 1, SQL: "SELECT 1", Kind: plugins.KindSelect, Session: a})
 	f.ended(&plugins.Statement{ConnID: 1, SQL: "SELECT 1", Kind: plugins.KindSelect, Session: a}, idle)
-	epoch, release := f.hold(tableKey{"db", "t"})
+	epoch, release := f.hold(plugins.TableID{Schema: "db", Table: "t"})
 	defer release()
 	f.ended(&plugins.Statement{ConnID: 1, SQL: "BEGIN", Kind: plugins.KindBegin, Session: a}, inTx) // answered earlier on the chain
 	if got := f.openBefore(epoch); len(got) != 0 {
@@ -167,7 +162,7 @@ func TestFenceAnsweredBeginAndHeldStatements(t *testing.T) {
 	st := &plugins.Statement{ConnID: 1, SQL: "UPDATE t SET a = 1", DB: "db", Kind: plugins.KindUpdate, InTx: true, Session: a}
 	f.starting(st)
 	start := time.Now()
-	f.wait(st, pool, 40*time.Millisecond)
+	f.wait(st, 40*time.Millisecond)
 	if time.Since(start) < 30*time.Millisecond {
 		t.Error("a statement on the table of a transaction begun by an answered BEGIN during the fence was not held")
 	}
@@ -179,7 +174,7 @@ func TestFenceAnsweredBeginAndHeldStatements(t *testing.T) {
 	f.starting(sb)
 	f.sessionTx(sb).began.Store(epoch - 1)
 	done := make(chan struct{})
-	go func() { f.wait(sb, pool, time.Second); close(done) }()
+	go func() { f.wait(sb, time.Second); close(done) }()
 	time.Sleep(20 * time.Millisecond)
 	if got := f.openBefore(epoch); len(got) != 0 {
 		t.Errorf("a held statement counts as open before the fence: %v", got)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
 )
@@ -79,8 +78,7 @@ func (ix IndexDef) clause() string {
 // functional key parts, ALGORITHM or LOCK clauses, IF NOT EXISTS, options
 // beyond USING and COMMENT, several statements) returns ok == false: the
 // statement goes to the backend as it is.
-func parseRequest(p *parser.Parser, sql, db string) (req *Request, ok bool) {
-	stmts, _, err := p.ParseSQL(sql)
+func parseRequest(stmts []ast.StmtNode, err error, db string) (req *Request, ok bool) {
 	if err != nil || len(stmts) != 1 {
 		return nil, false
 	}

@@ -4,11 +4,10 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/pingcap/tidb/pkg/parser"
+	"tableproxy/plugins"
 )
 
 func TestParseRequest(t *testing.T) {
-	p := parser.New()
 	for _, tc := range []struct {
 		sql     string
 		want    *Request // nil: passes through
@@ -33,7 +32,9 @@ func TestParseRequest(t *testing.T) {
 		{"ALTER TABLE t ADD INDEX i (a); DROP TABLE t", nil, nil},
 		{"ALTER TABLE t CACHE", nil, nil},
 	} {
-		got, ok := parseRequest(p, tc.sql, "db")
+		pd := plugins.Parse(tc.sql)
+		got, ok := parseRequest(pd.Stmts, pd.Err, "db")
+		pd.Release()
 		if tc.want == nil {
 			if ok {
 				t.Errorf("%s: intercepted as %+v, want it passed through", tc.sql, got)

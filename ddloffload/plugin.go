@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
 
 	"tableproxy/configs"
 	"tableproxy/plugins"
@@ -207,7 +206,6 @@ type Plugin struct {
 
 	vars *vars
 
-	parsers sync.Pool
 	running atomic.Int32 // jobs running; DDL is checked against them only then
 
 	stall   stallPoint // the fault tests' hook (see stallEnv)
@@ -260,7 +258,6 @@ func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options
 	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg, vars: newVars(opts), fg: newLatencies(), fgTx: newLatencies(),
 		janitorWake: make(chan struct{}, 1)}
 	p.stall, p.stallOn = stallFromEnv()
-	p.parsers.New = func() any { return parser.New() }
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.recover()
 	p.wg.Add(1)
@@ -348,7 +345,7 @@ func (p *Plugin) OnConn(ev plugins.ConnEvent) {
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 	p.unitStarting(p.fence.starting(st), st)
 	if p.fence.active() {
-		p.fence.wait(st, &p.parsers, 2*time.Duration(p.opts.CutOverHold))
+		p.fence.wait(st, 2*time.Duration(p.opts.CutOverHold))
 	}
 	switch st.Kind {
 	case plugins.KindSelect:
@@ -375,9 +372,8 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		if !mayAddIndex(st.SQL) {
 			return plugins.Continue
 		}
-		pr := p.parsers.Get().(*parser.Parser)
-		req, ok := parseRequest(pr, st.SQL, st.DB)
-		p.parsers.Put(pr)
+		stmts, err := st.Parsed()
+		req, ok := parseRequest(stmts, err, st.DB)
 		if !ok {
 			return plugins.Continue
 		}
@@ -418,19 +414,18 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 // for the table's metadata lock would get. A new ADD INDEX on the table
 // is left to the registry, which names the job.
 func (p *Plugin) refuseBusy(st *plugins.Statement) (plugins.Action, bool) {
-	pr := p.parsers.Get().(*parser.Parser)
-	defer p.parsers.Put(pr)
-	if _, isAdd := parseRequest(pr, st.SQL, st.DB); isAdd {
+	stmts, err := st.Parsed()
+	if _, isAdd := parseRequest(stmts, err, st.DB); isAdd {
 		return plugins.Continue, false
 	}
-	tables, ok := tablesIn(pr, st.SQL, st.DB)
-	if !ok {
+	a, _ := st.Analysis()
+	if a.Unparsed {
 		return plugins.Continue, false
 	}
-	for _, t := range tables {
-		if id, busy := p.jobs.runningOn(t.schema, t.table); busy {
+	for _, t := range a.Named {
+		if id, busy := p.jobs.runningOn(t.Schema, t.Table); busy {
 			return plugins.RefuseWith(mysql.NewError(mysql.ER_LOCK_WAIT_TIMEOUT, fmt.Sprintf(
-				"Lock wait timeout exceeded; tableproxy DDL job %d is adding an index to %s: try again when it ends (ADMIN SHOW DDL JOBS)", id, tableName(t.schema, t.table)))), true
+				"Lock wait timeout exceeded; tableproxy DDL job %d is adding an index to %s: try again when it ends (ADMIN SHOW DDL JOBS)", id, tableName(t.Schema, t.Table)))), true
 		}
 	}
 	return plugins.Continue, false

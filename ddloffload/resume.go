@@ -9,7 +9,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
+
+	"tableproxy/plugins"
 )
 
 // recover settles the jobs that were running when the proxy stopped
@@ -76,7 +77,9 @@ func (p *Plugin) settle(rec *jobRec, j Job) {
 		why = "cancelled"
 	default:
 		var ok bool
-		req, ok = parseRequest(parser.New(), j.Query, j.DB)
+		pd := plugins.Parse(j.Query)
+		req, ok = parseRequest(pd.Stmts, pd.Err, j.DB)
+		pd.Release()
 		if !ok || req.Schema != j.Schema || req.Table != j.Table {
 			req, why = nil, "its statement cannot be read again"
 		}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
@@ -218,9 +217,7 @@ func (p *Plugin) onVars(st *plugins.Statement) (plugins.Action, bool) {
 	if st.Command != plugins.ComQuery || !mentionsVars(st.SQL) {
 		return plugins.Continue, false
 	}
-	pr := p.parsers.Get().(*parser.Parser)
-	defer p.parsers.Put(pr) // the tree is the parser's until its next parse
-	stmts, _, err := pr.ParseSQL(st.SQL)
+	stmts, err := st.Parsed()
 	if err != nil || len(stmts) != 1 {
 		return plugins.Continue, false
 	}

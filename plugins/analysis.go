@@ -173,7 +173,7 @@ func analyzeStmts(stmts []ast.StmtNode, err error, db string) (Analysis, error) 
 		a := analyzeOne(stmt, db)
 		if a.Effect == EffectCache || a.Effect == EffectNoCache {
 			if len(stmts) > 1 {
-				return Analysis{}, errMixedAdmin
+				return Analysis{Named: out.Named}, errMixedAdmin
 			}
 			a.Named = out.Named
 			return a, nil

@@ -3,18 +3,14 @@ package vschema
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"tableproxy/cache"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
-
-var parsers = sync.Pool{New: func() any { return parser.New() }}
 
 // OnStatement answers the statements that read the virtual schema, and
 // lets every other pass.
@@ -36,9 +32,7 @@ func (s *Schema) OnStatement(st *plugins.Statement) plugins.Action {
 	if in {
 		db = Name
 	}
-	pr := parsers.Get().(*parser.Parser)
-	defer parsers.Put(pr) // the tree is the parser's until its next parse
-	stmts, _, err := pr.ParseSQL(st.SQL)
+	stmts, err := st.Parsed()
 	switch {
 	case in && st.Kind != plugins.KindSelect && st.Kind != plugins.KindShow && st.Kind != plugins.KindWith && st.Kind != plugins.KindUse:
 		return s.guardOther(stmts, err == nil)

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/format"
 
@@ -142,15 +141,15 @@ func (s *Schema) answerShow(x *ast.ShowStmt, columns []string, rows [][]any, fil
 	case x.Where != nil:
 		query += " WHERE " + restore(x.Where)
 	}
-	pr := parsers.Get().(*parser.Parser)
-	defer parsers.Put(pr)
-	sel, err := pr.ParseOneStmt(query, "", "")
-	if err != nil {
+	pd := plugins.Parse(query)
+	defer pd.Release() // the tree is the parser's until then
+	if pd.Err != nil || len(pd.Stmts) != 1 {
 		return refuse(notSupported("this SHOW's filter"))
 	}
+	sel := pd.Stmts[0].(*ast.SelectStmt)
 	// The filter names the SHOW's own columns.
 	show := &Schema{tables: map[string]table{showTableName: {columns: columns}}}
-	if e := show.checkColumns(sel.(*ast.SelectStmt)); e != nil {
+	if e := show.checkColumns(sel); e != nil {
 		return refuse(e)
 	}
 	lookup := func(id lease.TableID) *cache.Snapshot {
@@ -159,7 +158,7 @@ func (s *Schema) answerShow(x *ast.ShowStmt, columns []string, rows [][]any, fil
 		}
 		return nil
 	}
-	resp, e := cache.SelectVirtual(sel.(*ast.SelectStmt), Name, lookup, st)
+	resp, e := cache.SelectVirtual(sel, Name, lookup, st)
 	if e != nil {
 		return refuse(e)
 	}
