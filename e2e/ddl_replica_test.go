@@ -18,7 +18,7 @@ import (
 func TestDDLThrottleOnReplicaLag(t *testing.T) {
 	e := newDDLEnv(t)
 	rep := startPrivateMariaDBWithID(t, "2")
-	repBackend := testdb.Backend{Addr: rep.addr(), RootUser: "tproot", RootPassword: "tproot"}
+	repBackend := testdb.Backend{Addr: rep.Addr(), RootUser: "tproot", RootPassword: "tproot"}
 	replica := repBackend.Root(t)
 	primary := e.backend.Root(t)
 
@@ -34,7 +34,7 @@ func TestDDLThrottleOnReplicaLag(t *testing.T) {
 		"SET GLOBAL replicate_wild_do_table = '"+e.db+".%'", // (replicate_do_db would go by the default database)
 		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %s, MASTER_USER = 'tproot', MASTER_PASSWORD = 'tproot', MASTER_LOG_FILE = '%s', MASTER_LOG_POS = %d", port, file, pos),
 		"START SLAVE")
-	e.restartWith(t, e.ddlOptions(fmt.Sprintf(", chunk_rows: 500, replicas: ['tproot:tproot@%s']", rep.addr())))
+	e.restartWith(t, e.ddlOptions(fmt.Sprintf(", chunk_rows: 500, replicas: ['tproot:tproot@%s']", rep.Addr())))
 	e.seed(t, 20000)
 	waitFor(t, 30*time.Second, "the replica to have the table", func() (bool, error) {
 		var n int
@@ -89,7 +89,7 @@ func TestDDLThrottleOnReplicaLag(t *testing.T) {
 		return n > 0, err
 	})
 	direct := e.direct(t)
-	if a, b := tableSum(t, direct, "t"), tableSum(t, testdb.Open(t, testdb.DSN(rep.addr(), "tproot", "tproot", e.db, nil)), "t"); a != b {
+	if a, b := tableSum(t, direct, "t"), tableSum(t, testdb.Open(t, testdb.DSN(rep.Addr(), "tproot", "tproot", e.db, nil)), "t"); a != b {
 		t.Errorf("replica's table differs from the primary's: %s vs %s", b, a)
 	}
 }

@@ -2,10 +2,6 @@ package e2e
 
 import (
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,83 +12,37 @@ import (
 	"tableproxy/internal/testdb"
 )
 
-// privateMariaDB is a MariaDB of the test's own (scripts/mariadb.sh with
-// its own run directory and port), which the test may kill and restart
-// without disturbing the shared backend other tests use.
-type privateMariaDB struct {
-	runDir   string
-	port     string
-	serverID string // "" for the script's default, 1
-}
-
-func startPrivateMariaDB(t *testing.T) *privateMariaDB {
+// startPrivateMariaDB starts a MariaDB of the test's own (see
+// testdb.Private) on a port handed out as the proxies' are.
+func startPrivateMariaDB(t *testing.T) *testdb.Private {
 	t.Helper()
 	return startPrivateMariaDBWithID(t, "")
 }
 
 // startPrivateMariaDBWithID starts one with the given server id, as a
 // replica of the shared backend needs.
-func startPrivateMariaDBWithID(t *testing.T, serverID string) *privateMariaDB {
+func startPrivateMariaDBWithID(t *testing.T, serverID string) *testdb.Private {
 	t.Helper()
-	testdb.Get(t) // same skip/fail rule as every backend test
-	port := freePort(t)
-	_, p, _ := strings.Cut(port, ":")
-	m := &privateMariaDB{runDir: t.TempDir(), port: p, serverID: serverID}
-	m.script(t, "start")
-	t.Cleanup(func() { m.script(t, "stop") })
-	return m
-}
-
-func (m *privateMariaDB) addr() string { return "127.0.0.1:" + m.port }
-
-func (m *privateMariaDB) script(t *testing.T, verb string) {
-	t.Helper()
-	cmd := exec.Command("../scripts/mariadb.sh", verb)
-	cmd.Env = append(os.Environ(), "TABLEPROXY_RUN_DIR="+m.runDir, "TABLEPROXY_MARIADB_PORT="+m.port)
-	if m.serverID != "" {
-		cmd.Env = append(cmd.Env, "TABLEPROXY_MARIADB_SERVER_ID="+m.serverID)
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("mariadb.sh %s: %v\n%s", verb, err, out)
-	}
-}
-
-func (m *privateMariaDB) pid(t *testing.T) int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(m.runDir, "mariadb", "mariadb.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
-func (m *privateMariaDB) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := syscall.Kill(m.pid(t), sig); err != nil {
-		t.Fatal(err)
-	}
+	_, port, _ := strings.Cut(freePort(t), ":")
+	return testdb.StartPrivate(t, port, serverID)
 }
 
 // faultEnv is a private MariaDB with a database and user, and a proxy in
 // front of it; it returns the backend and the proxied DSN.
-func faultEnv(t *testing.T) (*privateMariaDB, string) {
+func faultEnv(t *testing.T) (*testdb.Private, string) {
 	m, dsn, _ := faultEnvCLI(t)
 	return m, dsn
 }
 
 // faultEnvCLI is faultEnv, plus a function that runs a script through the
 // mariadb client connected to the proxy.
-func faultEnvCLI(t *testing.T) (*privateMariaDB, string, func(script string) cliResult) {
+func faultEnvCLI(t *testing.T) (*testdb.Private, string, func(script string) cliResult) {
 	t.Helper()
 	m := startPrivateMariaDB(t)
-	be := testdb.Backend{Addr: m.addr(), RootUser: "tproot", RootPassword: "tproot"}
+	be := testdb.Backend{Addr: m.Addr(), RootUser: "tproot", RootPassword: "tproot"}
 	db := be.NewDatabase(t)
 	user := be.NewUser(t, "pw", "ALL", db)
-	px := startProxy(t, m.addr(), account{user, "pw"})
+	px := startProxy(t, m.Addr(), account{user, "pw"})
 	cli := func(script string) cliResult {
 		t.Helper()
 		path := requireTool(t, "mariadb", "mariadb-client")
@@ -124,7 +74,7 @@ func TestBackendKilledAndRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m.signal(t, syscall.SIGKILL)
+	m.Signal(t, syscall.SIGKILL)
 	start := time.Now()
 	if _, err := live.Exec("INSERT INTO k VALUES (2)"); !testdb.ConnectionLost(err) {
 		t.Errorf("statement on a session whose backend died: %v, want its connection closed", err)
@@ -142,7 +92,7 @@ func TestBackendKilledAndRestarted(t *testing.T) {
 		t.Errorf("errors took %v", d)
 	}
 
-	m.script(t, "start") // crash recovery, same datadir
+	m.Script(t, "start") // crash recovery, same datadir
 	waitFor(t, 60*time.Second, "the proxy to serve again", func() (bool, error) {
 		err := fresh.Ping()
 		return err == nil, err
@@ -162,11 +112,11 @@ func TestBackendStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m.signal(t, syscall.SIGSTOP)
+	m.Signal(t, syscall.SIGSTOP)
 	continued := false
 	defer func() {
 		if !continued {
-			m.signal(t, syscall.SIGCONT)
+			m.Signal(t, syscall.SIGCONT)
 		}
 	}()
 	start := time.Now()
@@ -180,7 +130,7 @@ func TestBackendStopped(t *testing.T) {
 	if d := time.Since(start); d > 8*time.Second {
 		t.Errorf("took %v; want the connect timeout", d)
 	}
-	m.signal(t, syscall.SIGCONT)
+	m.Signal(t, syscall.SIGCONT)
 	continued = true
 	waitFor(t, 30*time.Second, "the proxy to serve again", func() (bool, error) {
 		err := testdb.Open(t, dsn).Ping()

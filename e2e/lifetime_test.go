@@ -150,20 +150,20 @@ func TestLifetimePooledBackendKilled(t *testing.T) {
 // session on the restarted backend without an error, as directly.
 func TestLifetimeBackendRestarted(t *testing.T) {
 	m := startPrivateMariaDB(t)
-	be := testdb.Backend{Addr: m.addr(), RootUser: "tproot", RootPassword: "tproot"}
+	be := testdb.Backend{Addr: m.Addr(), RootUser: "tproot", RootPassword: "tproot"}
 	dbName := be.NewDatabase(t)
 	user := be.NewUser(t, "pw", "ALL", dbName)
-	px := startProxy(t, m.addr(), account{user, "pw"})
+	px := startProxy(t, m.Addr(), account{user, "pw"})
 	pools := map[string]*sql.DB{}
-	for _, ep := range []endpoint{{"direct", m.addr()}, {"proxy", px.addr}} {
+	for _, ep := range []endpoint{{"direct", m.Addr()}, {"proxy", px.addr}} {
 		db := testdb.Open(t, testdb.DSN(ep.addr, user, "pw", dbName, nil))
 		db.SetMaxOpenConns(1)
 		db.SetMaxIdleConns(1)
 		connectionID(t, ep, db)
 		pools[ep.name] = db
 	}
-	m.script(t, "stop")
-	m.script(t, "start")
+	m.Script(t, "stop")
+	m.Script(t, "start")
 	time.Sleep(lifetimeNotice)
 	for name, db := range pools {
 		if err := db.QueryRow("SELECT 1").Scan(new(int)); err != nil {

@@ -1,0 +1,83 @@
+package testdb
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Private is a MariaDB of the test's own (scripts/mariadb.sh with its own
+// run directory and port), which the test may kill and restart without
+// disturbing the shared backend other tests use. Its admin is the
+// script's, tproot.
+type Private struct {
+	runDir   string
+	port     string
+	serverID string // "" for the script's default, 1
+}
+
+// StartPrivate starts one listening on 127.0.0.1 at port, with the given
+// server id ("" for the script's default; a replica of the shared backend
+// needs another), and stops it after the test.
+func StartPrivate(t *testing.T, port, serverID string) *Private {
+	t.Helper()
+	Get(t) // same skip/fail rule as every backend test
+	m := &Private{runDir: t.TempDir(), port: port, serverID: serverID}
+	m.Script(t, "start")
+	t.Cleanup(func() { m.Script(t, "stop") })
+	return m
+}
+
+// Addr is its host:port.
+func (m *Private) Addr() string { return "127.0.0.1:" + m.port }
+
+// Backend is its address and admin account.
+func (m *Private) Backend() Backend {
+	return Backend{Addr: m.Addr(), RootUser: "tproot", RootPassword: "tproot"}
+}
+
+// Script runs scripts/mariadb.sh verb (start, stop) on it.
+func (m *Private) Script(t *testing.T, verb string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "mariadb.sh"), verb)
+	cmd.Env = append(os.Environ(), "TABLEPROXY_RUN_DIR="+m.runDir, "TABLEPROXY_MARIADB_PORT="+m.port)
+	if m.serverID != "" {
+		cmd.Env = append(cmd.Env, "TABLEPROXY_MARIADB_SERVER_ID="+m.serverID)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mariadb.sh %s: %v\n%s", verb, err, out)
+	}
+}
+
+// PID is its server process.
+func (m *Private) PID(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(m.runDir, "mariadb", "mariadb.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// Signal sends sig to its server process.
+func (m *Private) Signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(m.PID(t), sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// repoRoot is the repository's root: this file is internal/testdb/private.go.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
