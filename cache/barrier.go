@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/binlog"
 )
 
 // A copy must hold every write the binary log showed before its load
@@ -32,29 +34,6 @@ import (
 // maxBarrierWait bounds how long a load waits for its snapshot to reach the
 // log's end; past it the load fails, and is retried as any failed load.
 const maxBarrierWait = 5 * time.Second
-
-// binlogEnd asks the backend where its binary log ends now. MySQL 8.4
-// renamed SHOW MASTER STATUS; try the old name, then the new.
-func binlogEnd(conn *client.Conn) (mysql.Position, error) {
-	var r *mysql.Result
-	var err error
-	for _, q := range []string{"SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"} {
-		if r, err = conn.Execute(q); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		return mysql.Position{}, err
-	}
-	defer r.Close()
-	if r.RowNumber() == 0 {
-		return mysql.Position{}, errBinlogOff
-	}
-	pos, _ := r.GetUint(0, 1)
-	return mysql.Position{Name: resultString(r, 0, 0), Pos: uint32(pos)}, nil
-}
-
-var errBinlogOff = errors.New("the backend's binary log is off")
 
 // snapshotPosition reads the binary log position that the session's
 // consistent snapshot corresponds to; ok is false when the backend does
@@ -102,11 +81,11 @@ func logBefore(a, b mysql.Position) bool {
 // the log ends. end, when a test sets it, replaces where the log ends.
 func startSnapshot(ctx context.Context, conn *client.Conn, end func(*client.Conn) (mysql.Position, error)) (unchecked string, err error) {
 	if end == nil {
-		end = binlogEnd
+		end = func(c *client.Conn) (mysql.Position, error) { return binlog.End(c) }
 	}
 	barrier, berr := end(conn)
 	switch {
-	case errors.Is(berr, errBinlogOff):
+	case errors.Is(berr, binlog.ErrLogOff):
 		// Nothing to wait for (barrier is empty): no write is seen in the
 		// log either, and copies are not served on its account.
 	case berr != nil:

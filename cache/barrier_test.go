@@ -12,6 +12,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/binlog"
 	"tableproxy/internal/testdb"
 )
 
@@ -53,7 +54,7 @@ func TestSnapshotReachesTheLogsEnd(t *testing.T) {
 	// Against the log's real end, read before the load: the snapshot holds
 	// at least that much. (Other packages' tests share the server and
 	// commit at any time, so nothing is known of the end after it.)
-	end, err := binlogEnd(writer)
+	end, err := binlog.End(writer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestSnapshotReachesTheLogsEnd(t *testing.T) {
 	if _, err := writer.Execute("UPDATE t SET v = 2 WHERE id = 1"); err != nil {
 		t.Fatal(err)
 	}
-	afterWrite, err := binlogEnd(writer)
+	afterWrite, err := binlog.End(writer)
 	if err != nil {
 		t.Fatal(err)
 	}

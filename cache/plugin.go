@@ -33,6 +33,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tableproxy/binlog"
 	"tableproxy/configs"
 	"tableproxy/lease"
 	"tableproxy/plugins"
@@ -74,6 +75,7 @@ func errUnsupported(what string) *mysql.MyError {
 type Plugin struct {
 	log        *slog.Logger
 	backend    plugins.Backend
+	binlog     *binlog.Follower
 	leases     lease.Manager
 	privileges lease.Table // see privilegesID
 	indirect   indirectWrites
@@ -231,6 +233,9 @@ func parseOptions(raw plugins.Options, env plugins.Env) (Options, int64, error) 
 	if env.Backend == nil {
 		return opts, 0, fmt.Errorf("needs a backend connector")
 	}
+	if env.Binlog == nil {
+		return opts, 0, fmt.Errorf("needs the binary log follower")
+	}
 	return opts, limit, nil
 }
 
@@ -240,7 +245,7 @@ func build(env plugins.Env, leases lease.Manager, cat CatalogSource, limit int64
 	if log == nil {
 		log = slog.Default()
 	}
-	p := New(log, env.Backend, leases, cat, limit, opts)
+	p := New(log, env.Backend, env.Binlog, leases, cat, limit, opts)
 	if env.Metrics != nil {
 		p.registerMetrics(env.Metrics)
 	}
@@ -248,8 +253,8 @@ func build(env plugins.Env, leases lease.Manager, cat CatalogSource, limit int64
 }
 
 // New builds the plugin and starts loading the catalog's tables.
-func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat CatalogSource, maxBytes int64, opts Options) *Plugin {
-	p := &Plugin{log: log, backend: backend, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
+func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, leases lease.Manager, cat CatalogSource, maxBytes int64, opts Options) *Plugin {
+	p := &Plugin{log: log, backend: backend, binlog: follower, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
 		held:  map[uint32][]heldWrite{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
 	p.privileges = leases.Table(privilegesID)
@@ -278,13 +283,15 @@ func New(log *slog.Logger, backend plugins.Backend, leases lease.Manager, cat Ca
 	return p
 }
 
-// startWatcher starts following the binary log, once.
+// startWatcher starts following the binary log, once, as the follower's
+// user; when it has none, as the plugin's binlog_user, or else user (the
+// admin who cached the table).
 func (p *Plugin) startWatcher(user string) {
 	p.watchOnce.Do(func() {
 		if p.opts.BinlogUser != "" {
 			user = p.opts.BinlogUser
 		}
-		w := &watcher{p: p, user: user}
+		w := &watcher{p: p, user: p.binlog.User(user)}
 		p.watch.Store(w)
 		p.loaderWG.Add(1)
 		go func() {

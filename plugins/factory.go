@@ -12,6 +12,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"tableproxy/binlog"
 )
 
 // Env is what the proxy gives a plugin when it is built.
@@ -25,6 +27,9 @@ type Env struct {
 	// Backend opens connections to the backend for plugins' own work
 	// (loading a table, checking a schema), as a configured proxy user.
 	Backend Backend
+	// Binlog is the proxy's one reader of the backend's binary log, which
+	// plugins that need the log subscribe to.
+	Binlog *binlog.Follower
 }
 
 // Backend opens backend connections as a configured proxy user, with that

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"tableproxy/binlog"
 	"tableproxy/cluster"
 	"tableproxy/configs"
 	"tableproxy/plugins"
@@ -132,7 +133,12 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	env := plugins.Env{Logger: log, Metrics: reg, DataDir: cfg.DataDir, Backend: proxy.NewConnector(pcfg)}
+	connector := proxy.NewConnector(pcfg)
+	// One reader of the binary log for the whole proxy, which the plugins
+	// subscribe to; closed after them.
+	follower := binlog.New(connector, "", log)
+	defer follower.Close()
+	env := plugins.Env{Logger: log, Metrics: reg, DataDir: cfg.DataDir, Backend: connector, Binlog: follower}
 	chain, err := plugins.Build(specs, env)
 	if err != nil {
 		return err
