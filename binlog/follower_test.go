@@ -103,16 +103,6 @@ func (fx *fixture) end(t *testing.T) mysql.Position {
 	return pos
 }
 
-// dumps counts the backend's binary log dump threads of the user.
-func dumps(t *testing.T, root *sql.DB, user string) int {
-	t.Helper()
-	var n int
-	if err := root.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%' AND USER = ?", user).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // recorder is a subscriber that keeps what it was given.
 type recorder struct {
 	fx *fixture
@@ -208,7 +198,7 @@ func TestSubscribeAndClose(t *testing.T) {
 	r := &recorder{fx: fx}
 	sub := fx.f.Subscribe(r.subscriber(mysql.Position{}, false))
 	r.waitStarted(t, 1)
-	if n := dumps(t, fx.root, fx.user); n != 1 {
+	if n := testdb.BinlogDumps(t, fx.root, fx.user); n != 1 {
 		t.Errorf("%d binary log dump threads, want 1", n)
 	}
 	fx.exec(t, "INSERT INTO DB.t VALUES (1, 'a'), (2, 'b')")
@@ -218,7 +208,7 @@ func TestSubscribeAndClose(t *testing.T) {
 	waitUntil(t, "the other table's event", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.others == 1 })
 	sub.Close()
 	fx.exec(t, "INSERT INTO DB.t VALUES (3, 'd')")
-	waitUntil(t, "the dump thread to end", func() bool { return dumps(t, fx.root, fx.user) == 0 })
+	waitUntil(t, "the dump thread to end", func() bool { return testdb.BinlogDumps(t, fx.root, fx.user) == 0 })
 	_, ids, broken := r.state()
 	r.mu.Lock()
 	undecoded, back := r.undecoded, r.back
@@ -262,7 +252,7 @@ func TestSubscribersFromDifferentPositions(t *testing.T) {
 	if _, ids, _ := a.state(); ids != "1,2,3" {
 		t.Errorf("the first subscriber, after the stream started again twice: rows %s, want 1,2,3", ids)
 	}
-	if n := dumps(t, fx.root, fx.user); n != 1 {
+	if n := testdb.BinlogDumps(t, fx.root, fx.user); n != 1 {
 		t.Errorf("%d binary log dump threads for three subscribers, want 1", n)
 	}
 
@@ -362,7 +352,7 @@ func TestBackendRestart(t *testing.T) {
 	if started, ids, broken := ends.state(); started != 1 || ids != "1" || broken != 1 {
 		t.Errorf("the subscriber that does not resume: started %d times, rows %s, %d breaks", started, ids, broken)
 	}
-	if n := dumps(t, fx.root, fx.user); n != 1 {
+	if n := testdb.BinlogDumps(t, fx.root, fx.user); n != 1 {
 		t.Errorf("%d binary log dump threads after the restart, want 1", n)
 	}
 }

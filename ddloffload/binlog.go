@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"tableproxy/binlog"
 	"tableproxy/plugins"
 )
 
@@ -26,116 +26,40 @@ import (
 // error, and the job fails: a break in the log, DDL on the table, a row
 // image without the key.
 type stream struct {
-	t        *tableInfo
-	syncer   *replication.BinlogSyncer
-	streamer *replication.BinlogStreamer
+	t   *tableInfo
+	sub *binlog.Subscription
 
 	mu      sync.Mutex // guards the fields below; held briefly by the reader and by catch-up
 	dirty   map[string][]string
 	pos     mysql.Position // end of the last event read
 	err     error
 	closing bool // the job is renaming the table: its DDL events are expected
-	started bool // an event arrived: the backend accepted the stream
+	started bool // the stream reached the job's position: the backend accepted it
 	changed chan struct{}
 
 	events int64 // row changes seen for the table
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
-// binlogStatus runs SHOW MASTER STATUS, or its MySQL 8.4 name SHOW BINARY
-// LOG STATUS: file, position, Binlog_Do_DB, Binlog_Ignore_DB, ...
-func binlogStatus(c *client.Conn) (*mysql.Result, error) {
-	r, err := c.Execute("SHOW MASTER STATUS")
-	if err != nil {
-		var me *mysql.MyError
-		if !errors.As(err, &me) || me.Code != mysql.ER_PARSE_ERROR {
-			return nil, err
-		}
-		if r, err = c.Execute("SHOW BINARY LOG STATUS"); err != nil {
-			return nil, err
-		}
-	}
-	if r.RowNumber() == 0 {
-		return nil, errors.New("the backend's binary log is off")
-	}
-	return r, nil
+// startStream starts following the log at from, as a subscriber of the
+// proxy's follower that wants the table's row images (the shadow's own
+// copy, among other tables, comes undecoded). A break of the stream ends
+// the subscription: changes may have been missed.
+func startStream(f *binlog.Follower, user string, t *tableInfo, from mysql.Position) *stream {
+	s := &stream{t: t, dirty: map[string][]string{}, pos: from, changed: make(chan struct{})}
+	s.sub = f.Subscribe(binlog.Subscriber{From: from, User: user, RowsOf: []binlog.Table{{Schema: t.Schema, Name: t.Table}},
+		Started: s.start, Event: s.handle, Broken: s.fail})
+	return s
 }
 
-// masterPos is where the backend's binary log ends now.
-func masterPos(c *client.Conn) (mysql.Position, error) {
-	r, err := binlogStatus(c)
-	if err != nil {
-		return mysql.Position{}, err
-	}
-	file, _ := r.GetString(0, 0)
-	pos, _ := r.GetUint(0, 1)
-	return mysql.Position{Name: file, Pos: uint32(pos)}, nil
-}
-
-// startStream starts following the log at from.
-func startStream(backend interface {
-	Binlog(string, replication.BinlogSyncerConfig) (*replication.BinlogSyncer, error)
-}, user string, t *tableInfo, from mysql.Position) (*stream, error) {
-	s := &stream{t: t, dirty: map[string][]string{}, pos: from,
-		changed: make(chan struct{}), done: make(chan struct{})}
-	var err error
-	s.syncer, err = backend.Binlog(user, replication.BinlogSyncerConfig{
-		ServerID:                randomServerID(),
-		HeartbeatPeriod:         time.Second,
-		ReadTimeout:             10 * time.Second,
-		DisableRetrySync:        true, // a break fails the job: changes may have been missed
-		TimestampStringLocation: time.UTC,
-		RowsEventDecodeFunc:     s.decodeRows,
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.streamer, err = s.syncer.StartSync(from)
-	if err != nil {
-		s.syncer.Close()
-		return nil, fmt.Errorf("start binary log stream at %s: %w", from, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	go s.run(ctx)
-	return s, nil
-}
-
-// decodeRows decodes the rows of the job's table only; other tables' row
-// events (the shadow's own copy among them) are skipped undecoded.
-func (s *stream) decodeRows(e *replication.RowsEvent, data []byte) error {
-	pos, err := e.DecodeHeader(data)
-	if err != nil {
-		return err
-	}
-	if e.Table == nil || string(e.Table.Schema) != s.t.Schema || string(e.Table.Table) != s.t.Table {
-		return nil
-	}
-	return e.DecodeData(pos, data)
+func (s *stream) start(at mysql.Position) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started, s.pos = true, at
+	s.signalLocked()
 }
 
 // close stops the stream.
-func (s *stream) close() {
-	s.cancel()
-	<-s.done
-	s.syncer.Close()
-}
-
-func (s *stream) run(ctx context.Context) {
-	defer close(s.done)
-	for {
-		ev, err := s.streamer.GetEvent(ctx)
-		if err != nil {
-			s.fail(err)
-			return
-		}
-		if err := s.handle(ev); err != nil {
-			s.fail(err)
-			return
-		}
-	}
-}
+func (s *stream) close() { s.sub.Close() }
 
 func (s *stream) fail(err error) {
 	s.mu.Lock()
@@ -151,18 +75,9 @@ func (s *stream) signalLocked() {
 	s.changed = make(chan struct{})
 }
 
-func (s *stream) handle(ev *replication.BinlogEvent) error {
-	s.mu.Lock()
-	s.started = true
-	s.mu.Unlock()
+func (s *stream) handle(ev *replication.BinlogEvent, at mysql.Position) error {
 	var keys [][]string
 	switch e := ev.Event.(type) {
-	case *replication.RotateEvent:
-		s.mu.Lock()
-		s.pos = mysql.Position{Name: string(e.NextLogName), Pos: uint32(e.Position)}
-		s.signalLocked()
-		s.mu.Unlock()
-		return nil
 	case *replication.RowsEvent:
 		if e.Table != nil && string(e.Table.Schema) == s.t.Schema && string(e.Table.Table) == s.t.Table {
 			var err error
@@ -181,9 +96,7 @@ func (s *stream) handle(ev *replication.BinlogEvent) error {
 		s.dirty[keyID(k)] = k
 	}
 	s.events += int64(len(keys))
-	if ev.Header.LogPos > 0 && ev.Header.EventType != replication.HEARTBEAT_EVENT {
-		s.pos.Pos = ev.Header.LogPos
-	}
+	s.pos = at
 	s.signalLocked()
 	return nil
 }
@@ -310,10 +223,6 @@ func (s *stream) waitFor(ctx context.Context, target mysql.Position, timeout tim
 	}
 }
 
-// randomServerID picks a replica server id in the top quarter of the range,
-// where real replicas rarely are.
-func randomServerID() uint32 { return 3<<30 | rand.Uint32()>>2 }
-
 // startBinlog starts following the binary log before the backfill reads a
 // single row, from a position P0 taken while the table is briefly
 // read-locked. The lock makes P0 a clean cut: every transaction that wrote
@@ -327,6 +236,7 @@ func (r *runner) startBinlog(ctx context.Context) error {
 	if user == "" {
 		user = r.user
 	}
+	user = r.p.binlog.User(user)
 	if r.cp.started() {
 		// A resumed job follows the log from where it first did: P0 was a
 		// clean cut then, and every change since is in the log.
@@ -334,9 +244,7 @@ func (r *runner) startBinlog(ctx context.Context) error {
 		if r.logConn, err = r.p.backend.Connect(ctx, user, ""); err != nil {
 			return err
 		}
-		if r.stream, err = startStream(r.p.backend, user, r.t, r.cp.position()); err != nil {
-			return err
-		}
+		r.stream = startStream(r.p.binlog, user, r.t, r.cp.position())
 		return r.stream.waitFor(ctx, r.cp.position(), 10*time.Second)
 	}
 	l, err := r.connect(ctx)
@@ -358,10 +266,7 @@ func (r *runner) startBinlog(ctx context.Context) error {
 	if err := binlogFiltered(r.logConn, r.t.Schema); err != nil {
 		return err
 	}
-	r.stream, err = startStream(r.p.backend, user, r.t, from)
-	if err != nil {
-		return err
-	}
+	r.stream = startStream(r.p.binlog, user, r.t, from)
 	// Wait until the stream runs, so a refused login fails the job here.
 	if err := r.stream.waitFor(ctx, from, 10*time.Second); err != nil {
 		return err
@@ -389,7 +294,7 @@ func (s *stream) requeue(keys [][]string) {
 func (r *runner) binlogEnd() (mysql.Position, error) {
 	r.logMu.Lock()
 	defer r.logMu.Unlock()
-	return masterPos(r.logConn)
+	return binlog.End(r.logConn)
 }
 
 // readToEnd returns once the stream has read the binary log up to where
@@ -405,15 +310,11 @@ func (r *runner) readToEnd(ctx context.Context, timeout time.Duration) error {
 // binlogFiltered refuses a schema the backend leaves out of its binary log
 // (binlog_do_db / binlog_ignore_db): the job would not see its changes.
 func binlogFiltered(c *client.Conn, schema string) error {
-	r, err := binlogStatus(c)
+	st, err := binlog.ReadStatus(c)
 	if err != nil {
 		return err
 	}
-	if r.ColumnNumber() < 4 {
-		return nil
-	}
-	doDB, _ := r.GetString(0, 2)
-	ignoreDB, _ := r.GetString(0, 3)
+	doDB, ignoreDB := st.DoDB, st.IgnoreDB
 	listed := func(list string) bool {
 		for _, db := range strings.Split(list, ",") {
 			if strings.TrimSpace(db) == schema {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/binlog"
 	"tableproxy/configs"
 	"tableproxy/plugins"
 )
@@ -197,6 +198,7 @@ type CachedFunc func(schema, table string) bool
 type Plugin struct {
 	log     *slog.Logger
 	backend plugins.Backend
+	binlog  *binlog.Follower
 	opts    Options
 	jobs    *registry
 	fence   fence
@@ -227,6 +229,9 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 	if env.Backend == nil {
 		return nil, fmt.Errorf("needs a backend connector")
 	}
+	if env.Binlog == nil {
+		return nil, fmt.Errorf("needs the binary log follower")
+	}
 	if env.DataDir == "" {
 		return nil, fmt.Errorf("needs a data directory")
 	}
@@ -234,7 +239,7 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	p, err := New(log, env.Backend, env.DataDir, opts)
+	p, err := New(log, env.Backend, env.Binlog, env.DataDir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +252,7 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 // New builds the plugin with its job registry in dataDir. Jobs that were
 // running when the proxy stopped are settled in the background: resumed
 // from their checkpoints, or rolled back (see resume.go).
-func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options) (*Plugin, error) {
+func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, dataDir string, opts Options) (*Plugin, error) {
 	if err := opts.setDefaults(dataDir); err != nil {
 		return nil, err
 	}
@@ -255,7 +260,7 @@ func New(log *slog.Logger, backend plugins.Backend, dataDir string, opts Options
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{log: log, backend: backend, opts: opts, jobs: reg, vars: newVars(opts), fg: newLatencies(), fgTx: newLatencies(),
+	p := &Plugin{log: log, backend: backend, binlog: follower, opts: opts, jobs: reg, vars: newVars(opts), fg: newLatencies(), fgTx: newLatencies(),
 		janitorWake: make(chan struct{}, 1)}
 	p.stall, p.stallOn = stallFromEnv()
 	p.ctx, p.cancel = context.WithCancel(context.Background())

@@ -25,9 +25,15 @@ var ddlStages = []string{"preflight", "shadow", "binlog", "backfill", "sort", "c
 // TABLEPROXY_DDL_STALL hook of that process ("" for none).
 func (e *ddlEnv) launchDDL(t *testing.T, extra, stall string) *proxyProc {
 	t.Helper()
+	return e.launchWith(t, e.ddlOptions(extra), stall)
+}
+
+// launchWith is launchDDL with plugins (a YAML list under "plugins:").
+func (e *ddlEnv) launchWith(t *testing.T, plugins, stall string) *proxyProc {
+	t.Helper()
 	t.Setenv("TABLEPROXY_DDL_STALL", stall)
 	cfg := filepath.Join(t.TempDir(), "tableproxy.yaml")
-	if err := writeFile(cfg, "plugins:\n"+e.ddlOptions(extra)); err != nil {
+	if err := writeFile(cfg, "plugins:\n"+plugins); err != nil {
 		t.Fatal(err)
 	}
 	p := launchProxy(t, cfg, e.dataDir, e.backend.Addr, freePort(t), []account{e.app}, []account{e.admin})

@@ -177,3 +177,14 @@ func randomHex(n int) string {
 func ConnectionLost(err error) bool {
 	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn)
 }
+
+// BinlogDumps counts the binary log dump threads the backend (db, as an
+// admin) serves user: one per replication stream.
+func BinlogDumps(t testing.TB, db *sql.DB, user string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%' AND USER = ?", user).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
