@@ -55,5 +55,3 @@ require (
 	google.golang.org/protobuf v1.36.8 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )
-
-replace github.com/hashicorp/raft => ./third_party/hashicorp-raft

@@ -570,10 +570,41 @@ func (n *Node) propose(ctx context.Context, c command) (uint64, error) {
 
 func retryable(err error) bool {
 	return errors.Is(err, ErrNoLeader) || errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
-		errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, errForward)
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, errForward) || errors.Is(err, errLeaderLog)
 }
 
 var errForward = errors.New("cluster: forwarding to the leader failed")
+
+// errLeaderLog wraps the error of the leader's own log write. Raft fails
+// the batch it could not store, before any follower was sent it, and the
+// leader steps down: the proposal is retried through the next leader, as
+// one whose leader was deposed (every entry is idempotent).
+var errLeaderLog = errors.New("cluster: the leader could not write its log")
+
+// applyError is what a proposal's caller is told of err, the error of the
+// future of this node's Apply as leader, under ctx.
+func applyError(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return ctx.Err()
+	case leaderLogFailed(err):
+		return fmt.Errorf("%w: %w", errLeaderLog, err)
+	}
+	return err
+}
+
+// leaderLogFailed reports whether err, from the future of a leader's
+// Apply, is its log store's: Raft's own answers there are the errors
+// below, and a store's error is passed on as it is.
+func leaderLogFailed(err error) bool {
+	for _, own := range []error{raft.ErrNotLeader, raft.ErrLeadershipLost, raft.ErrAbortedByRestore, raft.ErrRaftShutdown,
+		raft.ErrEnqueueTimeout, raft.ErrLeadershipTransferInProgress} {
+		if errors.Is(err, own) {
+			return false
+		}
+	}
+	return true
+}
 
 func (n *Node) proposeOnce(ctx context.Context, c command, data []byte) (uint64, error) {
 	if n.raft.State() == raft.Leader {
@@ -680,10 +711,7 @@ func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (_ uin
 		early = n.revokeEarly(ctx, c.Tables, c.Intent, writer{c.Node, c.Inc})
 	}
 	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrEnqueueTimeout) {
-			return 0, ctx.Err()
-		}
-		return 0, err
+		return 0, applyError(ctx, err)
 	}
 	idx := f.Index()
 	if c.Op == opOpen {

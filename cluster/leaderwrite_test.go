@@ -1,16 +1,14 @@
 package cluster
 
-// Tests of the one change in the copy of hashicorp/raft this module builds
-// with (third_party/hashicorp-raft/PATCH.md): the leader writes its log in
-// parallel with replication and counts itself in the quorum only once its
-// write has returned.
+// A leader whose own log write fails: Raft fails the entry and steps the
+// leader down, and the proposal is retried through the next leader.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,74 +128,6 @@ func lastStored(t *testing.T, s *hookedStore) uint64 {
 	return i
 }
 
-// The followers receive and store an entry while the leader's own write of
-// it is still running. Upstream, the leader wrote first and then replicated.
-func TestLeaderReplicatesWhileItWrites(t *testing.T) {
-	nodes, leader := newTestRafts(t)
-	var followers []*testRaft
-	for i, n := range nodes {
-		if i != leader {
-			followers = append(followers, n)
-		}
-	}
-	seen := make(chan bool, 1)
-	nodes[leader].store.setHook(func(logs []*raft.Log) error {
-		want := logs[len(logs)-1].Index
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			for _, f := range followers {
-				if lastStored(t, f.store) >= want {
-					seen <- true
-					return nil
-				}
-			}
-		}
-		seen <- false
-		return nil
-	})
-	if err := nodes[leader].r.Apply([]byte("x"), 5*time.Second).Error(); err != nil {
-		t.Fatal(err)
-	}
-	if !<-seen {
-		t.Fatal("no follower stored the entry while the leader was writing it")
-	}
-}
-
-// With one follower cut off, an entry cannot commit before the leader's own
-// write has returned: the leader and that follower are the only majority.
-func TestLeaderCountsItselfOnlyOnceWritten(t *testing.T) {
-	nodes, leader := newTestRafts(t)
-	cut := (leader + 1) % 3
-	other := (leader + 2) % 3
-	nodes[leader].trans.Disconnect(nodes[cut].trans.LocalAddr())
-	nodes[cut].trans.DisconnectAll()
-
-	release := make(chan struct{})
-	nodes[leader].store.setHook(func([]*raft.Log) error { <-release; return nil })
-	before := lastStored(t, nodes[other].store)
-	f := nodes[leader].r.Apply([]byte("x"), 10*time.Second)
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-
-	// Wait until the reachable follower has the entry: from then on only the
-	// leader's own write stands between the entry and its commit.
-	for deadline := time.Now().Add(5 * time.Second); lastStored(t, nodes[other].store) <= before; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			close(release)
-			t.Fatal("the follower never received the entry")
-		}
-	}
-	select {
-	case err := <-done:
-		close(release)
-		t.Fatalf("the entry committed (err %v) while the leader's write had not returned", err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A failed write on the leader fails the entry and steps it down without
 // leaving it claiming entries its store does not have; the cluster goes on.
 func TestLeaderWriteFailureStepsDown(t *testing.T) {
@@ -206,9 +136,8 @@ func TestLeaderWriteFailureStepsDown(t *testing.T) {
 	broken := errors.New("disk gone")
 	l.store.setHook(func([]*raft.Log) error { return broken })
 
-	// The followers may have the entry and commit it: its outcome is
-	// unknown, which callers retry as they do a lost leadership.
-	if err := l.r.Apply([]byte("x"), 5*time.Second).Error(); !errors.Is(err, broken) || !errors.Is(err, raft.ErrLeadershipLost) {
+	// The proposal is retried, as one whose leader was deposed.
+	if err := applyError(context.Background(), l.r.Apply([]byte("x"), 5*time.Second).Error()); !errors.Is(err, broken) || !retryable(err) {
 		t.Fatalf("apply on a leader whose write fails: %v", err)
 	}
 	if got, stored := l.r.LastIndex(), lastStored(t, l.store); got > stored {
@@ -230,48 +159,5 @@ func TestLeaderWriteFailureStepsDown(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the old leader's store ends at %d, the new leader's log at %d", lastStored(t, l.store), want)
 		}
-	}
-}
-
-// A replicator that saw a batch staged and reads it after the leader's write
-// of it failed must not take the missing entry for a compacted one and send
-// the leader's older snapshot: a follower in the same term would install it
-// and drop the newer entries it had acknowledged.
-func TestLeaderWriteFailureSendsNoOldSnapshot(t *testing.T) {
-	nodes, leader := newTestRafts(t)
-	l, f := nodes[leader], nodes[(leader+1)%3]
-	apply := func(n int, data string) {
-		for i := 0; i < n; i++ {
-			if err := l.r.Apply([]byte(data), time.Second).Error(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	apply(10, "a")
-	if err := l.r.Snapshot().Error(); err != nil {
-		t.Fatal(err)
-	}
-	apply(10, "b")
-	time.Sleep(100 * time.Millisecond)
-	acked := lastStored(t, f.store)
-
-	// Cut f off so that its replicator backs off, holding a last index
-	// that will include the failed batch when it retries.
-	l.trans.Disconnect(f.trans.LocalAddr())
-	l.r.Apply([]byte("c"), time.Second).Error()
-	time.Sleep(50 * time.Millisecond)
-	var failed atomic.Bool
-	l.store.setHook(func([]*raft.Log) error {
-		if failed.Swap(true) {
-			return nil
-		}
-		time.Sleep(300 * time.Millisecond)
-		l.trans.Connect(f.trans.LocalAddr(), f.trans)
-		return errors.New("disk gone")
-	})
-	l.r.Apply([]byte("d"), time.Second).Error()
-	time.Sleep(2 * time.Second)
-	if last := lastStored(t, f.store); last < acked {
-		t.Fatalf("the follower's log ends at %d: it had acknowledged up to %d", last, acked)
 	}
 }
