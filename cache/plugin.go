@@ -53,9 +53,9 @@ type Options struct {
 	AcceptStaleRisk bool `json:"accept_stale_risk"`
 	// LoadTimeout bounds one table load.
 	LoadTimeout plugins.Duration `json:"load_timeout"`
-	// BinlogUser is the proxy user that reads the binary log (it needs the
-	// REPLICATION SLAVE and REPLICATION CLIENT privileges on the backend);
-	// by default, the admin who cached the first table.
+	// BinlogUser is deprecated: the proxy's top-level binlog_user names
+	// the one user the binary log is read as, and takes this when it is
+	// not set (see configs.ResolveBinlogUser).
 	BinlogUser string `json:"binlog_user"`
 	// ResultCacheSize is the memory the result cache may hold ("64MB" by
 	// default; "0" turns it off), and ResultCacheEntryMax the largest
@@ -284,13 +284,10 @@ func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, l
 }
 
 // startWatcher starts following the binary log, once, as the follower's
-// user; when it has none, as the plugin's binlog_user, or else user (the
-// admin who cached the table).
+// user, or when the proxy has none, as user (the admin who cached the
+// table).
 func (p *Plugin) startWatcher(user string) {
 	p.watchOnce.Do(func() {
-		if p.opts.BinlogUser != "" {
-			user = p.opts.BinlogUser
-		}
 		w := &watcher{p: p, user: p.binlog.User(user)}
 		p.watch.Store(w)
 		p.loaderWG.Add(1)

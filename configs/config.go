@@ -35,6 +35,12 @@ type Config struct {
 	Log             Log           `yaml:"log"`
 	Plugins         []Plugin      `yaml:"plugins"`
 	Cluster         Cluster       `yaml:"cluster"`
+	// BinlogUser is the user the proxy reads the backend's binary log as,
+	// for every plugin that needs it (one stream per proxy); it needs
+	// REPLICATION SLAVE and REPLICATION CLIENT (BINLOG MONITOR on MariaDB)
+	// on the backend. By default, the first admin user (see
+	// ResolveBinlogUser).
+	BinlogUser string `yaml:"binlog_user"`
 }
 
 // Cluster configures this proxy's membership in a cluster of proxies.

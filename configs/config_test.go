@@ -144,9 +144,18 @@ func TestPluginDefaults(t *testing.T) {
 	if len(c.Plugins) != 3 || c.Plugins[0].Name != "cache" || c.Plugins[1].Options["workers"] != 2 || c.Plugins[2].Options != nil {
 		t.Fatalf("selected: %#v", c.Plugins)
 	}
-	users := c.DefaultBinlogUser()
-	if users["cache"] != "dba" || users["ddloffload"] != "ops" || c.Plugins[1].Options["binlog_user"] != "ops" || len(users) != 2 {
-		t.Fatalf("binlog users %v, plugins %#v", users, c.Plugins)
+	// A plugin's own binlog_user still names the user (deprecated); with
+	// none, the first admin reads the log.
+	if deprecated := c.ResolveBinlogUser(); c.BinlogUser != "dba" || len(deprecated) != 1 || deprecated[0] != "cache" {
+		t.Fatalf("binlog user %q, deprecated options of %v", c.BinlogUser, deprecated)
+	}
+	d := Config{Users: c.Users, Plugins: []Plugin{{Name: "cache"}, {Name: "ddloffload"}}}
+	if deprecated := d.ResolveBinlogUser(); d.BinlogUser != "ops" || len(deprecated) != 0 {
+		t.Fatalf("by default: binlog user %q, deprecated options of %v", d.BinlogUser, deprecated)
+	}
+	e := Config{Users: c.Users, BinlogUser: "repl", Plugins: c.Plugins}
+	if e.ResolveBinlogUser(); e.BinlogUser != "repl" {
+		t.Fatalf("the top-level binlog_user: %q", e.BinlogUser)
 	}
 	if got := ParsePluginList("none"); len(got) != 0 {
 		t.Fatalf("none: %v", got)

@@ -8,7 +8,7 @@ import "strings"
 var DefaultPlugins = []string{"metrics", "cache", "ddloffload"}
 
 // binlogReaders are the plugins that follow the backend's binary log and
-// take a binlog_user option.
+// took a binlog_user option of their own before the proxy had one.
 var binlogReaders = map[string]bool{"cache": true, "ddloffload": true}
 
 // SelectPlugins sets the plugin list to names, in that order, keeping the
@@ -48,27 +48,28 @@ func (c *Config) FirstAdmin() string {
 	return ""
 }
 
-// DefaultBinlogUser gives every plugin that reads the binary log the first
-// admin user as its binlog_user when it names none: a user who configured
-// only --user and --admin-user still gets writes that bypass the proxy seen.
-// It returns the user each such plugin reads the log as, by plugin name.
-func (c *Config) DefaultBinlogUser() map[string]string {
-	admin := c.FirstAdmin()
-	users := map[string]string{}
-	for i, p := range c.Plugins {
+// ResolveBinlogUser settles binlog_user, the one user the proxy reads the
+// binary log as, when neither the file nor --binlog-user names it: the
+// binlog_user of the first plugin that names one (configurations from
+// before the top-level option named it per plugin), or else the first
+// admin, so that a proxy configured with only --user and --admin-user
+// still sees writes that bypass it. It returns the plugins whose option
+// names one: it is deprecated, and a binlog_user that differs from the
+// one the proxy reads as is not used.
+func (c *Config) ResolveBinlogUser() (deprecated []string) {
+	for _, p := range c.Plugins {
 		if !binlogReaders[p.Name] {
 			continue
 		}
-		user, _ := p.Options["binlog_user"].(string)
-		if user == "" && admin != "" {
-			if p.Options == nil {
-				p.Options = map[string]any{}
+		if user, _ := p.Options["binlog_user"].(string); user != "" {
+			deprecated = append(deprecated, p.Name)
+			if c.BinlogUser == "" {
+				c.BinlogUser = user
 			}
-			p.Options["binlog_user"] = admin
-			c.Plugins[i] = p
-			user = admin
 		}
-		users[p.Name] = user
 	}
-	return users
+	if c.BinlogUser == "" {
+		c.BinlogUser = c.FirstAdmin()
+	}
+	return deprecated
 }

@@ -232,11 +232,8 @@ func (s *stream) waitFor(ctx context.Context, target mysql.Position, timeout tim
 // stream. Without it, a transaction logged just before P0 but not yet
 // visible could be missed by both.
 func (r *runner) startBinlog(ctx context.Context) error {
-	user := r.p.opts.BinlogUser
-	if user == "" {
-		user = r.user
-	}
-	user = r.p.binlog.User(user)
+	// As the proxy's binary-log user, or when it has none, the job's.
+	user := r.p.binlog.User(r.user)
 	if r.cp.started() {
 		// A resumed job follows the log from where it first did: P0 was a
 		// clean cut then, and every change since is in the log.

@@ -47,9 +47,9 @@ type Options struct {
 	Workers int `json:"workers"`
 	// ChunkRows is how many rows one copy statement moves (default 5000).
 	ChunkRows int `json:"chunk_rows"`
-	// BinlogUser is the proxy user that reads the binary log (it needs the
-	// REPLICATION SLAVE and REPLICATION CLIENT privileges on the backend);
-	// by default the user who sent the ALTER.
+	// BinlogUser is deprecated: the proxy's top-level binlog_user names
+	// the one user the binary log is read as, and takes this when it is
+	// not set (see configs.ResolveBinlogUser).
 	BinlogUser string `json:"binlog_user"`
 	// OldTableRetention is how long the original table is kept after the
 	// swap, under a name of its job's (see shadowNames), so that a bad

@@ -89,3 +89,25 @@ func TestBinlogOneStreamPerProxy(t *testing.T) {
 	waitState(t, admin, "small", "ready", 1, v1+1)
 	oneBinlogDump(t, root, e.admin.name, "after the restart")
 }
+
+// TestBinlogUserSetting: binlog_user (or --binlog-user) names the one user
+// the proxy reads the binary log as, over the plugins' own binlog_user
+// options of older configurations, which the log calls deprecated once.
+func TestBinlogUserSetting(t *testing.T) {
+	e := newDefaultsEnv(t, true)
+	yaml := fmt.Sprintf("plugins:\n  - name: cache\n    options: {binlog_user: %s}\n  - name: ddloffload\n    options: {binlog_user: %s}\n", e.app.name, e.app.name)
+	p := e.start(t, proxyOpts{yaml: yaml, flags: []string{"--binlog-user", e.admin.name}})
+	waitLogs(t, p, `"feature cached tables: on" binlog_user=`+e.admin.name,
+		`"feature online ADD INDEX: on" binlog_user=`+e.admin.name,
+		`msg="the plugin option binlog_user is deprecated: set binlog_user at the top level (or --binlog-user)" plugins=cache,ddloffload binlog_user=`+e.admin.name)
+	if n := strings.Count(p.stderr.String(), "is deprecated"); n != 1 {
+		t.Errorf("%d deprecation lines, want 1", n)
+	}
+	p.stop(t)
+
+	// The old option alone still names the user, over the first admin
+	// (here one without the privileges the log needs).
+	yaml = fmt.Sprintf("plugins:\n  - name: cache\n    options: {binlog_user: %s}\n", e.app.name)
+	p = e.start(t, proxyOpts{yaml: yaml})
+	waitLogs(t, p, "is deprecated", `"feature cached tables: limited: ALTER TABLE ... CACHE is refused (the cache option accept_stale_risk caches anyway)" binlog_user=`+e.app.name)
+}

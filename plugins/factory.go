@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
-	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tableproxy/binlog"
@@ -36,10 +35,6 @@ type Env struct {
 // user's password (so the backend's grants apply to plugins' work too).
 type Backend interface {
 	Connect(ctx context.Context, user, db string) (*client.Conn, error)
-	// Binlog returns a binary-log syncer logged in as user (who needs the
-	// REPLICATION SLAVE and REPLICATION CLIENT privileges), with the given
-	// replica server id and the backend's flavor, address and TLS settings.
-	Binlog(user string, cfg replication.BinlogSyncerConfig) (*replication.BinlogSyncer, error)
 	// AccountsChanged tells the proxy that the backend's accounts may have
 	// changed (a GRANT or REVOKE, a password, a lock) in a way the proxy
 	// did not see, e.g. in the binary log: its pooled connections then log

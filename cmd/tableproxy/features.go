@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"tableproxy/binlog"
 	"tableproxy/configs"
 	"tableproxy/plugins"
 )
@@ -42,16 +42,17 @@ var features = []feature{
 	{title: "metrics", plugin: "metrics"},
 }
 
-// reportFeatures logs the startup report. binlogUsers names, per plugin that
-// reads the binary log, the user it reads it as.
-func reportFeatures(log *slog.Logger, cfg configs.Config, backend plugins.Backend, binlogUsers map[string]string) {
+// reportFeatures logs the startup report. The plugins that need the binary
+// log read it through follower, as cfg.BinlogUser.
+func reportFeatures(log *slog.Logger, cfg configs.Config, backend plugins.Backend, follower *binlog.Follower) {
 	enabled := map[string]bool{}
 	for _, p := range cfg.Plugins {
 		enabled[p.Name] = true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), featureCheckTimeout)
 	defer cancel()
-	checked := map[string]binlogAccess{} // by user: two plugins, one check
+	user := cfg.BinlogUser
+	var access *binlogAccess // (one check for every feature)
 	for _, f := range features {
 		line := "feature " + f.title
 		if !enabled[f.plugin] {
@@ -70,12 +71,11 @@ func reportFeatures(log *slog.Logger, cfg configs.Config, backend plugins.Backen
 			log.Info(line + ": on")
 			continue
 		}
-		user := binlogUsers[f.plugin]
-		a, ok := checked[user]
-		if !ok {
-			a = checkBinlogAccess(ctx, backend, user)
-			checked[user] = a
+		if access == nil {
+			a := checkBinlogAccess(ctx, backend, follower, user)
+			access = &a
 		}
+		a := *access
 		switch {
 		case a.unchecked != "":
 			log.Warn(line+": on, backend not checked", "binlog_user", user, "why", a.unchecked)
@@ -96,11 +96,11 @@ type binlogAccess struct {
 
 // checkBinlogAccess checks that user can follow the backend's binary log as
 // the plugins do: ROW format with full images, its end position readable,
-// and a replication stream that opens.
-func checkBinlogAccess(ctx context.Context, backend plugins.Backend, user string) binlogAccess {
+// and the follower's replication stream running.
+func checkBinlogAccess(ctx context.Context, backend plugins.Backend, follower *binlog.Follower, user string) binlogAccess {
 	if user == "" {
 		return binlogAccess{problem: "no user to read the binary log as",
-			change: "add an --admin-user (the binary log is read as the first admin) or set the plugin's binlog_user"}
+			change: "add an --admin-user (the binary log is read as the first admin) or set binlog_user (--binlog-user)"}
 	}
 	conn, err := backend.Connect(ctx, user, "")
 	if err != nil {
@@ -110,15 +110,14 @@ func checkBinlogAccess(ctx context.Context, backend plugins.Backend, user string
 	if a, ok := checkBinlogSettings(conn.Execute); !ok {
 		return a
 	}
-	pos, err := binlogEndPosition(conn.Execute)
-	if err != nil {
+	if _, err := binlog.End(conn); err != nil {
 		if isAccessDenied(err) {
 			return binlogAccess{problem: user + " cannot read where the binary log ends: " + err.Error(),
 				change: "GRANT BINLOG MONITOR (MariaDB) or REPLICATION CLIENT (MySQL) ON *.* TO " + user}
 		}
 		return binlogAccess{unchecked: err.Error()}
 	}
-	if err := openBinlogStream(ctx, backend, user, pos); err != nil {
+	if err := followBinlog(ctx, follower); err != nil {
 		if isAccessDenied(err) {
 			return binlogAccess{problem: user + " cannot stream the binary log: " + err.Error(),
 				change: "GRANT REPLICATION SLAVE ON *.* TO " + user}
@@ -155,46 +154,29 @@ func checkBinlogSettings(exec execFunc) (binlogAccess, bool) {
 	return binlogAccess{}, true
 }
 
-// binlogEndPosition asks where the binary log ends (SHOW MASTER STATUS, or
-// its MySQL 8.4 name when the backend no longer knows the old one; the old
-// name's error is the one that tells of a missing privilege).
-func binlogEndPosition(exec execFunc) (mysql.Position, error) {
-	r, err := exec("SHOW MASTER STATUS")
-	var me *mysql.MyError
-	if errors.As(err, &me) && me.Code == mysql.ER_PARSE_ERROR {
-		r, err = exec("SHOW BINARY LOG STATUS") // the old name is gone
+// followBinlog subscribes to the proxy's follower, which opens its stream
+// (unless a plugin already follows the log), and leaves once the stream
+// has reached the log's end, or has broken.
+func followBinlog(ctx context.Context, follower *binlog.Follower) error {
+	result := make(chan error, 1)
+	tell := func(err error) {
+		select {
+		case result <- err:
+		default:
+		}
 	}
-	if err != nil {
-		return mysql.Position{}, err
-	}
-	defer r.Close()
-	if r.RowNumber() == 0 {
-		return mysql.Position{}, errors.New("SHOW MASTER STATUS is empty: the binary log is off")
-	}
-	name, _ := r.GetString(0, 0)
-	pos, _ := r.GetUint(0, 1)
-	return mysql.Position{Name: name, Pos: uint32(pos)}, nil
-}
-
-// openBinlogStream registers as a replica at pos and reads the first event
-// (the stream's rotate), then leaves. Its server id is random in a range of
-// its own, so it never displaces a plugin's stream.
-func openBinlogStream(ctx context.Context, backend plugins.Backend, user string, pos mysql.Position) error {
-	syncer, err := backend.Binlog(user, replication.BinlogSyncerConfig{
-		ServerID:         2<<30 | rand.Uint32()>>2,
-		DisableRetrySync: true,
-		Logger:           slog.New(slog.DiscardHandler),
+	sub := follower.Subscribe(binlog.Subscriber{
+		Started: func(mysql.Position) { tell(nil) },
+		Event:   func(*replication.BinlogEvent, mysql.Position) error { return nil },
+		Broken:  tell,
 	})
-	if err != nil {
+	defer sub.Close()
+	select {
+	case err := <-result:
 		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	defer syncer.Close()
-	streamer, err := syncer.StartSync(pos)
-	if err != nil {
-		return err
-	}
-	_, err = streamer.GetEvent(ctx)
-	return err
 }
 
 // isAccessDenied reports whether the backend refused for want of a privilege.

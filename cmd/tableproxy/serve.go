@@ -57,6 +57,7 @@ func serve(args []string) error {
 	raftListen := fs.String("raft-listen", "", "address for Raft and the cluster API, reachable by the other proxies")
 	join := fs.String("join", "", "host:port (raft-listen) of any member of the cluster to join")
 	nonVoter := fs.Bool("raft-nonvoter", false, "join as a non-voting member")
+	binlogUser := fs.String("binlog-user", "", "user the proxy reads the backend's binary log as (default: binlog_user, or the first admin user)")
 	pluginList := fs.String("plugins", "", "plugins to run, in order, separated by commas (\"none\" for none); default: the plugins section, or "+strings.Join(configs.DefaultPlugins, ","))
 	var flagUsers []configs.User
 	fs.Var(userList{users: &flagUsers}, "user", "name:password of a user to accept (repeatable)")
@@ -97,6 +98,8 @@ func serve(args []string) error {
 			cfg.Cluster.Join = *join
 		case "raft-nonvoter":
 			cfg.Cluster.NonVoter = *nonVoter
+		case "binlog-user":
+			cfg.BinlogUser = *binlogUser
 		}
 	})
 	cfg.Users = mergeUsers(cfg.Users, flagUsers)
@@ -106,13 +109,17 @@ func serve(args []string) error {
 	case cfg.Plugins == nil: // no plugins section: the product's features
 		cfg.SelectPlugins(configs.DefaultPlugins)
 	}
-	binlogUsers := cfg.DefaultBinlogUser()
+	deprecated := cfg.ResolveBinlogUser()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
+	if len(deprecated) > 0 {
+		log.Warn("the plugin option binlog_user is deprecated: set binlog_user at the top level (or --binlog-user)",
+			"plugins", strings.Join(deprecated, ","), "binlog_user", cfg.BinlogUser)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data_dir: %w", err)
 	}
@@ -136,7 +143,7 @@ func serve(args []string) error {
 	connector := proxy.NewConnector(pcfg)
 	// One reader of the binary log for the whole proxy, which the plugins
 	// subscribe to; closed after them.
-	follower := binlog.New(connector, "", log)
+	follower := binlog.New(connector, cfg.BinlogUser, log)
 	defer follower.Close()
 	env := plugins.Env{Logger: log, Metrics: reg, DataDir: cfg.DataDir, Backend: connector, Binlog: follower}
 	chain, err := plugins.Build(specs, env)
@@ -176,7 +183,7 @@ func serve(args []string) error {
 	}
 	log.Info("tableproxy serving", append(where, "backend", cfg.Backend.Addr,
 		"users", len(cfg.Users), "plugins", strings.Join(names, ","), "version", version)...)
-	go reportFeatures(log, cfg, env.Backend, binlogUsers)
+	go reportFeatures(log, cfg, env.Backend, follower)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve() }()
 	select {
