@@ -3,14 +3,12 @@ package cache
 import (
 	"sync/atomic"
 	"testing"
-
-	"tableproxy/lease"
 )
 
 // follower is a lease manager of a cluster member that does not lead: the
 // leader follows the binary log, and says whether it has caught up.
 type follower struct {
-	*lease.Local
+	*memLeases
 	watched atomic.Bool
 }
 
@@ -23,7 +21,7 @@ func (f *follower) BinlogWatched() bool   { return f.watched.Load() }
 func TestFollowerServesOnlyWhileTheLogIsWatched(t *testing.T) {
 	f := newResultsFixture(t)
 	f.p.opts.AcceptStaleRisk = false
-	m := &follower{Local: f.p.leases.(*lease.Local)}
+	m := &follower{memLeases: f.p.leases.(*memLeases)}
 	f.p.leases = m
 	if _, ok := f.p.Servable(f.id); ok {
 		t.Fatal("servable before the leader said it watches the log")

@@ -199,25 +199,8 @@ type heldWrite struct {
 	unguarded []*tableState
 }
 
-// Factory builds the cache plugin of a single proxy, with its catalog in
-// the data directory; register it with plugins.Register(Name, Factory).
-func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
-	opts, limit, err := parseOptions(raw, env)
-	if err != nil {
-		return nil, err
-	}
-	if env.DataDir == "" {
-		return nil, fmt.Errorf("needs a data directory")
-	}
-	cat, err := OpenCatalog(env.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	return build(env, lease.NewLocal(), cat, limit, opts), nil
-}
-
 // parseOptions reads the plugin's options, with their defaults, and
-// checks them and the environment: what both factories need.
+// checks them and the environment.
 func parseOptions(raw plugins.Options, env plugins.Env) (Options, int64, error) {
 	opts := Options{MaxTableSize: "64MB", LoadTimeout: plugins.Duration(60 * time.Second)}
 	if err := plugins.DecodeOptions(raw, &opts); err != nil {

@@ -256,7 +256,7 @@ func newResultsFixture(t *testing.T) *resultsFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.store.Close)
-	p := &Plugin{log: slog.Default(), leases: lease.NewLocal(),
+	p := &Plugin{log: slog.Default(), leases: newMemLeases(),
 		held: map[uint32][]heldWrite{}, opts: Options{AcceptStaleRisk: true}, results: rc}
 	f := &resultsFixture{p: p, id: lease.TableID{Schema: "shop", Table: "rates"},
 		sess: &fakeSession{autocommit: "1", sqlMode: "STRICT_TRANS_TABLES", isolation: "REPEATABLE-READ", timeZone: "SYSTEM", autoNull: "0"}}

@@ -16,7 +16,7 @@ import (
 // quorum), and whose version bumps are applied here only while apply is
 // true (a follower that has not yet applied a bump the leader committed).
 type noQuorum struct {
-	*lease.Local
+	*memLeases
 	apply bool
 }
 
@@ -26,9 +26,9 @@ func (m *noQuorum) BeginWrite(context.Context, ...lease.TableID) (*lease.Intent,
 
 func (m *noQuorum) Invalidate(id lease.TableID) lease.Version {
 	if m.apply {
-		return m.Local.Invalidate(id)
+		return m.memLeases.Invalidate(id)
 	}
-	return m.Local.Table(id).Version() + 1
+	return m.memLeases.Table(id).Version() + 1
 }
 
 // A write that no intent covers keeps this proxy off the table until it
@@ -36,7 +36,7 @@ func (m *noQuorum) Invalidate(id lease.TableID) lease.Version {
 // lease names, is never served after it.
 func TestUnguardedWriteIsNotServedAround(t *testing.T) {
 	f := newResultsFixture(t)
-	m := &noQuorum{Local: f.p.leases.(*lease.Local), apply: true}
+	m := &noQuorum{memLeases: f.p.leases.(*memLeases), apply: true}
 	f.p.leases = m
 	f.p.effects, _ = lru.New[planKey, plugins.Analysis](16)
 	if _, ok := f.p.Servable(f.id); !ok {

@@ -12,9 +12,10 @@
 // writes and every write that completed before them (linearizable on one
 // proxy).
 //
-// Manager is the decision behind an interface: Local is a single proxy's,
-// Raft (raft.go) a cluster's, with revocable leases over a replicated log
-// that package cluster provides through the Log interface declared here.
+// Manager is the decision behind an interface; Raft (raft.go) implements
+// it with revocable leases over a replicated log that package cluster
+// provides through the Log interface declared here. A proxy on its own runs
+// it on a cluster of one.
 //
 // What can go wrong: a version that went backwards, or an intent closed
 // twice, would let a stale copy be served; the implementation makes both
@@ -83,6 +84,12 @@ type Intent struct {
 	tables []TableID
 	end    func() map[TableID]Version
 	ended  bool
+}
+
+// NewIntent returns an open intent on tables; end, called once by the
+// first End, closes it and returns each table's new version.
+func NewIntent(tables []TableID, end func() map[TableID]Version) *Intent {
+	return &Intent{tables: append([]TableID(nil), tables...), end: end}
 }
 
 // Tables lists the tables the intent covers.

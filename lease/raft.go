@@ -498,8 +498,7 @@ func (m *Raft) BeginWrite(ctx context.Context, ids ...TableID) (*Intent, error) 
 		m.release(ts, uses)
 		return nil, fmt.Errorf("lease: write intent on %v: %w", ids, err)
 	}
-	in := &Intent{tables: append([]TableID(nil), ids...)}
-	in.end = func() map[TableID]Version {
+	return NewIntent(ids, func() map[TableID]Version {
 		out := make(map[TableID]Version, len(ts))
 		for _, t := range ts {
 			out[t.id] = t.Version() + 1
@@ -509,8 +508,7 @@ func (m *Raft) BeginWrite(ctx context.Context, ids ...TableID) (*Intent, error) 
 		// write's answer need not wait for it.
 		m.release(ts, uses)
 		return out
-	}
-	return in, nil
+	}), nil
 }
 
 // join finds, for each table, the intent of this proxy that a new write

@@ -26,6 +26,11 @@ type fakeLog struct {
 	ints    map[TableID]int
 }
 
+var (
+	t1 = TableID{"shop", "rates"}
+	t2 = TableID{"shop", "branches"}
+)
+
 var errDown = errors.New("no leader")
 
 func newFake(m *Raft) *fakeLog {
