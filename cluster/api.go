@@ -1,0 +1,122 @@
+package cluster
+
+// The cluster's HTTP API on the Raft port (see mux.go): propose,
+// revoke, join and remove, and the client that calls it.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/hashicorp/raft"
+)
+
+type joinRequest struct {
+	ID    string `json:"id"`
+	Addr  string `json:"addr"`
+	Voter bool   `json:"voter"`
+}
+
+// post sends a JSON body to a member's API and decodes the answer into out.
+func (n *Node) post(ctx context.Context, addr, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errForward, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusMisdirectedRequest, http.StatusServiceUnavailable:
+		return fmt.Errorf("%w: %s: %s", errForward, addr, strings.TrimSpace(string(data)))
+	default:
+		return fmt.Errorf("cluster: %s%s: %s", addr, path, strings.TrimSpace(string(data)))
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+func (n *Node) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /cluster/v1/propose", func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		var c command
+		if err == nil {
+			err = json.Unmarshal(data, &c)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if n.raft.State() != raft.Leader {
+			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
+			return
+		}
+		idx, err := n.applyAsLeader(r.Context(), c, data)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, map[string]uint64{"index": idx})
+	})
+	mux.HandleFunc("POST /cluster/v1/revoke", func(w http.ResponseWriter, r *http.Request) {
+		var rr revokeRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&rr); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch {
+		case rr.Index == 0 && n.cfg.RevokeIntent != nil:
+			n.cfg.RevokeIntent(rr.Tables, rr.Intent)
+		case rr.Index > 0 && n.cfg.Revoke != nil:
+			n.cfg.Revoke(rr.Tables, rr.Index)
+		}
+		writeJSON(w, map[string]bool{"ok": true})
+	})
+	mux.HandleFunc("POST /cluster/v1/join", func(w http.ResponseWriter, r *http.Request) {
+		var jr joinRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&jr); err != nil || jr.ID == "" || jr.Addr == "" {
+			http.Error(w, "want {id, addr, voter}", http.StatusBadRequest)
+			return
+		}
+		if err := n.addMember(r.Context(), jr); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, map[string]bool{"ok": true})
+	})
+	mux.HandleFunc("POST /cluster/v1/remove", func(w http.ResponseWriter, r *http.Request) {
+		var jr joinRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&jr); err != nil || jr.ID == "" {
+			http.Error(w, "want {id}", http.StatusBadRequest)
+			return
+		}
+		if err := n.RemoveNode(r.Context(), jr.ID); err != nil {
+			status := http.StatusServiceUnavailable
+			if errors.Is(err, ErrUnknownNode) {
+				status = http.StatusNotFound
+			}
+			http.Error(w, err.Error(), status)
+			return
+		}
+		writeJSON(w, map[string]bool{"ok": true})
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

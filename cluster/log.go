@@ -1,0 +1,62 @@
+package cluster
+
+// The operations other packages commit through the log: the lease
+// protocol's (lease.Log) and the catalog of cached tables.
+
+import (
+	"context"
+
+	"tableproxy/lease"
+)
+
+// Renew commits a renewal of this proxy's lease (with its applied index,
+// for cluster_members) and returns its index. The leader refuses renewals
+// from nodes outside the configuration: a removed node no longer receives
+// the log, so it must not get a lease.
+func (n *Node) Renew(ctx context.Context) (uint64, error) {
+	return n.propose(ctx, command{Op: opRenew, Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise,
+		Applied: n.raft.AppliedIndex()})
+}
+
+// OpenIntent commits intent id on tables and returns its index once every
+// other proxy whose lease may be valid has stopped serving them (or its
+// lease ran out); this one is not asked (see lease.Log). Retrying with the
+// same id is safe.
+func (n *Node) OpenIntent(ctx context.Context, id string, tables []lease.TableID) (uint64, error) {
+	return n.propose(ctx, command{Op: opOpen, Node: n.cfg.ID, Inc: n.inc, Intent: id, Tables: tables})
+}
+
+// CloseIntent commits the end of intent id: its tables' versions go up.
+func (n *Node) CloseIntent(ctx context.Context, id string) error {
+	_, err := n.propose(ctx, command{Op: opClose, Intent: id})
+	return err
+}
+
+// Bump makes tables' versions go up in an entry that the leader appends
+// after this call, so every proxy loads them again after applying it.
+//
+// The leader defers a bump of tables that all have a write intent open:
+// no proxy serves them until the intent closes, and the deferred bump
+// rides on the next entry the leader appends (a renewal, an intent, the
+// close itself), or goes alone once their intents are closed. The binary
+// log reports every write made through the proxies too, and would
+// otherwise cost a Raft commit (an fsync on every voter) per write.
+func (n *Node) Bump(ctx context.Context, tables []lease.TableID) error {
+	_, err := n.propose(ctx, command{Op: opBump, Tables: tables})
+	return err
+}
+
+// Catalog lists the cached tables, as this node has applied them.
+func (n *Node) Catalog() []CatalogEntry { return n.fsm.catalog() }
+
+// CacheTable commits a table into the catalog.
+func (n *Node) CacheTable(ctx context.Context, e CatalogEntry) error {
+	_, err := n.propose(ctx, command{Op: opCache, Entry: &e})
+	return err
+}
+
+// NoCacheTable commits a table's removal from the catalog.
+func (n *Node) NoCacheTable(ctx context.Context, id lease.TableID) error {
+	_, err := n.propose(ctx, command{Op: opNoCache, Tables: []lease.TableID{id}})
+	return err
+}

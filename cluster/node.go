@@ -1,0 +1,366 @@
+package cluster
+
+// A node: its settings, opening it (the log store, snapshots, the
+// listener, Raft, bootstrap or join), closing it, and who leads.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+
+	"tableproxy/lease"
+)
+
+// Config is one node's settings.
+type Config struct {
+	// ID names the node in the cluster; by default one is generated and
+	// kept in the data directory, so a restarted node is the same member.
+	ID string
+	// RaftListen is the address for Raft and the cluster API, also
+	// advertised to the other members (so not 0.0.0.0). Port 0 picks one:
+	// fine for a cluster of one.
+	RaftListen string
+	// DataDir holds the log and snapshots (in DataDir/raft).
+	DataDir string
+	// Join is any member's RaftListen address; empty bootstraps a new
+	// cluster of one when there is no state yet.
+	Join string
+	// NonVoter joins as a non-voting member (sidecars).
+	NonVoter bool
+	// LeaseHold is how long the leader treats a proxy's lease as possibly
+	// valid after applying its renewal: the lease plus the drift margin.
+	LeaseHold time.Duration
+	// Timing of elections; defaults suit a LAN.
+	HeartbeatTimeout, ElectionTimeout time.Duration
+	Logger                            *slog.Logger
+	// Events receives every change the log makes, in log order.
+	Events Events
+	// Revoke is called when the leader asks this proxy to stop serving
+	// tables until it has applied the log up to index.
+	Revoke func(tables []lease.TableID, index uint64)
+	// RevokeIntent is called when the leader asks this proxy to stop
+	// serving tables until it has applied intent (whose index the leader
+	// does not know yet: it asks while the intent commits).
+	RevokeIntent func(tables []lease.TableID, intent string)
+}
+
+// Node is one member of the cluster.
+type Node struct {
+	cfg       Config
+	log       *slog.Logger
+	inc       uint64
+	raft      *raft.Raft
+	fsm       *fsm
+	wal       *wal.WAL
+	meta      *metadb.BoltMetaDB
+	trans     *raft.NetworkTransport
+	mux       *muxListener
+	http      *http.Server
+	client    *http.Client
+	advertise string
+
+	// dirty holds the bumps this node deferred as leader (see Bump),
+	// guarded by dmu; flushC wakes the flusher.
+	dmu      sync.Mutex
+	dirty    map[lease.TableID]bool
+	flushC   chan struct{}
+	deferred atomic.Int64 // bumps deferred, for tests
+
+	// binlogWant is what this node, while it leads, has to say of the
+	// backend's binary log (see SetBinlogWatched); binlogC wakes the
+	// loop that says it.
+	binlogWant atomic.Bool
+	binlogC    chan struct{}
+
+	// leaderC is closed (and replaced) whenever this node sees the leader
+	// change, so that a proposal forwarded to a leader that stopped
+	// answering is abandoned for its successor at once; guarded by lmu.
+	lmu     sync.Mutex
+	leaderC chan struct{}
+	// leaderID is the leader's ID as this node knows it ("" while it
+	// knows none), kept by watchLeader for BinlogWatched.
+	leaderID atomic.Pointer[string]
+
+	stop    chan struct{}
+	stopped sync.Once
+	wg      sync.WaitGroup
+}
+
+// ErrNoLeader means the cluster has no reachable leader now (an election,
+// or this node lost its quorum).
+var ErrNoLeader = errors.New("cluster: no leader")
+
+// Open starts a node: recovers its log, listens, and bootstraps or joins.
+func Open(cfg Config) (*Node, error) {
+	if cfg.Events == nil {
+		return nil, errors.New("cluster: no Events")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.LeaseHold <= 0 {
+		cfg.LeaseHold = 3 * time.Second
+	}
+	// A follower notices a dead leader between one and two heartbeat
+	// timeouts after its last contact (hashicorp/raft checks on a random
+	// timer), so the heartbeat timeout sets how soon a failover starts.
+	// 500 ms keeps that near a second; the leader lease (below) stays at
+	// the heartbeat timeout, since the leader stepping down on a short
+	// stall is what made leadership flap on a loaded two-core machine. An
+	// election that splits the vote waits one to two election timeouts
+	// more.
+	if cfg.HeartbeatTimeout <= 0 {
+		cfg.HeartbeatTimeout = 500 * time.Millisecond
+	}
+	if cfg.ElectionTimeout <= 0 {
+		cfg.ElectionTimeout = time.Second
+	}
+	if cfg.RaftListen == "" {
+		cfg.RaftListen = "127.0.0.1:0"
+	}
+	dir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if cfg.ID == "" {
+		id, err := stableID(dir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ID = id
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), inc: randomUint64(), stop: make(chan struct{}),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}},
+		dirty:  map[lease.TableID]bool{}, flushC: make(chan struct{}, 1), leaderC: make(chan struct{}),
+		binlogC: make(chan struct{}, 1)}
+	n.fsm = newFSM(cfg.Events)
+	n.fsm.idle = n.kickFlush
+	n.leaderID.Store(new(string))
+	if err := n.start(dir); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) start(dir string) error {
+	cfg := n.cfg
+	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o750); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	// raft-wal's Close leaves its metadata database open (and locked):
+	// keep a handle to close it, so a node can be reopened in-process.
+	n.meta = &metadb.BoltMetaDB{}
+	walDir := filepath.Join(dir, "wal")
+	w, err := wal.Open(walDir, wal.WithMetaStore(n.meta), wal.WithSegmentFiler(newTruncFiler(walDir)))
+	if err != nil {
+		return fmt.Errorf("cluster: log store: %w", err)
+	}
+	n.wal = w
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	if err != nil {
+		return fmt.Errorf("cluster: snapshots: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.RaftListen)
+	if err != nil {
+		return fmt.Errorf("cluster: raft_listen: %w", err)
+	}
+	n.advertise = ln.Addr().String()
+	n.mux = newMux(ln)
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  streamLayer{subListener: subListener{m: n.mux, c: n.mux.raftC}, advertise: ln.Addr()},
+		MaxPool: 4, Timeout: 2 * time.Second, Logger: hlog,
+		// One AppendEntries in flight per follower: hashicorp/raft's
+		// pipelined replication can deadlock when a follower rejects an
+		// append (a deposed leader, after a pause): its decoder exits,
+		// the sender blocks handing off one more request, and the
+		// follower gets no more entries, nor does the leader's Shutdown
+		// return. Entries still go out in batches (BatchApplyCh).
+		MaxRPCsInFlight: 1,
+	})
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hlog
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout
+	// Followers learn that an entry committed from the next append: keep
+	// the wait short, since a proxy serves a table again only once it has
+	// applied the close of the write's intent.
+	rc.CommitTimeout = 5 * time.Millisecond
+	// Apply returns once the entry is queued, not once the leader's loop
+	// has taken it (which waits for the fsync of the batch before): the
+	// leader then asks for revocations while the entry commits, and
+	// entries that arrive during an fsync go out together in the next one.
+	rc.BatchApplyCh = true
+	rc.SnapshotThreshold = 4096
+	rc.TrailingLogs = 2048
+	n.raft, err = raft.NewRaft(rc, n.fsm, w, w, snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	obs := make(chan raft.Observation, 16)
+	n.raft.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	}))
+	n.wg.Add(1)
+	go n.watchLeader(obs)
+	n.http = &http.Server{Handler: n.routes(), ReadHeaderTimeout: 5 * time.Second}
+	n.wg.Add(1)
+	go n.flusher()
+	n.wg.Add(1)
+	go n.sayBinlog()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = n.http.Serve(subListener{m: n.mux, c: n.mux.httpC})
+	}()
+	existing, err := raft.HasExistingState(w, w, snaps)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	switch {
+	case cfg.Join != "":
+		n.wg.Add(1)
+		go n.joinLoop()
+	case !existing:
+		f := n.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(n.advertise)}}})
+		if err := f.Error(); err != nil {
+			return fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+	}
+	n.log.Info("cluster: node started", "raft_listen", n.advertise, "join", cfg.Join, "nonvoter", cfg.NonVoter, "recovered", existing)
+	return nil
+}
+
+// Close leaves the cluster's traffic (not its membership) and stops.
+func (n *Node) Close() error {
+	n.stopped.Do(func() { close(n.stop) })
+	if n.raft != nil {
+		_ = n.raft.Shutdown().Error()
+	}
+	if n.http != nil {
+		_ = n.http.Close()
+	}
+	if n.trans != nil {
+		_ = n.trans.Close()
+	}
+	if n.mux != nil {
+		n.mux.close()
+	}
+	n.wg.Wait()
+	if n.wal != nil {
+		_ = n.wal.Close()
+	}
+	if n.meta != nil {
+		_ = n.meta.Close()
+	}
+	return nil
+}
+
+// ID is this node's member id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Addr is the address Raft and the cluster API listen on.
+func (n *Node) Addr() string { return n.advertise }
+
+// Incarnation distinguishes this process from earlier runs of the node.
+func (n *Node) Incarnation() uint64 { return n.inc }
+
+// IsLeader reports whether this node is the leader now, by its own
+// (possibly stale) view; use it for duties (the binary-log watcher), never
+// to answer a read.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// WaitLeader waits until the cluster has a leader.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	for {
+		if addr, _ := n.raft.LeaderWithID(); addr != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// noteLeader reads the leader's ID from Raft after a change was observed.
+// Observations may be dropped when they come faster than they are read,
+// but then one is still waiting, and reading it reads the newest leader.
+func (n *Node) noteLeader() {
+	_, id := n.raft.LeaderWithID()
+	s := string(id)
+	n.leaderID.Store(&s)
+}
+
+// leaderChanged returns a channel that is closed when the leader changes.
+func (n *Node) leaderChanged() <-chan struct{} {
+	n.lmu.Lock()
+	defer n.lmu.Unlock()
+	return n.leaderC
+}
+
+// watchLeader keeps leaderID current. It reads the leader once before the
+// first observation: Raft runs from NewRaft on, and a restarted node often
+// hears from the leader before its observer is registered; that change is
+// never observed, and until the next one this node would trust no leader's
+// word on the binary log (BinlogWatched) and serve nothing from memory.
+func (n *Node) watchLeader(obs chan raft.Observation) {
+	defer n.wg.Done()
+	for {
+		n.noteLeader()
+		n.lmu.Lock()
+		close(n.leaderC)
+		n.leaderC = make(chan struct{})
+		n.lmu.Unlock()
+		select {
+		case <-n.stop:
+			return
+		case <-obs:
+		}
+	}
+}
+
+// stableID reads the node id kept in dir, or makes and keeps one.
+func stableID(dir string) (string, error) {
+	path := filepath.Join(dir, "node-id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	id := "node-" + hex.EncodeToString(b[:])
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("cluster: node id: %w", err)
+	}
+	return id, nil
+}
+
+func randomUint64() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
