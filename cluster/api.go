@@ -14,7 +14,26 @@ import (
 	"strings"
 
 	"github.com/hashicorp/raft"
+
+	"tableproxy/lease"
 )
+
+// revokeRequest is a lease.Revocation on the wire.
+type revokeRequest struct {
+	Tables []lease.TableID `json:"tables"`
+	Index  uint64          `json:"index,omitempty"`
+	Intent string          `json:"intent,omitempty"`
+}
+
+// SendRevocation delivers a leader's revocation to the proxy at addr
+// (lease.Log).
+func (n *Node) SendRevocation(ctx context.Context, addr string, r lease.Revocation) error {
+	body, err := json.Marshal(revokeRequest{Tables: r.Tables, Index: r.Index, Intent: r.Intent})
+	if err != nil {
+		return err
+	}
+	return n.post(ctx, addr, "/cluster/v1/revoke", body, nil)
+}
 
 type joinRequest struct {
 	ID    string `json:"id"`
@@ -52,9 +71,9 @@ func (n *Node) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /cluster/v1/propose", func(w http.ResponseWriter, r *http.Request) {
 		data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var c command
+		var e entry
 		if err == nil {
-			err = json.Unmarshal(data, &c)
+			e, err = unmarshalEntry(data)
 		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -64,7 +83,7 @@ func (n *Node) routes() http.Handler {
 			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
 			return
 		}
-		idx, err := n.applyAsLeader(r.Context(), c, data)
+		idx, err := n.applyAsLeader(r.Context(), e, data)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -77,11 +96,10 @@ func (n *Node) routes() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		switch {
-		case rr.Index == 0 && n.cfg.RevokeIntent != nil:
-			n.cfg.RevokeIntent(rr.Tables, rr.Intent)
-		case rr.Index > 0 && n.cfg.Revoke != nil:
-			n.cfg.Revoke(rr.Tables, rr.Index)
+		if rr.Index == 0 {
+			n.cfg.Leases.RevokeIntent(rr.Tables, rr.Intent)
+		} else {
+			n.cfg.Leases.Revoke(rr.Tables, rr.Index)
 		}
 		writeJSON(w, map[string]bool{"ok": true})
 	})

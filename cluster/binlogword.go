@@ -5,7 +5,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -75,13 +74,13 @@ func (n *Node) sayBinlog() {
 		if n.raft.State() != raft.Leader || n.binlogSaid(want) {
 			continue
 		}
-		c := command{Op: opBump, Node: n.cfg.ID, Inc: n.inc, Watching: &want}
-		data, err := json.Marshal(c)
+		e := entry{op: versionBump{}, word: &binlogWord{Node: n.cfg.ID, Inc: n.inc, Watching: want}}
+		data, err := e.marshal()
 		if err != nil {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if _, err := n.applyAsLeader(ctx, c, data); err != nil {
+		if _, err := n.applyAsLeader(ctx, e, data); err != nil {
 			n.log.Debug("cluster: saying whether the binary log is watched failed; retrying", "watching", want, "err", err)
 		}
 		cancel()

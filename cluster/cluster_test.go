@@ -17,9 +17,19 @@ type member struct {
 	m *lease.Raft
 }
 
-type events struct{ *lease.Raft }
+// hungLeases answers revocations only once hung is closed, as a paused
+// proxy's would.
+type hungLeases struct {
+	*lease.Raft
+	hung chan struct{}
+}
 
-func (events) CatalogChanged() {}
+func (h hungLeases) Revoke(ts []lease.TableID, i uint64) { <-h.hung; h.Raft.Revoke(ts, i) }
+
+func (h hungLeases) RevokeIntent(ts []lease.TableID, name string) {
+	<-h.hung
+	h.Raft.RevokeIntent(ts, name)
+}
 
 var testLease = lease.RaftConfig{Lease: 600 * time.Millisecond, Margin: 100 * time.Millisecond,
 	RenewEvery: 100 * time.Millisecond, OpenTimeout: 3 * time.Second}
@@ -34,14 +44,12 @@ func startMember(t *testing.T, id, dir, join string) *member {
 func startMemberHung(t *testing.T, id, dir, join string, hung chan struct{}) *member {
 	t.Helper()
 	m := lease.NewRaft(testLease)
-	revoke, revokeIntent := m.Revoke, m.RevokeIntent
+	var leases Leases = m
 	if hung != nil {
-		revoke = func(ts []lease.TableID, i uint64) { <-hung; m.Revoke(ts, i) }
-		revokeIntent = func(ts []lease.TableID, name string) { <-hung; m.RevokeIntent(ts, name) }
+		leases = hungLeases{Raft: m, hung: hung}
 	}
 	n, err := Open(Config{ID: id, RaftListen: "127.0.0.1:0", DataDir: dir, Join: join,
-		LeaseHold: testLease.Hold(), HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
-		Events: events{m}, Revoke: revoke, RevokeIntent: revokeIntent})
+		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond, Leases: leases})
 	if err != nil {
 		t.Fatal(err)
 	}

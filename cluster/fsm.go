@@ -14,39 +14,6 @@ import (
 	"tableproxy/lease"
 )
 
-// op is what one log entry does. The log never carries table data.
-type op string
-
-const (
-	opRenew   op = "renew"   // a proxy renews its lease (and says where to revoke it)
-	opOpen    op = "open"    // a write intent opens on some tables
-	opClose   op = "close"   // a write intent ends: its tables' versions go up
-	opBump    op = "bump"    // versions go up for writes that bypassed the proxies
-	opCache   op = "cache"   // a table joins the catalog of cached tables
-	opNoCache op = "nocache" // a table leaves it
-	opForget  op = "forget"  // a node was removed: drop its lease and its intents
-)
-
-// command is one log entry, JSON-encoded.
-type command struct {
-	Op      op              `json:"op"`
-	Node    string          `json:"node,omitempty"`
-	Inc     uint64          `json:"inc,omitempty"`  // the node's incarnation (one per process start)
-	Addr    string          `json:"addr,omitempty"` // where the node answers revocations
-	Intent  string          `json:"intent,omitempty"`
-	Applied uint64          `json:"applied,omitempty"` // the node's applied index, for cluster_members
-	Tables  []lease.TableID `json:"tables,omitempty"`
-	Entry   *CatalogEntry   `json:"entry,omitempty"`
-	// Bumps raises these tables' versions too, whatever Op is: bumps the
-	// leader deferred ride on the next entry it writes (see Node.Bump).
-	Bumps []lease.TableID `json:"bumps,omitempty"`
-	// Watching, whatever Op is, is the leader Node saying whether it
-	// follows the backend's binary log and has caught up with it (see
-	// Node.SetBinlogWatched). It rides on an empty bump, which a node
-	// that does not know the field applies as nothing.
-	Watching *bool `json:"watching,omitempty"`
-}
-
 // CatalogEntry is one cached table in the replicated catalog.
 type CatalogEntry struct {
 	Schema   string    `json:"schema"`
@@ -84,12 +51,6 @@ type memberRec struct {
 	Addr    string `json:"addr"`
 	Inc     uint64 `json:"inc"`
 	Applied uint64 `json:"applied"`
-	// renewed is when this node applied the member's last renewal, by its
-	// own monotonic clock. Not replicated: only a leader uses it, to know
-	// when a lease it cannot revoke has expired. It is always later than
-	// the moment the member started the renewal, which is what the member
-	// counts its lease from, so the leader's view errs on the long side.
-	renewed time.Time
 }
 
 // state is everything the log carries.
@@ -144,21 +105,44 @@ func (st *state) remember(name string) {
 	}
 }
 
-// Events receives what the log changed, in log order, from the goroutine
-// that applies it. lease.Raft implements it.
-type Events interface {
+// LogEvents is what the log tells the lease protocol (lease.Raft), in log
+// order, from the goroutine that applies it.
+type LogEvents interface {
 	TableState(id lease.TableID, v lease.Version, intents int)
 	// IntentApplied names an intent whose open or close was applied (after
 	// the TableState calls of that entry).
 	IntentApplied(name string)
+	// Renewed is a member's lease renewal, applied; Forgotten, a removed
+	// member; HoldersRestored, the members a snapshot restored, in place
+	// of every one before.
+	Renewed(h lease.Holder)
+	Forgotten(node string)
+	HoldersRestored(hs []lease.Holder)
 	Applied(index uint64)
+}
+
+// events is what the FSM tells: LogEvents, and a change of the catalog.
+type events interface {
+	LogEvents
 	CatalogChanged()
+}
+
+// nodeEvents are a node's events: its lease protocol's, and its
+// CatalogChanged.
+type nodeEvents struct {
+	LogEvents
+	catalogChanged func()
+}
+
+func (e nodeEvents) CatalogChanged() {
+	if e.catalogChanged != nil {
+		e.catalogChanged()
+	}
 }
 
 // fsm applies the log. It is not public API: only Node reaches it.
 type fsm struct {
-	ev  Events
-	now func() time.Time
+	ev events
 	// idle is called after an entry left some table without open intents
 	// (the node flushes the bumps it deferred on it).
 	idle func()
@@ -171,7 +155,16 @@ type fsm struct {
 	binlog atomic.Pointer[binlogRec]
 }
 
-func newFSM(ev Events) *fsm { return &fsm{ev: ev, now: time.Now, st: newState()} }
+func newFSM(ev events) *fsm { return &fsm{ev: ev, st: newState()} }
+
+// changes is what applying one entry changed, told to events after.
+type changes struct {
+	tables  map[lease.TableID]tableRec // copies
+	intents []string                   // opened or closed
+	catalog bool
+	renewed *lease.Holder
+	forgot  string
+}
 
 // Apply panics on an entry it cannot decode: a corrupt log must not be
 // skipped silently, since a skipped intent would let a stale copy be served.
@@ -179,29 +172,35 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	var c command
-	if err := json.Unmarshal(l.Data, &c); err != nil {
+	e, err := unmarshalEntry(l.Data)
+	if err != nil {
 		panic(fmt.Sprintf("cluster: undecodable log entry %d: %v", l.Index, err))
 	}
-	changed, intents, catalog := f.apply(c, l.Term)
-	for id, t := range changed {
+	ch := f.apply(e, l.Term)
+	if ch.renewed != nil {
+		f.ev.Renewed(*ch.renewed)
+	}
+	if ch.forgot != "" {
+		f.ev.Forgotten(ch.forgot)
+	}
+	for id, t := range ch.tables {
 		f.ev.TableState(id, t.Version, t.Intents)
 	}
-	for _, name := range intents {
+	for _, name := range ch.intents {
 		f.ev.IntentApplied(name)
 	}
 	if f.idle != nil {
-		for _, t := range changed {
+		for _, t := range ch.tables {
 			if t.Intents == 0 {
 				f.idle()
 				break
 			}
 		}
 	}
-	if catalog {
+	if ch.catalog {
 		f.ev.CatalogChanged()
 	}
-	if c.Watching != nil {
+	if e.word != nil {
 		f.mu.RLock()
 		f.publishBinlog(f.st)
 		f.mu.RUnlock()
@@ -210,120 +209,128 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return nil
 }
 
-// apply changes the state for c, an entry of term, and returns the tables
-// it changed (copies), the intents it opened or closed, and whether the
-// catalog changed.
-func (f *fsm) apply(c command, term uint64) (map[lease.TableID]tableRec, []string, bool) {
+// apply changes the state for e, an entry of term, and returns what it
+// changed.
+func (f *fsm) apply(e entry, term uint64) *changes {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.st
-	if c.Watching != nil {
-		st.Binlog = binlogRec{Node: c.Node, Inc: c.Inc, Term: term, Watching: *c.Watching}
+	if w := e.word; w != nil {
+		st.Binlog = binlogRec{Node: w.Node, Inc: w.Inc, Term: term, Watching: w.Watching}
 		if !st.Binlog.Watching {
 			f.publishBinlog(st)
 		}
 	}
-	changed := map[lease.TableID]tableRec{}
-	var intents []string
-	table := func(id lease.TableID) *tableRec {
-		t := st.Tables[id]
-		if t == nil {
-			t = &tableRec{Version: 1}
-			st.Tables[id] = t
-		}
-		return t
+	ch := &changes{tables: map[lease.TableID]tableRec{}}
+	st.bump(e.bumps, ch)
+	e.op.apply(st, ch)
+	return ch
+}
+
+// table returns id's record, making it at version 1.
+func (st *state) table(id lease.TableID) *tableRec {
+	t := st.Tables[id]
+	if t == nil {
+		t = &tableRec{Version: 1}
+		st.Tables[id] = t
 	}
-	closeIntent := func(name string) {
-		// Named even when it was never open here: a revocation that
-		// waits for an intent whose open failed ends with its close.
-		intents = append(intents, name)
-		st.remember(name)
-		in, ok := st.Intents[name]
-		if !ok {
-			return
-		}
-		delete(st.Intents, name)
-		for _, id := range in.Tables {
-			t := table(id)
-			t.Version++
-			if t.Intents > 0 {
-				t.Intents--
-			}
-			changed[id] = *t
-		}
-	}
-	// dropIntents closes node's intents from incarnations other than keep:
-	// their process is gone, and the backend rolled back or finished its
-	// statements when their connections closed.
-	dropIntents := func(node string, keep uint64) {
-		var names []string
-		for name, in := range st.Intents {
-			if in.Node == node && in.Inc != keep {
-				names = append(names, name)
-			}
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			closeIntent(name)
-		}
-	}
-	for _, id := range c.Bumps {
-		t := table(id)
+	return t
+}
+
+func (st *state) bump(ids []lease.TableID, ch *changes) {
+	for _, id := range ids {
+		t := st.table(id)
 		t.Version++
-		changed[id] = *t
+		ch.tables[id] = *t
 	}
-	catalog := false
-	switch c.Op {
-	case opRenew:
-		m := st.Members[c.Node]
-		if m == nil {
-			m = &memberRec{}
-			st.Members[c.Node] = m
-		}
-		if m.Inc != c.Inc {
-			dropIntents(c.Node, c.Inc)
-		}
-		m.Addr, m.Inc, m.Applied, m.renewed = c.Addr, c.Inc, c.Applied, f.now()
-	case opOpen:
-		intents = append(intents, c.Intent)
-		if _, dup := st.Intents[c.Intent]; dup || st.closed[c.Intent] {
-			break // a retried open, or one that lost the race with its close
-		}
-		st.Intents[c.Intent] = intentRec{Node: c.Node, Inc: c.Inc, Tables: c.Tables}
-		for _, id := range c.Tables {
-			t := table(id)
-			t.Intents++
-			changed[id] = *t
-		}
-	case opClose:
-		closeIntent(c.Intent)
-	case opBump:
-		for _, id := range c.Tables {
-			t := table(id)
-			t.Version++
-			changed[id] = *t
-		}
-	case opCache:
-		if c.Entry != nil {
-			if _, had := st.Catalog[c.Entry.ID()]; !had {
-				st.Catalog[c.Entry.ID()] = *c.Entry
-				catalog = true
-			}
-		}
-	case opNoCache:
-		for _, id := range c.Tables {
-			if _, had := st.Catalog[id]; had {
-				delete(st.Catalog, id)
-				catalog = true
-			}
-		}
-	case opForget:
-		delete(st.Members, c.Node)
-		dropIntents(c.Node, 0)
-	default:
-		panic(fmt.Sprintf("cluster: unknown log operation %q", c.Op))
+}
+
+func (st *state) closeIntent(name string, ch *changes) {
+	// Named even when it was never open here: a revocation that waits
+	// for an intent whose open failed ends with its close.
+	ch.intents = append(ch.intents, name)
+	st.remember(name)
+	in, ok := st.Intents[name]
+	if !ok {
+		return
 	}
-	return changed, intents, catalog
+	delete(st.Intents, name)
+	for _, id := range in.Tables {
+		t := st.table(id)
+		t.Version++
+		if t.Intents > 0 {
+			t.Intents--
+		}
+		ch.tables[id] = *t
+	}
+}
+
+// dropIntents closes node's intents from incarnations other than keep:
+// their process is gone, and the backend rolled back or finished its
+// statements when their connections closed.
+func (st *state) dropIntents(node string, keep uint64, ch *changes) {
+	var names []string
+	for name, in := range st.Intents {
+		if in.Node == node && in.Inc != keep {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		st.closeIntent(name, ch)
+	}
+}
+
+func (o renewal) apply(st *state, ch *changes) {
+	m := st.Members[o.Node]
+	if m == nil {
+		m = &memberRec{}
+		st.Members[o.Node] = m
+	}
+	if m.Inc != o.Inc {
+		st.dropIntents(o.Node, o.Inc, ch)
+	}
+	m.Addr, m.Inc, m.Applied = o.Addr, o.Inc, o.Applied
+	ch.renewed = &lease.Holder{Node: o.Node, Inc: o.Inc, Addr: o.Addr}
+}
+
+func (o intentOpen) apply(st *state, ch *changes) {
+	ch.intents = append(ch.intents, o.Intent)
+	if _, dup := st.Intents[o.Intent]; dup || st.closed[o.Intent] {
+		return // a retried open, or one that lost the race with its close
+	}
+	st.Intents[o.Intent] = intentRec{Node: o.Node, Inc: o.Inc, Tables: o.Tables}
+	for _, id := range o.Tables {
+		t := st.table(id)
+		t.Intents++
+		ch.tables[id] = *t
+	}
+}
+
+func (o intentClose) apply(st *state, ch *changes) { st.closeIntent(o.Intent, ch) }
+
+func (o versionBump) apply(st *state, ch *changes) { st.bump(o.Tables, ch) }
+
+func (o tableCached) apply(st *state, ch *changes) {
+	if _, had := st.Catalog[o.Entry.ID()]; !had {
+		st.Catalog[o.Entry.ID()] = o.Entry
+		ch.catalog = true
+	}
+}
+
+func (o tableUncached) apply(st *state, ch *changes) {
+	for _, id := range o.Tables {
+		if _, had := st.Catalog[id]; had {
+			delete(st.Catalog, id)
+			ch.catalog = true
+		}
+	}
+}
+
+func (o memberForgotten) apply(st *state, ch *changes) {
+	delete(st.Members, o.Node)
+	st.dropIntents(o.Node, 0, ch)
+	ch.forgot = o.Node
 }
 
 // fsmSnapshot is the state, encoded when the snapshot was taken.
@@ -377,10 +384,6 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	for _, name := range st.Closed {
 		st.closed[name] = true
 	}
-	now := f.now()
-	for _, m := range st.Members {
-		m.renewed = now // unknown: assume the longest lease
-	}
 	for _, t := range st.TableL {
 		rec := t.tableRec
 		st.Tables[t.ID] = &rec
@@ -396,7 +399,14 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	for id, t := range st.Tables {
 		tables[id] = *t
 	}
+	holders := make([]lease.Holder, 0, len(st.Members))
+	for node, m := range st.Members {
+		holders = append(holders, lease.Holder{Node: node, Inc: m.Inc, Addr: m.Addr})
+	}
 	f.mu.Unlock()
+	// When each member last renewed is unknown: the lease side assumes
+	// now, the longest lease.
+	f.ev.HoldersRestored(holders)
 	for id, t := range tables {
 		f.ev.TableState(id, t.Version, t.Intents)
 	}
@@ -422,29 +432,6 @@ func (f *fsm) catalog() []CatalogEntry {
 		return list[i].Table < list[j].Table
 	})
 	return list
-}
-
-// holder is a proxy that may be serving from memory, as a leader sees it.
-type holder struct {
-	node    string
-	inc     uint64 // the incarnation that renewed last
-	addr    string
-	expires time.Time // by this node's clock
-}
-
-// holders lists the members whose leases may still be valid at now, given
-// a lease of d plus margin.
-func (f *fsm) holders(now time.Time, d time.Duration) []holder {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var out []holder
-	for id, m := range f.st.Members {
-		if exp := m.renewed.Add(d); now.Before(exp) {
-			out = append(out, holder{node: id, inc: m.Inc, addr: m.Addr, expires: exp})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].node < out[j].node })
-	return out
 }
 
 // allWritten reports whether every one of ids has an open intent.

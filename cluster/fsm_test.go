@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"sync"
 	"testing"
@@ -12,24 +11,38 @@ import (
 	"tableproxy/lease"
 )
 
-// recorder is Events that remembers the last state of every table.
+// recorder is events that remembers the last state of every table, and
+// the members it was told of last.
 type recorder struct {
 	mu      sync.Mutex
 	tables  map[lease.TableID][2]int64
+	holders map[string]lease.Holder
 	applied uint64
 	catalog int
 }
 
-func newRecorder() *recorder { return &recorder{tables: map[lease.TableID][2]int64{}} }
+func newRecorder() *recorder {
+	return &recorder{tables: map[lease.TableID][2]int64{}, holders: map[string]lease.Holder{}}
+}
 
 func (r *recorder) TableState(id lease.TableID, v lease.Version, intents int) {
 	r.mu.Lock()
 	r.tables[id] = [2]int64{int64(v), int64(intents)}
 	r.mu.Unlock()
 }
-func (r *recorder) IntentApplied(string) {}
-func (r *recorder) Applied(i uint64)     { r.mu.Lock(); r.applied = i; r.mu.Unlock() }
-func (r *recorder) CatalogChanged()      { r.mu.Lock(); r.catalog++; r.mu.Unlock() }
+func (r *recorder) IntentApplied(string)   {}
+func (r *recorder) Renewed(h lease.Holder) { r.mu.Lock(); r.holders[h.Node] = h; r.mu.Unlock() }
+func (r *recorder) Forgotten(node string)  { r.mu.Lock(); delete(r.holders, node); r.mu.Unlock() }
+func (r *recorder) HoldersRestored(hs []lease.Holder) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.holders)
+	for _, h := range hs {
+		r.holders[h.Node] = h
+	}
+}
+func (r *recorder) Applied(i uint64) { r.mu.Lock(); r.applied = i; r.mu.Unlock() }
+func (r *recorder) CatalogChanged()  { r.mu.Lock(); r.catalog++; r.mu.Unlock() }
 
 func (r *recorder) get(id lease.TableID) [2]int64 {
 	r.mu.Lock()
@@ -39,10 +52,10 @@ func (r *recorder) get(id lease.TableID) [2]int64 {
 
 var tA, tB = lease.TableID{Schema: "s", Table: "a"}, lease.TableID{Schema: "s", Table: "b"}
 
-func applyAll(t *testing.T, f *fsm, cmds ...command) {
+func applyAll(t *testing.T, f *fsm, cmds ...entry) {
 	t.Helper()
 	for i, c := range cmds {
-		data, err := json.Marshal(c)
+		data, err := c.marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,17 +67,17 @@ func TestFSMIntentsAndVersions(t *testing.T) {
 	r := newRecorder()
 	f := newFSM(r)
 	applyAll(t, f,
-		command{Op: opOpen, Node: "n1", Inc: 7, Intent: "i1", Tables: []lease.TableID{tA, tB}},
-		command{Op: opOpen, Node: "n1", Inc: 7, Intent: "i1", Tables: []lease.TableID{tA, tB}}, // retried: no effect
+		entry{op: intentOpen{Node: "n1", Inc: 7, Intent: "i1", Tables: []lease.TableID{tA, tB}}},
+		entry{op: intentOpen{Node: "n1", Inc: 7, Intent: "i1", Tables: []lease.TableID{tA, tB}}}, // retried: no effect
 	)
 	if got := r.get(tA); got != [2]int64{1, 1} {
 		t.Fatalf("after open: %v, want version 1 with one intent", got)
 	}
-	applyAll(t, f, command{Op: opClose, Intent: "i1"}, command{Op: opClose, Intent: "i1"})
+	applyAll(t, f, entry{op: intentClose{Intent: "i1"}}, entry{op: intentClose{Intent: "i1"}})
 	if got := r.get(tA); got != [2]int64{2, 0} {
 		t.Fatalf("after close (twice): %v, want version 2, no intent", got)
 	}
-	applyAll(t, f, command{Op: opBump, Tables: []lease.TableID{tB}})
+	applyAll(t, f, entry{op: versionBump{Tables: []lease.TableID{tB}}})
 	if got := r.get(tB); got != [2]int64{3, 0} {
 		t.Fatalf("after bump: %v", got)
 	}
@@ -76,13 +89,13 @@ func TestFSMLateOpenAndCarriedBumps(t *testing.T) {
 	r := newRecorder()
 	f := newFSM(r)
 	applyAll(t, f,
-		command{Op: opClose, Intent: "i1"},
-		command{Op: opOpen, Node: "n1", Inc: 7, Intent: "i1", Tables: []lease.TableID{tA}},
+		entry{op: intentClose{Intent: "i1"}},
+		entry{op: intentOpen{Node: "n1", Inc: 7, Intent: "i1", Tables: []lease.TableID{tA}}},
 	)
 	if got := r.get(tA); got[1] != 0 {
 		t.Fatalf("an open after its close left an intent: %v", got)
 	}
-	applyAll(t, f, command{Op: opRenew, Node: "n1", Inc: 7, Addr: "x", Bumps: []lease.TableID{tA, tB}})
+	applyAll(t, f, entry{op: renewal{Node: "n1", Inc: 7, Addr: "x"}, bumps: []lease.TableID{tA, tB}})
 	if a, b := r.get(tA), r.get(tB); a[0] != 2 || b[0] != 2 {
 		t.Fatalf("bumps carried by a renewal: %v %v, want version 2", a, b)
 	}
@@ -92,19 +105,19 @@ func TestFSMNewIncarnationClosesOldIntents(t *testing.T) {
 	r := newRecorder()
 	f := newFSM(r)
 	applyAll(t, f,
-		command{Op: opRenew, Node: "n1", Inc: 1, Addr: "x"},
-		command{Op: opOpen, Node: "n1", Inc: 1, Intent: "old", Tables: []lease.TableID{tA}},
-		command{Op: opOpen, Node: "n2", Inc: 5, Intent: "other", Tables: []lease.TableID{tA}},
+		entry{op: renewal{Node: "n1", Inc: 1, Addr: "x"}},
+		entry{op: intentOpen{Node: "n1", Inc: 1, Intent: "old", Tables: []lease.TableID{tA}}},
+		entry{op: intentOpen{Node: "n2", Inc: 5, Intent: "other", Tables: []lease.TableID{tA}}},
 	)
 	if got := r.get(tA); got[1] != 2 {
 		t.Fatalf("intents %v", got)
 	}
 	// n1 restarted: its old process's intent is gone with it; n2's stays.
-	applyAll(t, f, command{Op: opRenew, Node: "n1", Inc: 2, Addr: "x"})
+	applyAll(t, f, entry{op: renewal{Node: "n1", Inc: 2, Addr: "x"}})
 	if got := r.get(tA); got != [2]int64{2, 1} {
 		t.Fatalf("after restart of n1: %v, want version 2 and n2's intent", got)
 	}
-	applyAll(t, f, command{Op: opForget, Node: "n2"})
+	applyAll(t, f, entry{op: memberForgotten{Node: "n2"}})
 	if got := r.get(tA); got != [2]int64{3, 0} {
 		t.Fatalf("after n2 removed: %v", got)
 	}
@@ -114,10 +127,10 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	r := newRecorder()
 	f := newFSM(r)
 	applyAll(t, f,
-		command{Op: opCache, Entry: &CatalogEntry{Schema: "s", Table: "a", CachedBy: "root"}},
-		command{Op: opBump, Tables: []lease.TableID{tA}},
-		command{Op: opOpen, Node: "n1", Inc: 1, Intent: "i", Tables: []lease.TableID{tA}},
-		command{Op: opRenew, Node: "n1", Inc: 1, Addr: "127.0.0.1:1"},
+		entry{op: tableCached{Entry: CatalogEntry{Schema: "s", Table: "a", CachedBy: "root"}}},
+		entry{op: versionBump{Tables: []lease.TableID{tA}}},
+		entry{op: intentOpen{Node: "n1", Inc: 1, Intent: "i", Tables: []lease.TableID{tA}}},
+		entry{op: renewal{Node: "n1", Inc: 1, Addr: "127.0.0.1:1"}},
 	)
 	snap, err := f.Snapshot()
 	if err != nil {
@@ -138,11 +151,11 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	if cat := f2.catalog(); len(cat) != 1 || cat[0].CachedBy != "root" {
 		t.Fatalf("restored catalog %+v", cat)
 	}
-	applyAll(t, f2, command{Op: opClose, Intent: "i"})
+	applyAll(t, f2, entry{op: intentClose{Intent: "i"}})
 	if got := r2.get(tA); got != [2]int64{3, 0} {
 		t.Fatalf("intent did not survive the snapshot: %v", got)
 	}
-	if hs := f2.holders(f2.now(), 1e9); len(hs) != 1 || hs[0].addr != "127.0.0.1:1" {
+	if hs := r2.holders; len(hs) != 1 || hs["n1"].Addr != "127.0.0.1:1" {
 		t.Fatalf("restored members %+v", hs)
 	}
 }
@@ -167,11 +180,10 @@ func (s *sink) Close() error  { return nil }
 // and its speaker leads.
 func TestFSMBinlogWordAndItsTerm(t *testing.T) {
 	f := newFSM(newRecorder())
-	yes, no := true, false
 	index := uint64(0)
-	apply := func(term uint64, c command) {
+	apply := func(term uint64, c entry) {
 		t.Helper()
-		data, err := json.Marshal(c)
+		data, err := c.marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,12 +199,12 @@ func TestFSMBinlogWordAndItsTerm(t *testing.T) {
 	if f.binlog.Load() != nil {
 		t.Fatal("a word before anyone said one")
 	}
-	apply(2, command{Op: opRenew, Node: "n1", Inc: 1})
-	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &yes})
+	apply(2, entry{op: renewal{Node: "n1", Inc: 1}})
+	apply(2, entry{op: versionBump{}, word: &binlogWord{Node: "n1", Inc: 1, Watching: true}})
 	if got := word(f); got != (binlogRec{Node: "n1", Inc: 1, Term: 2, Watching: true}) {
 		t.Fatalf("word %+v", got)
 	}
-	apply(3, command{Op: opRenew, Node: "n2", Inc: 1})
+	apply(3, entry{op: renewal{Node: "n2", Inc: 1}})
 	if got := word(f); got.Term != 2 || !got.Watching {
 		t.Fatalf("another entry changed the word: %+v", got)
 	}
@@ -201,8 +213,8 @@ func TestFSMBinlogWordAndItsTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A word of term 2 committed by the next leader is still term 2's.
-	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &no})
-	apply(2, command{Op: opBump, Node: "n1", Inc: 1, Watching: &yes})
+	apply(2, entry{op: versionBump{}, word: &binlogWord{Node: "n1", Inc: 1, Watching: false}})
+	apply(2, entry{op: versionBump{}, word: &binlogWord{Node: "n1", Inc: 1, Watching: true}})
 	if got := word(f); got.Term != 2 {
 		t.Fatalf("word %+v", got)
 	}

@@ -14,8 +14,7 @@ import (
 // from nodes outside the configuration: a removed node no longer receives
 // the log, so it must not get a lease.
 func (n *Node) Renew(ctx context.Context) (uint64, error) {
-	return n.propose(ctx, command{Op: opRenew, Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise,
-		Applied: n.raft.AppliedIndex()})
+	return n.propose(ctx, entry{op: renewal{Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise, Applied: n.raft.AppliedIndex()}})
 }
 
 // OpenIntent commits intent id on tables and returns its index once every
@@ -23,12 +22,12 @@ func (n *Node) Renew(ctx context.Context) (uint64, error) {
 // lease ran out); this one is not asked (see lease.Log). Retrying with the
 // same id is safe.
 func (n *Node) OpenIntent(ctx context.Context, id string, tables []lease.TableID) (uint64, error) {
-	return n.propose(ctx, command{Op: opOpen, Node: n.cfg.ID, Inc: n.inc, Intent: id, Tables: tables})
+	return n.propose(ctx, entry{op: intentOpen{Node: n.cfg.ID, Inc: n.inc, Intent: id, Tables: tables}})
 }
 
 // CloseIntent commits the end of intent id: its tables' versions go up.
 func (n *Node) CloseIntent(ctx context.Context, id string) error {
-	_, err := n.propose(ctx, command{Op: opClose, Intent: id})
+	_, err := n.propose(ctx, entry{op: intentClose{Intent: id}})
 	return err
 }
 
@@ -42,7 +41,7 @@ func (n *Node) CloseIntent(ctx context.Context, id string) error {
 // log reports every write made through the proxies too, and would
 // otherwise cost a Raft commit (an fsync on every voter) per write.
 func (n *Node) Bump(ctx context.Context, tables []lease.TableID) error {
-	_, err := n.propose(ctx, command{Op: opBump, Tables: tables})
+	_, err := n.propose(ctx, entry{op: versionBump{Tables: tables}})
 	return err
 }
 
@@ -51,12 +50,12 @@ func (n *Node) Catalog() []CatalogEntry { return n.fsm.catalog() }
 
 // CacheTable commits a table into the catalog.
 func (n *Node) CacheTable(ctx context.Context, e CatalogEntry) error {
-	_, err := n.propose(ctx, command{Op: opCache, Entry: &e})
+	_, err := n.propose(ctx, entry{op: tableCached{Entry: e}})
 	return err
 }
 
 // NoCacheTable commits a table's removal from the catalog.
 func (n *Node) NoCacheTable(ctx context.Context, id lease.TableID) error {
-	_, err := n.propose(ctx, command{Op: opNoCache, Tables: []lease.TableID{id}})
+	_, err := n.propose(ctx, entry{op: tableUncached{Tables: []lease.TableID{id}}})
 	return err
 }

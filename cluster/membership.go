@@ -135,19 +135,10 @@ func (n *Node) RemoveNode(ctx context.Context, id string) error {
 	// node is still running (it was not dead after all) it may be writing
 	// under them: wait until it has lost its lease, which it cannot renew
 	// any more, and with it the right to write under an intent it holds.
-	for _, h := range n.fsm.holders(time.Now(), n.cfg.LeaseHold) {
-		if h.node != id {
-			continue
-		}
-		t := time.NewTimer(time.Until(h.expires))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
+	if err := n.cfg.Leases.AwaitLeaseEnd(ctx, id); err != nil {
+		return err
 	}
-	_, err := n.propose(ctx, command{Op: opForget, Node: id})
+	_, err := n.propose(ctx, entry{op: memberForgotten{Node: id}})
 	n.log.Info("cluster: member removed", "id", id, "err", err)
 	return err
 }
@@ -169,7 +160,6 @@ func (n *Node) Members() ([]Member, error) {
 		return nil, err
 	}
 	_, leader := n.raft.LeaderWithID()
-	now := time.Now()
 	n.fsm.mu.RLock()
 	defer n.fsm.mu.RUnlock()
 	var out []Member
@@ -177,8 +167,8 @@ func (n *Node) Members() ([]Member, error) {
 		m := Member{ID: string(s.ID), Address: string(s.Address), Voter: s.Suffrage == raft.Voter,
 			Leader: s.ID == leader, LastContact: -1, Self: s.ID == raft.ServerID(n.cfg.ID)}
 		if rec := n.fsm.st.Members[m.ID]; rec != nil {
-			if !rec.renewed.IsZero() {
-				m.LastContact = now.Sub(rec.renewed)
+			if since, ok := n.cfg.Leases.SinceRenewal(m.ID); ok {
+				m.LastContact = since
 			}
 			m.AppliedIndex = rec.Applied
 		}

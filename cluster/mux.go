@@ -33,7 +33,7 @@ func newMux(ln net.Listener) *muxListener {
 
 // serve accepts until the node closes the mux. It never gives the address
 // up on its own: the leader takes a refused connection to mean that the
-// proxy is gone and serves nothing (see Node.revoke), so only Node.Close,
+// proxy is gone and serves nothing (see lease.Raft.RevokeOthers), so only Node.Close,
 // which runs after the proxy stopped serving, may close the listener.
 func (m *muxListener) serve() {
 	backoff := 5 * time.Millisecond

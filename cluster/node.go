@@ -44,21 +44,35 @@ type Config struct {
 	Join string
 	// NonVoter joins as a non-voting member (sidecars).
 	NonVoter bool
-	// LeaseHold is how long the leader treats a proxy's lease as possibly
-	// valid after applying its renewal: the lease plus the drift margin.
-	LeaseHold time.Duration
 	// Timing of elections; defaults suit a LAN.
 	HeartbeatTimeout, ElectionTimeout time.Duration
 	Logger                            *slog.Logger
-	// Events receives every change the log makes, in log order.
-	Events Events
-	// Revoke is called when the leader asks this proxy to stop serving
-	// tables until it has applied the log up to index.
-	Revoke func(tables []lease.TableID, index uint64)
-	// RevokeIntent is called when the leader asks this proxy to stop
-	// serving tables until it has applied intent (whose index the leader
-	// does not know yet: it asks while the intent commits).
-	RevokeIntent func(tables []lease.TableID, intent string)
+	// Leases is the lease protocol this node carries (lease.Raft).
+	Leases Leases
+	// CatalogChanged, if set, is called after an entry changed the
+	// catalog of cached tables, from the goroutine that applies the log.
+	CatalogChanged func()
+}
+
+// Leases is the lease protocol on top of a node (lease.Raft, which the
+// node serves as its lease.Log): it is told what the log applies, answers
+// the leader's revocations, and, while the node leads, revokes the other
+// proxies' leases for a write and waits out a removed member's.
+type Leases interface {
+	LogEvents
+	// Revoke stops this proxy serving tables until it has applied the log
+	// up to index; RevokeIntent, until it has applied intent, whose index
+	// the leader does not know yet (it asks while the intent commits).
+	Revoke(tables []lease.TableID, index uint64)
+	RevokeIntent(tables []lease.TableID, intent string)
+	// RevokeOthers is the leader's part in opening an intent (see
+	// lease.Raft.RevokeOthers): commit waits for the queued entry.
+	RevokeOthers(ctx context.Context, tables []lease.TableID, intent string, w lease.Writer, commit func() (uint64, error)) (uint64, error)
+	// AwaitLeaseEnd returns once node's lease, as this node has applied
+	// its renewals, has run out.
+	AwaitLeaseEnd(ctx context.Context, node string) error
+	// SinceRenewal is how long ago this node applied node's last renewal.
+	SinceRenewal(node string) (time.Duration, bool)
 }
 
 // Node is one member of the cluster.
@@ -109,14 +123,11 @@ var ErrNoLeader = errors.New("cluster: no leader")
 
 // Open starts a node: recovers its log, listens, and bootstraps or joins.
 func Open(cfg Config) (*Node, error) {
-	if cfg.Events == nil {
-		return nil, errors.New("cluster: no Events")
+	if cfg.Leases == nil {
+		return nil, errors.New("cluster: no Leases")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.LeaseHold <= 0 {
-		cfg.LeaseHold = 3 * time.Second
 	}
 	// A follower notices a dead leader between one and two heartbeat
 	// timeouts after its last contact (hashicorp/raft checks on a random
@@ -150,7 +161,7 @@ func Open(cfg Config) (*Node, error) {
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}},
 		dirty:  map[lease.TableID]bool{}, flushC: make(chan struct{}, 1), leaderC: make(chan struct{}),
 		binlogC: make(chan struct{}, 1)}
-	n.fsm = newFSM(cfg.Events)
+	n.fsm = newFSM(nodeEvents{LogEvents: cfg.Leases, catalogChanged: cfg.CatalogChanged})
 	n.fsm.idle = n.kickFlush
 	n.leaderID.Store(new(string))
 	if err := n.start(dir); err != nil {

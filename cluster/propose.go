@@ -5,23 +5,24 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"tableproxy/lease"
 )
 
-// propose commits c through the leader, retrying while there is none,
+// propose commits e through the leader, retrying while there is none,
 // until ctx ends.
-func (n *Node) propose(ctx context.Context, c command) (uint64, error) {
-	data, err := json.Marshal(c)
+func (n *Node) propose(ctx context.Context, e entry) (uint64, error) {
+	data, err := e.marshal()
 	if err != nil {
 		return 0, err
 	}
 	for {
-		idx, err := n.proposeOnce(ctx, c, data)
+		idx, err := n.proposeOnce(ctx, e, data)
 		if err == nil || !retryable(err) {
 			return idx, err
 		}
@@ -73,9 +74,10 @@ func leaderLogFailed(err error) bool {
 	return true
 }
 
-func (n *Node) proposeOnce(ctx context.Context, c command, data []byte) (uint64, error) {
+// proposeOnce commits e, encoded as data, as the leader or through it.
+func (n *Node) proposeOnce(ctx context.Context, e entry, data []byte) (uint64, error) {
 	if n.raft.State() == raft.Leader {
-		return n.applyAsLeader(ctx, c, data)
+		return n.applyAsLeader(ctx, e, data)
 	}
 	changed := n.leaderChanged()
 	addr, _ := n.raft.LeaderWithID()
@@ -105,18 +107,19 @@ func (n *Node) proposeOnce(ctx context.Context, c command, data []byte) (uint64,
 	return out.Index, nil
 }
 
-// applyAsLeader appends c and, for an intent, revokes it.
-func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (_ uint64, err error) {
+// applyAsLeader appends e, encoded as data, and for an intent's open has
+// the lease protocol revoke it while it commits.
+func (n *Node) applyAsLeader(ctx context.Context, e entry, data []byte) (_ uint64, err error) {
 	timeout := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	if c.Op == opRenew && !n.isMember(c.Node) {
-		return 0, fmt.Errorf("%w: %q", ErrNotMember, c.Node)
+	if r, ok := e.op.(renewal); ok && !n.isMember(r.Node) {
+		return 0, fmt.Errorf("%w: %q", ErrNotMember, r.Node)
 	}
-	if c.Op == opBump && n.fsm.allWritten(c.Tables) {
+	if b, ok := e.op.(versionBump); ok && n.fsm.allWritten(b.Tables) {
 		n.deferred.Add(1)
-		n.markDirty(c.Tables)
+		n.markDirty(b.Tables)
 		return 0, nil
 	}
 	// Deferred bumps ride on this entry: it is appended after they were
@@ -127,27 +130,20 @@ func (n *Node) applyAsLeader(ctx context.Context, c command, data []byte) (_ uin
 				n.markDirty(extra) // the flusher tries again
 			}
 		}()
-		c.Bumps = append(c.Bumps, extra...)
-		if data, err = json.Marshal(c); err != nil {
+		e.bumps = append(e.bumps, extra...)
+		if data, err = e.marshal(); err != nil {
 			return 0, err
 		}
 	}
 	f := n.raft.Apply(data, timeout)
-	var early map[string]chan error
-	if c.Op == opOpen {
-		// The entry is queued: any renewal queued from now on commits
-		// after it. Ask the proxies that hold leases now to stop serving
-		// while it commits, instead of after.
-		early = n.revokeEarly(ctx, c.Tables, c.Intent, writer{c.Node, c.Inc})
-	}
-	if err := f.Error(); err != nil {
-		return 0, applyError(ctx, err)
-	}
-	idx := f.Index()
-	if c.Op == opOpen {
-		if err := n.revoke(ctx, c.Tables, idx, writer{c.Node, c.Inc}, early); err != nil {
-			return 0, err
+	commit := func() (uint64, error) {
+		if err := f.Error(); err != nil {
+			return 0, applyError(ctx, err)
 		}
+		return f.Index(), nil
 	}
-	return idx, nil
+	if open, ok := e.op.(intentOpen); ok {
+		return n.cfg.Leases.RevokeOthers(ctx, open.Tables, open.Intent, lease.Writer{Node: open.Node, Inc: open.Inc}, commit)
+	}
+	return commit()
 }

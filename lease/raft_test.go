@@ -24,6 +24,13 @@ type fakeLog struct {
 	opened  map[string][]TableID
 	vers    map[TableID]Version
 	ints    map[TableID]int
+	// sent records the revocations sent to other proxies, by address;
+	// deaf lists the addresses that never acknowledge, unreached the ones
+	// a revocation fails to reach at once.
+	sentMu    sync.Mutex
+	sent      map[string][]Revocation
+	deaf      map[string]bool
+	unreached map[string]bool
 }
 
 var (
@@ -34,7 +41,8 @@ var (
 var errDown = errors.New("no leader")
 
 func newFake(m *Raft) *fakeLog {
-	return &fakeLog{m: m, opened: map[string][]TableID{}, vers: map[TableID]Version{}, ints: map[TableID]int{}}
+	return &fakeLog{m: m, opened: map[string][]TableID{}, vers: map[TableID]Version{}, ints: map[TableID]int{},
+		sent: map[string][]Revocation{}, deaf: map[string]bool{}, unreached: map[string]bool{}}
 }
 
 func (f *fakeLog) ID() string               { return "n1" }
@@ -42,6 +50,21 @@ func (f *fakeLog) Incarnation() uint64      { return 1 }
 func (f *fakeLog) IsLeader() bool           { return true }
 func (f *fakeLog) SetBinlogWatched(ok bool) { f.watched.Store(ok) }
 func (f *fakeLog) BinlogWatched() bool      { return f.watched.Load() }
+
+func (f *fakeLog) SendRevocation(ctx context.Context, addr string, r Revocation) error {
+	f.sentMu.Lock()
+	f.sent[addr] = append(f.sent[addr], r)
+	deaf, unreached := f.deaf[addr], f.unreached[addr]
+	f.sentMu.Unlock()
+	if unreached {
+		return errDown
+	}
+	if deaf {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
 
 func (f *fakeLog) commit(fn func()) error {
 	_, err := f.commitAt(fn)

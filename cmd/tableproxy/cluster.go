@@ -35,8 +35,8 @@ func startCluster(cfg configs.Config, log *slog.Logger) (func(), error) {
 	cat := &catalog{changed: make(chan struct{}, 1)}
 	n, err := cluster.Open(cluster.Config{
 		ID: cfg.Cluster.NodeID, RaftListen: cfg.Cluster.RaftListen, DataDir: cfg.DataDir,
-		Join: cfg.Cluster.Join, NonVoter: cfg.Cluster.NonVoter, LeaseHold: lc.Hold(), Logger: log,
-		Events: events{Raft: leases, cat: cat}, Revoke: leases.Revoke, RevokeIntent: leases.RevokeIntent,
+		Join: cfg.Cluster.Join, NonVoter: cfg.Cluster.NonVoter, Logger: log,
+		Leases: leases, CatalogChanged: cat.poke,
 	})
 	if err != nil {
 		return nil, err
@@ -52,15 +52,6 @@ func startCluster(cfg configs.Config, log *slog.Logger) (func(), error) {
 		n.Close()
 	}, nil
 }
-
-// events passes the log's changes to the lease manager, and catalog
-// changes to the cache.
-type events struct {
-	*lease.Raft
-	cat *catalog
-}
-
-func (e events) CatalogChanged() { e.cat.poke() }
 
 // catalog is the cache's catalog kept in the cluster's log.
 type catalog struct {
