@@ -1,26 +1,3 @@
-// Package lease decides whether this proxy may answer reads of a cached
-// table from memory, and at which version of the table.
-//
-// Every table has a version that only goes up: every write through a proxy
-// and every change seen in the backend's binary log bumps it. A reader may
-// use an in-memory copy of table T only if the copy was loaded at T's
-// current version and no write to T is in flight. A writer opens an intent
-// before its statement reaches the backend and closes it after the backend
-// has answered; while any intent on T is open, reads of T go to the
-// backend. Closing the intent bumps the version, so a copy loaded before the
-// write can never be served after it: reads through the proxy see their own
-// writes and every write that completed before them (linearizable on one
-// proxy).
-//
-// Manager is the decision behind an interface; Raft (raft.go) implements
-// it with revocable leases over a replicated log that package cluster
-// provides through the Log interface declared here. A proxy on its own runs
-// it on a cluster of one.
-//
-// What can go wrong: a version that went backwards, or an intent closed
-// twice, would let a stale copy be served; the implementation makes both
-// impossible by construction (versions are only ever incremented, an Intent
-// closes once).
 package lease
 
 import (
