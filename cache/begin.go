@@ -41,7 +41,10 @@ func (p *Plugin) beginDeferred(st *plugins.Statement, si *sessionInfo) (plugins.
 		// Under LOCK TABLES a BEGIN releases the locks, which only the
 		// backend can do; with completion_type CHAIN or RELEASE a COMMIT
 		// does more than end the transaction.
-		if si.tableLocks || !si.probe(st) || !si.plainCompletion {
+		if st.Tx.TableLocks() {
+			return plugins.Continue, false
+		}
+		if plain, known := st.Tx.PlainCompletion(); !plain || !known {
 			return plugins.Continue, false
 		}
 		si.deferred = true

@@ -430,6 +430,7 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		return a
 	}
 	si := session(st)
+	si.followTx(st.Tx)
 	if a, ok := p.beginDeferred(st, si); ok {
 		si.explain(st.SQL, true, "answered by the proxy: the transaction has not reached the backend (a plain BEGIN is sent there before the transaction's first statement that goes there)")
 		return a
@@ -642,18 +643,13 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 		}
 		if settingsChanged(st.Kind) {
 			si.known = false
-			if st.Kind == plugins.KindSet && plugins.ContainsFold(st.SQL, "TRANSACTION") {
-				// SET TRANSACTION ... applies to the next transaction only,
-				// which the session probe cannot see: serve none of it.
-				si.nextTxUnknown = true
-			}
 		}
-		if out.Source == plugins.FromBackend && len(si.fresh) > 0 {
-			si.pinToBackend(si.fresh) // (see sessionInfo.fresh)
+		if out.Source == plugins.FromBackend && len(si.fresh) > 0 && si.pinSeq == st.Tx.Seq() {
+			si.pinToBackend(si.fresh) // (see sessionInfo.fresh; a transaction that ended keeps no pins)
 		}
 		si.fresh = si.fresh[:0]
-		si.afterStatement(st, out.Status&mysql.SERVER_STATUS_IN_TRANS != 0)
-		if si.inTx && out.Source == plugins.FromBackend && mayTakeSnapshot(st) {
+		si.followTx(st.Tx)
+		if out.Status&mysql.SERVER_STATUS_IN_TRANS != 0 && out.Source == plugins.FromBackend && mayTakeSnapshot(st) {
 			p.pinUnreadToBackend(si)
 		}
 		si.temps.answered(out.Err == nil)
@@ -668,8 +664,6 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 		}
 		si.counts.answeredBy(st, out)
 		si.afterBackend(st, out)
-	} else if locksTables(st) {
-		session(st).afterBackend(st, out)
 	}
 	if out.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		return

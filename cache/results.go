@@ -428,10 +428,10 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 	}
 	rs := &si.rc
 	si.usesTables = true
-	if si.blocked() != "" || !si.probe(st) || !rs.probe(st) || !parsedAlike(st.SQL, si.sqlMode) {
+	if si.blocked(st) != "" || !si.probe(st) || !rs.probe(st) || !parsedAlike(st.SQL, si.sqlMode) {
 		return plugins.Continue, false
 	}
-	if !st.InTx && !si.autocommit {
+	if !st.InTx && !st.Tx.Autocommit() {
 		// With autocommit off the read starts a transaction in the
 		// backend, at the backend's newest data: as the evaluator, leave
 		// it to the backend.
@@ -499,7 +499,10 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 	// be older; READ UNCOMMITTED may see rows a transaction later rolls
 	// back; and after SET TRANSACTION the next statement's isolation is
 	// unknown.
-	if st.InTx || si.nextTxUnknown || strings.EqualFold(si.isolation, "READ-UNCOMMITTED") || si.isolation == "" {
+	if st.InTx || st.Tx.NextTxPending() {
+		return plugins.Continue, false
+	}
+	if iso := st.Tx.Isolation(); strings.EqualFold(iso, "READ-UNCOMMITTED") || iso == "" {
 		return plugins.Continue, false
 	}
 	pend := &pendingResult{key: string(key), tables: tss, versions: versions}

@@ -205,7 +205,8 @@ func TestResultEntryChecksTheResponse(t *testing.T) {
 	}
 }
 
-// fakeSession answers the settings probes.
+// fakeSession answers the settings probes, and is the proxy's account of
+// the session's transaction (autocommit and the isolation level as set).
 type fakeSession struct {
 	autocommit string
 	sqlMode    string
@@ -219,8 +220,8 @@ func (f *fakeSession) Query(q string) (*mysql.Result, error) {
 	f.queries++
 	var row []string
 	switch {
-	case strings.HasPrefix(q, "SELECT @@character_set_results"):
-		row = []string{"utf8mb4", f.sqlMode, f.isolation, "utf8mb4", "utf8mb4", "1024", "SYSTEM", "UTC", "4", f.autocommit}
+	case q == settingsQuery:
+		row = []string{"utf8mb4", f.sqlMode, "utf8mb4", "utf8mb4", "1024", "SYSTEM", "UTC", "4"}
 	case q == resultSettingsQuery:
 		for range strings.Count(q, "@@") {
 			row = append(row, "x")
@@ -238,6 +239,15 @@ func (f *fakeSession) Query(q string) (*mysql.Result, error) {
 	rs.Values = [][]mysql.FieldValue{vals}
 	return mysql.NewResult(rs), nil
 }
+
+func (f *fakeSession) Seq() uint64                   { return 0 }
+func (f *fakeSession) Opaque() bool                  { return false }
+func (f *fakeSession) Since() uint64                 { return 0 }
+func (f *fakeSession) Autocommit() bool              { return f.autocommit == "1" }
+func (f *fakeSession) Isolation() string             { return f.isolation }
+func (f *fakeSession) NextTxPending() bool           { return false }
+func (f *fakeSession) PlainCompletion() (bool, bool) { return true, true }
+func (f *fakeSession) TableLocks() bool              { return false }
 
 // resultsFixture is a cache plugin with one cached, loaded table and a
 // result cache, without a loader or a backend.
@@ -261,7 +271,7 @@ func newResultsFixture(t *testing.T) *resultsFixture {
 	f := &resultsFixture{p: p, id: lease.TableID{Schema: "shop", Table: "rates"},
 		sess: &fakeSession{autocommit: "1", sqlMode: "STRICT_TRANS_TABLES", isolation: "REPEATABLE-READ", timeZone: "SYSTEM", autoNull: "0"}}
 	f.cache()
-	f.st = plugins.Statement{ConnID: 7, User: "app", DB: "shop", Session: &plugins.SessionState{}, Backend: f.sess}
+	f.st = plugins.Statement{ConnID: 7, User: "app", DB: "shop", Session: &plugins.SessionState{}, Backend: f.sess, Tx: f.sess}
 	f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates")
 	return f
 }
@@ -493,8 +503,8 @@ func TestResultCacheTransactions(t *testing.T) {
 	}
 	// READ UNCOMMITTED may read rows that are rolled back: not stored.
 	f.st.InTx = false
-	si.inTx, si.pins = false, nil
-	si.isolation = "READ-UNCOMMITTED"
+	si.pins = nil
+	f.sess.isolation = "READ-UNCOMMITTED"
 	f.st.Reset(plugins.ComQuery, "SELECT LOWER(code) FROM rates")
 	if _, rec, _ := f.run(t, []string{"eur"}, nil); rec {
 		t.Error("recorded under READ UNCOMMITTED")

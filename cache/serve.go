@@ -45,14 +45,11 @@ type sessionInfo struct {
 	// Transactions. A transaction reads each cached table at one version:
 	// the snapshot its first read of the table was answered from, or the
 	// backend (nil) if that read went there or the transaction wrote the
-	// table.
-	inTx          bool
-	txTainted     bool // the transaction ran something the pins cannot follow
-	pins          map[lease.TableID]*Snapshot
-	nextTxUnknown bool   // SET TRANSACTION was run: the next transaction's isolation is unknown
-	isolation     string // @@tx_isolation / @@transaction_isolation
-	env           runEnv // character sets of string arguments, max_sort_length
-	autocommit    bool   // @@autocommit
+	// table. pinSeq is the transaction (plugins.TxView.Seq) the pins are
+	// of: the proxy says when one ends.
+	pins   map[lease.TableID]*Snapshot
+	pinSeq uint64
+	env    runEnv // character sets of string arguments, max_sort_length
 
 	// pinnedAll: the transaction has read a cached table from memory, and
 	// at that moment pinned every cached table, so that all of them are
@@ -65,13 +62,6 @@ type sessionInfo struct {
 	// have taken the transaction's snapshot just then, after those
 	// versions, so those tables are read from the backend (OnResult).
 	fresh []lease.TableID
-	// plainCompletion: @@completion_type is NO_CHAIN, so COMMIT and
-	// ROLLBACK only end the transaction (see begin.go).
-	plainCompletion bool
-	// tableLocks: the session ran LOCK TABLES (or FLUSH ... WITH READ
-	// LOCK) and has not released it: the backend decides which tables it
-	// may read, and BEGIN releases the locks there.
-	tableLocks bool
 	// diagDirty: the last statement the backend answered left warnings or
 	// an error in its diagnostics area, which a statement that reads
 	// tables clears there; answered in memory, SHOW WARNINGS would still
@@ -220,56 +210,47 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 	if st.Backend == nil {
 		return false
 	}
-	// MariaDB names the isolation variable tx_isolation; MySQL 8 only has
-	// transaction_isolation. Ask for one, then the other.
-	var r *mysql.Result
-	var err error
 	// CURRENT_USER() and CURRENT_ROLE() are who the backend checks
 	// privileges for: they are part of the learned-metadata key, so that
 	// a shape one account or role may read is learned (and so checked)
 	// for each of them.
-	const vars = ", @@character_set_client, @@character_set_connection, @@max_sort_length, @@time_zone, @@system_time_zone, @@div_precision_increment, @@autocommit, @@completion_type" +
-		", @@collation_connection, @@sql_select_limit, @@sql_big_selects, CURRENT_USER(), CURRENT_ROLE()"
-	for _, q := range []string{"SELECT @@character_set_results, @@sql_mode, @@tx_isolation" + vars,
-		"SELECT @@character_set_results, @@sql_mode, @@transaction_isolation" + vars} {
-		if r, err = st.Backend.Query(q); err == nil {
-			break
-		}
-	}
+	r, err := st.Backend.Query(settingsQuery)
 	if err != nil {
 		return false
 	}
 	defer r.Close()
 	si.charset = resultString(r, 0, 0)
 	si.sqlMode = resultString(r, 0, 1)
-	si.isolation = resultString(r, 0, 2)
-	client, conn := resultString(r, 0, 3), resultString(r, 0, 4)
+	client, conn := resultString(r, 0, 2), resultString(r, 0, 3)
 	si.env.asciiArgs = asciiCompatible(client) && asciiCompatible(conn)
 	si.env.defaultParse = parsesAsDefault(si.sqlMode)
 	si.env.noUnsignedSubtraction = strings.Contains(si.sqlMode, "NO_UNSIGNED_SUBTRACTION")
 	si.env.utf8Args = client == "utf8mb4" && conn == "utf8mb4"
-	msl, _ := r.GetInt(0, 5)
+	msl, _ := r.GetInt(0, 4)
 	si.env.maxSortLength = int(msl)
-	si.env.tzOffset, si.env.tzFixed = fixedOffset(resultString(r, 0, 6), resultString(r, 0, 7))
-	dpi, _ := r.GetInt(0, 8)
+	si.env.tzOffset, si.env.tzFixed = fixedOffset(resultString(r, 0, 5), resultString(r, 0, 6))
+	dpi, _ := r.GetInt(0, 7)
 	si.env.divPrecision = int(dpi)
-	ac, _ := r.GetInt(0, 9)
-	si.autocommit = ac == 1
-	ct := resultString(r, 0, 10)
-	si.plainCompletion = ct == "NO_CHAIN" || ct == "0"
 	si.env.plainValues = plainValues(si.sqlMode)
 	// A session that limits or refuses SELECTs by their size
 	// (sql_select_limit, max_join_size) reads from the backend, which
 	// applies the limits.
-	si.unlimited = resultString(r, 0, 12) == maxSelectLimit && resultString(r, 0, 13) == "1"
+	si.unlimited = resultString(r, 0, 9) == maxSelectLimit && resultString(r, 0, 10) == "1"
 	// The settings that change the metadata of an answer (the collation
 	// of string columns follows collation_connection when it is in the
 	// results' character set), and whose privileges it was read with.
 	si.settings = si.charset + "|" + si.sqlMode + "|" + strconv.Itoa(si.env.divPrecision) + "|" +
-		resultString(r, 0, 11) + "|" + resultString(r, 0, 14) + "|" + resultString(r, 0, 15)
+		resultString(r, 0, 8) + "|" + resultString(r, 0, 11) + "|" + resultString(r, 0, 12)
 	si.known = true
 	return true
 }
+
+// settingsQuery reads the session settings probe takes in. (The
+// transaction's, the isolation level and autocommit among them, are the
+// proxy's: plugins.TxView.)
+const settingsQuery = "SELECT @@character_set_results, @@sql_mode, @@character_set_client, @@character_set_connection" +
+	", @@max_sort_length, @@time_zone, @@system_time_zone, @@div_precision_increment, @@collation_connection" +
+	", @@sql_select_limit, @@sql_big_selects, CURRENT_USER(), CURRENT_ROLE()"
 
 // maxSelectLimit is sql_select_limit's default: no limit.
 const maxSelectLimit = "18446744073709551615"
@@ -302,9 +283,9 @@ func plainValues(sqlMode string) bool {
 
 // blocked says why the session's reads may not be answered in memory now
 // whatever they read, or "".
-func (si *sessionInfo) blocked() string {
+func (si *sessionInfo) blocked(st *plugins.Statement) string {
 	switch {
-	case si.tableLocks:
+	case st.Tx.TableLocks():
 		return "the session holds table locks (LOCK TABLES): the backend decides which tables it may read"
 	case si.diagDirty:
 		return "the backend's last answer left warnings or an error, which a read of tables clears there (SHOW WARNINGS would differ)"
@@ -476,7 +457,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		return p.declinedWhy(st, si, ent, why)
 	}
 	si.usesTables = true
-	if why := si.blocked(); why != "" {
+	if why := si.blocked(st); why != "" {
 		return pass(why)
 	}
 	for _, id := range pl.tables {
@@ -525,7 +506,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	if !si.env.asciiArgs {
 		return pass("the session's character set is not ASCII-compatible")
 	}
-	if !st.InTx && !si.autocommit {
+	if !st.InTx && !st.Tx.Autocommit() {
 		return pass("autocommit is off: the read starts a transaction in the backend")
 	}
 	if !si.env.defaultParse {
@@ -647,7 +628,7 @@ func (pl *plan) answer(snap *Snapshot, rows []int, args []arg, env runEnv, meta 
 // version. A transaction whose isolation is SERIALIZABLE (reads take
 // locks), or unknown, reads from the backend.
 func (p *Plugin) txSnapshot(st *plugins.Statement, si *sessionInfo, id lease.TableID) (*Snapshot, bool) {
-	if si.nextTxUnknown || si.txTainted || !si.probe(st) || !strings.EqualFold(si.isolation, "REPEATABLE-READ") {
+	if tx := st.Tx; tx.NextTxPending() || tx.Opaque() || !strings.EqualFold(tx.Isolation(), "REPEATABLE-READ") {
 		return nil, false
 	}
 	if s, pinned := si.pins[id]; pinned {
@@ -676,35 +657,12 @@ func (p *Plugin) txSnapshot(st *plugins.Statement, si *sessionInfo, id lease.Tab
 	return s, s != nil
 }
 
-// afterStatement follows the session's transactions. A transaction that
-// ends drops its pins. A single BEGIN, COMMIT or ROLLBACK starts afresh.
-// Anything else run inside a transaction that is not a plain read or write
-// (a savepoint, ROLLBACK TO, SET, DDL, a multi-statement request, XA, ...)
-// taints it: its reads go to the backend until it ends, since the pins
-// could no longer be trusted to be the transaction's one version.
-func (si *sessionInfo) afterStatement(st *plugins.Statement, inTx bool) {
-	involved := si.inTx || inTx
-	switch st.Kind {
-	case plugins.KindSelect, plugins.KindInsert, plugins.KindUpdate, plugins.KindDelete, plugins.KindReplace,
-		plugins.KindShow, plugins.KindUse: // (SHOW, EXPLAIN and USE leave the transaction as it is)
-		if involved && !plugins.SingleStatement(st.SQL) {
-			si.txTainted = true // a request of several statements: any of them may be anything
-		}
-	case plugins.KindBegin, plugins.KindCommit, plugins.KindRollback:
-		if plugins.SingleStatement(st.SQL) && !plugins.ContainsFold(st.SQL, " TO ") {
-			si.pins, si.pinnedAll, si.txTainted = nil, false, false
-		} else if involved {
-			si.txTainted = true
-		}
-	default:
-		if involved {
-			si.txTainted = true
-		}
+// followTx drops the pins of a transaction that has ended (or begun
+// afresh): those of the session's transaction now are kept.
+func (si *sessionInfo) followTx(tx plugins.TxView) {
+	if seq := tx.Seq(); seq != si.pinSeq {
+		si.pins, si.pinnedAll, si.pinSeq = nil, false, seq
 	}
-	if si.inTx && !inTx {
-		si.pins, si.pinnedAll, si.txTainted, si.nextTxUnknown = nil, false, false, false
-	}
-	si.inTx = inTx
 }
 
 // selectListText returns the text of a SELECT's select list as typed:
@@ -757,7 +715,7 @@ func selectListText(sql string) (string, bool) {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // afterBackend follows what the backend keeps for the session beside its
-// transaction: table locks and the diagnostics area.
+// transaction: the diagnostics area.
 func (si *sessionInfo) afterBackend(st *plugins.Statement, out *plugins.Outcome) {
 	uses := si.usesTables
 	si.usesTables = false
@@ -770,33 +728,6 @@ func (si *sessionInfo) afterBackend(st *plugins.Statement, out *plugins.Outcome)
 	case uses || st.Kind.IsWrite():
 		si.diagDirty = false
 	}
-	single := plugins.SingleStatement(st.SQL)
-	if out.Err != nil && single {
-		return
-	}
-	switch {
-	case !single && plugins.ContainsFold(st.SQL, "LOCK"):
-		si.tableLocks = true // one of them may lock: assume so until UNLOCK TABLES
-	case st.Kind == plugins.KindBegin:
-		si.tableLocks = false // BEGIN releases table locks in the backend
-	case st.Kind == plugins.KindOther: // (LOCK, UNLOCK and FLUSH are of no other kind)
-		switch w := plugins.FirstKeyword(st.SQL); {
-		case strings.EqualFold(w, "LOCK") || strings.EqualFold(w, "FLUSH") && plugins.ContainsFold(st.SQL, "LOCK"):
-			si.tableLocks = true
-		case strings.EqualFold(w, "UNLOCK"):
-			si.tableLocks = false
-		}
-	}
-}
-
-// locksTables reports whether st may take or release table locks, so that
-// a session the cache has not followed yet must start being followed.
-func locksTables(st *plugins.Statement) bool {
-	if st.Kind != plugins.KindOther {
-		return false
-	}
-	w := plugins.FirstKeyword(st.SQL)
-	return strings.EqualFold(w, "LOCK") || strings.EqualFold(w, "FLUSH")
 }
 
 // pinUnreadToBackend follows a statement the backend answered inside a

@@ -43,7 +43,7 @@ func TestUnguardedWriteIsNotServedAround(t *testing.T) {
 		t.Fatal("the loaded table is not servable before the write")
 	}
 
-	w := plugins.Statement{ConnID: 8, User: "app", DB: "shop", Session: &plugins.SessionState{}, Backend: f.sess}
+	w := plugins.Statement{ConnID: 8, User: "app", DB: "shop", Session: &plugins.SessionState{}, Backend: f.sess, Tx: f.sess}
 	w.Reset(plugins.ComQuery, "UPDATE rates SET code = 'GBP' WHERE code = 'EUR'")
 	if a := f.p.OnStatement(&w); a.Verdict != plugins.Pass {
 		t.Fatalf("the write was not passed on: %v", a.Verdict)

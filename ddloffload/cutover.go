@@ -203,7 +203,7 @@ func (r *runner) carryAutoIncrement() error {
 // queued would deadlock with the RENAME (1213). Neither list has the
 // job's own connection nor the sessions the fence holds, which wait for
 // the swap.
-func (r *runner) waitTransactions(ctx context.Context, epoch int64, by time.Time) error {
+func (r *runner) waitTransactions(ctx context.Context, epoch uint64, by time.Time) error {
 	// open lists InnoDB's transactions to wait for: those of ids in was,
 	// or all when was is nil.
 	open := func(was map[string]bool) (map[string]bool, error) {

@@ -1,7 +1,8 @@
 package ddloffload
 
 import (
-	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,8 +11,73 @@ import (
 	"tableproxy/plugins"
 )
 
+// fakeTxs stands for the proxy's account of transactions, as the tests
+// drive it: a session's Since is the clock when its last statement
+// outside a transaction arrived (start), and the session is open from then
+// until an outcome (end) says otherwise.
+type fakeTxs struct {
+	mu    sync.Mutex
+	clock uint64
+	txs   map[*plugins.SessionState]*fakeTx
+}
+
+type fakeTx struct {
+	plugins.TxView // (only Since is read)
+	conn           uint32
+	since          atomic.Uint64
+	open           bool
+}
+
+func (tx *fakeTx) Since() uint64 { return tx.since.Load() }
+
+func newFakeTxs() *fakeTxs { return &fakeTxs{txs: map[*plugins.SessionState]*fakeTx{}} }
+
+func (f *fakeTxs) Mark() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clock++
+	return f.clock
+}
+
+func (f *fakeTxs) OpenBefore(mark uint64) []uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []uint32
+	for _, tx := range f.txs {
+		if tx.open && tx.since.Load() < mark {
+			ids = append(ids, tx.conn)
+		}
+	}
+	return ids
+}
+
+// start is what the proxy does as st arrives, before the chain sees it.
+func (f *fakeTxs) start(st *plugins.Statement) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tx, ok := f.txs[st.Session]
+	if !ok {
+		tx = &fakeTx{conn: st.ConnID}
+		f.txs[st.Session] = tx
+	}
+	tx.open = st.Kind != plugins.KindDDL
+	if !st.InTx {
+		tx.since.Store(f.clock)
+	}
+	st.Tx = tx
+}
+
+// end is what the proxy does with st's outcome.
+func (f *fakeTxs) end(st *plugins.Statement, out *plugins.Outcome) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.txs[st.Session].open = out.Status&mysql.SERVER_STATUS_IN_TRANS != 0
+}
+
 func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 	var f fence
+	txs := newFakeTxs()
+	f.txs = txs
 	var waitsIn func(st *plugins.Statement) bool
 	_, release := f.hold(plugins.TableID{Schema: "db", Table: "t"})
 	if !f.active() {
@@ -22,7 +88,7 @@ func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 	}
 	waitsIn = func(st *plugins.Statement) bool {
 		done := make(chan struct{})
-		f.starting(st)
+		txs.start(st)
 		go func() {
 			f.wait(st, 5*time.Second)
 			close(done)
@@ -87,15 +153,17 @@ func TestFenceHoldsOnlyStatementsOnTheTable(t *testing.T) {
 // two fences is held by the first (begun since it) but not by the second.
 func TestFenceEpochIsPerTable(t *testing.T) {
 	var f fence
+	txs := newFakeTxs()
+	f.txs = txs
 	_, releaseT := f.hold(plugins.TableID{Schema: "db", Table: "t"})
 	defer releaseT()
 	sess := &plugins.SessionState{}
-	f.starting(&plugins.Statement{SQL: "BEGIN", DB: "db", Session: sess})
+	txs.start(&plugins.Statement{SQL: "BEGIN", DB: "db", Session: sess})
 	_, releaseU := f.hold(plugins.TableID{Schema: "db", Table: "u"})
 	defer releaseU()
 	held := func(sql string) bool {
 		st := &plugins.Statement{SQL: sql, DB: "db", InTx: true, Session: sess}
-		f.starting(st)
+		txs.start(st)
 		start := time.Now()
 		f.wait(st, 40*time.Millisecond)
 		return time.Since(start) >= 30*time.Millisecond
@@ -108,59 +176,32 @@ func TestFenceEpochIsPerTable(t *testing.T) {
 	}
 }
 
-// openBefore lists the sessions whose transaction began before a fence and
-// is still open, as far as the proxy knows: from their BEGIN (even one
-// still under way) to the result that ends the transaction.
-func TestFenceOpenBefore(t *testing.T) {
-	var f fence
-	inTx := &plugins.Outcome{Status: mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT}
-	idle := &plugins.Outcome{Status: mysql.SERVER_STATUS_AUTOCOMMIT}
-	stmt := func(id uint32, sess *plugins.SessionState, sql string, kind plugins.Kind, tx bool) *plugins.Statement {
-		st := &plugins.Statement{ConnID: id, SQL: sql, Kind: kind, InTx: tx, Session: sess}
-		f.starting(st)
-		return st
-	}
-	a, b, c, d := &plugins.SessionState{}, &plugins.SessionState{}, &plugins.SessionState{}, &plugins.SessionState{}
-	f.ended(stmt(1, a, "BEGIN", plugins.KindBegin, false), inTx) // open, nothing read yet
-	f.ended(stmt(2, b, "SELECT 1", plugins.KindSelect, false), idle)
-	stmt(3, c, "BEGIN", plugins.KindBegin, false) // under way
-	f.ended(stmt(4, d, "ALTER TABLE t ADD INDEX i (c)", plugins.KindDDL, false), idle)
-	stmt(4, d, "ALTER TABLE t ADD INDEX j (c)", plugins.KindDDL, false) // waits for its job
-	epoch, release := f.hold(plugins.TableID{Schema: "db", Table: "t"})
-	defer release()
-	f.ended(stmt(2, b, "BEGIN", plugins.KindBegin, false), inTx) // begun during the fence
-	got := f.openBefore(epoch)
-	slices.Sort(got)
-	if !slices.Equal(got, []uint32{1, 3}) {
-		t.Errorf("open before the fence: %v, want [1 3]", got)
-	}
-	f.ended(stmt(1, a, "COMMIT", plugins.KindCommit, true), idle)
-	f.closed(3)
-	if got := f.openBefore(epoch); len(got) != 0 {
-		t.Errorf("open before the fence after COMMIT and close: %v", got)
-	}
-}
-
 // A BEGIN another plugin answers (the cache, before this one on the chain)
-// reaches only ended: during a fence it begins a transaction of the fence,
-// whose statements on the table are held and which the swap does not wait
-// for. A statement the fence holds outside a transaction is not waited for
-// either: it cannot go on before the swap ends.
+// never reaches this plugin's OnStatement: during a fence it begins a
+// transaction of the fence all the same, whose statements on the table are
+// held and which the swap does not wait for. A statement the fence holds
+// outside a transaction is not waited for either: it cannot go on before
+// the swap ends.
 func TestFenceAnsweredBeginAndHeldStatements(t *testing.T) {
 	var f fence
+	txs := newFakeTxs()
+	f.txs = txs
 	inTx := &plugins.Outcome{Status: mysql.SERVER_STATUS_IN_TRANS}
 	idle := &plugins.Outcome{}
 	a := &plugins.SessionState{}
-	f.starting(&plugins.Statement{ConnID: 1, SQL: "SELECT 1", Kind: plugins.KindSelect, Session: a})
-	f.ended(&plugins.Statement{ConnID: 1, SQL: "SELECT 1", Kind: plugins.KindSelect, Session: a}, idle)
+	sel := &plugins.Statement{ConnID: 1, SQL: "SELECT 1", Kind: plugins.KindSelect, Session: a}
+	txs.start(sel)
+	txs.end(sel, idle)
 	epoch, release := f.hold(plugins.TableID{Schema: "db", Table: "t"})
 	defer release()
-	f.ended(&plugins.Statement{ConnID: 1, SQL: "BEGIN", Kind: plugins.KindBegin, Session: a}, inTx) // answered earlier on the chain
+	begin := &plugins.Statement{ConnID: 1, SQL: "BEGIN", Kind: plugins.KindBegin, Session: a}
+	txs.start(begin) // answered earlier on the chain
+	txs.end(begin, inTx)
 	if got := f.openBefore(epoch); len(got) != 0 {
 		t.Errorf("a BEGIN answered during the fence counts as open before it: %v", got)
 	}
 	st := &plugins.Statement{ConnID: 1, SQL: "UPDATE t SET a = 1", DB: "db", Kind: plugins.KindUpdate, InTx: true, Session: a}
-	f.starting(st)
+	txs.start(st)
 	start := time.Now()
 	f.wait(st, 40*time.Millisecond)
 	if time.Since(start) < 30*time.Millisecond {
@@ -171,8 +212,8 @@ func TestFenceAnsweredBeginAndHeldStatements(t *testing.T) {
 	// then is held: not waited for.
 	b := &plugins.SessionState{}
 	sb := &plugins.Statement{ConnID: 2, SQL: "SELECT * FROM t", DB: "db", Kind: plugins.KindSelect, Session: b}
-	f.starting(sb)
-	f.sessionTx(sb).began.Store(epoch - 1)
+	txs.start(sb)
+	sb.Tx.(*fakeTx).since.Store(epoch - 1)
 	done := make(chan struct{})
 	go func() { f.wait(sb, time.Second); close(done) }()
 	time.Sleep(20 * time.Millisecond)

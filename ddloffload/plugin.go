@@ -235,11 +235,14 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 	if env.DataDir == "" {
 		return nil, fmt.Errorf("needs a data directory")
 	}
+	if env.Transactions == nil {
+		return nil, fmt.Errorf("needs the proxy's account of transactions")
+	}
 	log := env.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	p, err := New(log, env.Backend, env.Binlog, env.DataDir, opts)
+	p, err := New(log, env.Backend, env.Binlog, env.Transactions, env.DataDir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -249,10 +252,11 @@ func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
 	return p, nil
 }
 
-// New builds the plugin with its job registry in dataDir. Jobs that were
-// running when the proxy stopped are settled in the background: resumed
-// from their checkpoints, or rolled back (see resume.go).
-func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, dataDir string, opts Options) (*Plugin, error) {
+// New builds the plugin with its job registry in dataDir; its cut-overs
+// wait for the transactions txs lists. Jobs that were running when the
+// proxy stopped are settled in the background: resumed from their
+// checkpoints, or rolled back (see resume.go).
+func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, txs plugins.Transactions, dataDir string, opts Options) (*Plugin, error) {
 	if err := opts.setDefaults(dataDir); err != nil {
 		return nil, err
 	}
@@ -262,6 +266,7 @@ func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, d
 	}
 	p := &Plugin{log: log, backend: backend, binlog: follower, opts: opts, jobs: reg, vars: newVars(opts), fg: newLatencies(), fgTx: newLatencies(),
 		janitorWake: make(chan struct{}, 1)}
+	p.fence.txs = txs
 	p.stall, p.stallOn = stallFromEnv()
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.recover()
@@ -290,33 +295,43 @@ func (p *Plugin) Close() error {
 	return nil
 }
 
-// OnResult records whether the session is in a transaction now (for the
-// cut-over's fence), and the latency of a client's statement the backend
-// ran. The jobs' own statements use connections of their own and are not
-// seen; those the plugins answer (the ALTER a job runs for, this plugin's
-// admin statements) are left out of the latencies.
+// OnResult records the latency of a client's statement the backend ran,
+// and of its unit of work when the statement ends one. The jobs' own
+// statements use connections of their own and are not seen; those the
+// plugins answer (the ALTER a job runs for, this plugin's admin
+// statements) are left out of the latencies.
 func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
-	s := p.fence.ended(st, out)
 	if out.Source == plugins.FromBackend {
 		p.fg.record(out.Duration)
 	}
-	switch {
-	case out.Status&mysql.SERVER_STATUS_IN_TRANS == 0:
-		p.unitEnded(s, out)
-	case s.unitStart.IsZero():
-		// Begun by a statement that a plugin earlier on the chain
-		// answered (the cache's BEGIN) before OnStatement saw it.
-		s.unitStart = p.fgTx.now()
+	u := unitOf(st)
+	if !st.InTx {
+		// The statement began a unit (a transaction, if it is BEGIN or
+		// autocommit is off; else the statement alone) when it arrived,
+		// whoever answered it.
+		u.start = p.fgTx.now().Add(-out.Duration)
+	}
+	if out.Status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+		p.unitEnded(u, out)
 	}
 }
 
-// unitStarting notes when a session's unit of work begins: a statement
-// outside a transaction begins one (a transaction, if it is BEGIN or
-// autocommit is off; else the statement alone).
-func (p *Plugin) unitStarting(s *sessionTx, st *plugins.Statement) {
-	if !st.InTx && s.unitStart.IsZero() {
-		s.unitStart = p.fgTx.now()
+// unit is a session's unit of work: its transaction, or its statement
+// outside one. start is when it began, zero between units.
+type unit struct{ start time.Time }
+
+// unitKey is the key of a session's *unit in its state.
+type unitKey struct{}
+
+func unitOf(st *plugins.Statement) *unit {
+	if u, ok := st.Session.Get(unitKey{}).(*unit); ok {
+		return u
 	}
+	u := &unit{}
+	if st.Session != nil {
+		st.Session.Set(unitKey{}, u)
+	}
+	return u
 }
 
 // unitEnded records how long the session's unit of work took, from its
@@ -328,27 +343,17 @@ func (p *Plugin) unitStarting(s *sessionTx, st *plugins.Statement) {
 // what clients see (sysbench's latency is the transaction's). Units that
 // the backend did not end (a plugin answered: this plugin's ALTER, which
 // waits for its job, or the cache's reads) are left out.
-func (p *Plugin) unitEnded(s *sessionTx, out *plugins.Outcome) {
-	start := s.unitStart
-	s.unitStart = time.Time{}
+func (p *Plugin) unitEnded(u *unit, out *plugins.Outcome) {
+	start := u.start
+	u.start = time.Time{}
 	if start.IsZero() || out.Source != plugins.FromBackend {
 		return
 	}
 	p.fgTx.record(p.fgTx.now().Sub(start))
 }
 
-// OnConn implements plugins.ConnObserver: the fence forgets a session that
-// ended, or whose state was reset (its transaction ended with it; its next
-// statement makes a new record).
-func (p *Plugin) OnConn(ev plugins.ConnEvent) {
-	if ev.Kind == plugins.ConnClosed || ev.Kind == plugins.ConnReset {
-		p.fence.closed(ev.ConnID)
-	}
-}
-
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
-	p.unitStarting(p.fence.starting(st), st)
 	if p.fence.active() {
 		p.fence.wait(st, 2*time.Duration(p.opts.CutOverHold))
 	}

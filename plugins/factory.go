@@ -29,6 +29,23 @@ type Env struct {
 	// Binlog is the proxy's one reader of the backend's binary log, which
 	// plugins that need the log subscribe to.
 	Binlog *binlog.Follower
+	// Transactions is the proxy's account of its sessions' transactions.
+	Transactions Transactions
+}
+
+// Transactions is the proxy's account of the transactions of all its
+// sessions, for a plugin that must wait for those open at some moment.
+type Transactions interface {
+	// Mark advances the proxy's transaction clock and returns its new
+	// reading: a transaction begun from now on has a TxView.Since of at
+	// least that.
+	Mark() uint64
+	// OpenBefore lists the sessions (by client connection id) in a
+	// transaction, or running a statement that may begin one (any but
+	// DDL), whose transaction began before mark. A session that has sent
+	// BEGIN and nothing else counts, though the backend does not list its
+	// transaction yet.
+	OpenBefore(mark uint64) []uint32
 }
 
 // Backend opens backend connections as a configured proxy user, with that

@@ -107,6 +107,9 @@ type Statement struct {
 	SQL     string // statement text; for COM_STMT_EXECUTE the prepared text
 	Kind    Kind   // cheap lexical classification of SQL
 	InTx    bool   // the backend reported an open transaction before this statement
+	// Tx is the proxy's account of the session's transaction and of the
+	// settings that decide how one runs (see TxView).
+	Tx TxView
 	// Begin: a filter asks the proxy to start a transaction on the
 	// backend before this statement. When the statement goes to the
 	// backend, BEGIN is sent with it, in the same round trip; when a
@@ -149,6 +152,48 @@ type Statement struct {
 	analysis    Analysis
 	analysisErr error
 	analyzed    bool
+}
+
+// TxView is the proxy's account of a session's transaction and of the
+// settings that decide how one runs. The proxy alone keeps it, from the
+// status flags the backend reports, the statements it relays and their
+// outcome, and what it reads from the backend when that is not enough;
+// plugins read it. During OnStatement it is the state the statement starts
+// in; during OnResult, the state the statement left. Plugin state of one
+// transaction is keyed by Seq, never by following BEGIN and COMMIT again.
+type TxView interface {
+	// Seq identifies the session's current transaction: it changes when a
+	// transaction ends, when a lone BEGIN, COMMIT or ROLLBACK starts
+	// afresh (a BEGIN inside a transaction commits it; COMMIT AND CHAIN
+	// begins the next), and when the session's state is reset.
+	Seq() uint64
+	// Opaque: the current transaction ran something whose effect on it
+	// the proxy does not follow (a savepoint or ROLLBACK TO, SET, DDL, XA,
+	// a CALL, several statements in one request). It ends with Seq.
+	Opaque() bool
+	// Since is the proxy's transaction clock (see Transactions) when the
+	// session's current transaction began: as of the arrival of its first
+	// statement, whoever answered it.
+	Since() uint64
+	// Autocommit reports the session's autocommit (SERVER_STATUS_AUTOCOMMIT).
+	Autocommit() bool
+	// Isolation is the session's isolation level as the server names it
+	// ("REPEATABLE-READ", "READ-COMMITTED", ...), or "" when it cannot be
+	// read. It may cost a round trip to the backend, once after a
+	// statement that may have changed it in a way the proxy cannot read.
+	Isolation() string
+	// NextTxPending: SET TRANSACTION was run, so the next transaction may
+	// not run as the session's settings say. It clears when a
+	// transaction ends.
+	NextTxPending() bool
+	// PlainCompletion reports whether completion_type is NO_CHAIN, so that
+	// COMMIT and ROLLBACK only end the transaction; known is false when it
+	// cannot be read. Like Isolation, it may cost a round trip.
+	PlainCompletion() (plain, known bool)
+	// TableLocks: the session holds table locks (LOCK TABLES, FLUSH
+	// TABLES WITH READ LOCK), so the backend decides which tables it may
+	// read, and BEGIN releases them there.
+	TableLocks() bool
 }
 
 // SessionBackend is the session's backend connection, as plugins may use it.

@@ -57,6 +57,9 @@ type Config struct {
 	LoginTimeout    time.Duration // a client must finish the handshake within this; 0 means 10s
 	ServerVersion   string        // advertised until the backend's version is known
 	Logger          *slog.Logger
+	// Transactions records the sessions' transactions for the plugins
+	// (plugins.Env.Transactions); New makes one when it is nil.
+	Transactions *Transactions
 }
 
 func (c *Config) authPlugin() string {
@@ -82,6 +85,10 @@ type Server struct {
 
 	mu       sync.Mutex // guards sessions; taken on connect, disconnect, KILL and shutdown
 	sessions map[uint32]*sessionEntry
+
+	// isolationVar is the index in isolationVars of the name of the
+	// isolation level the backend took (see sessionTx.readVars).
+	isolationVar atomic.Int32
 }
 
 type sessionEntry struct {
@@ -122,6 +129,9 @@ func New(cfg Config, chain *plugins.Chain) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Transactions == nil {
+		cfg.Transactions = NewTransactions()
 	}
 	s := &Server{cfg: cfg, chain: chain, pool: newBackendPool(cfg.Backend), log: cfg.Logger,
 		sessions: map[uint32]*sessionEntry{}}
@@ -302,6 +312,7 @@ func (s *Server) registerBackend(sess *session) {
 	s.mu.Lock()
 	s.sessions[sess.id] = &sessionEntry{s: sess, backendID: sess.backend.threadID, backend: sess.backend.Conn.Conn, params: sess.params}
 	s.mu.Unlock()
+	s.cfg.Transactions.add(sess.id, &sess.tx.rec)
 }
 
 func (s *Server) unregister(sess *session) {
@@ -310,6 +321,7 @@ func (s *Server) unregister(sess *session) {
 		delete(s.sessions, sess.id)
 	}
 	s.mu.Unlock()
+	s.cfg.Transactions.remove(sess.id, &sess.tx.rec)
 }
 
 func (s *Server) lookupSession(id uint64) (*session, uint64, bool) {

@@ -21,7 +21,8 @@ import (
 // session is one client connection, bound to one backend connection for its
 // whole life. The backend holds all session state (current database,
 // variables, transactions, temporary tables, prepared statements); the proxy
-// keeps only what it needs to route and to tell the plugins.
+// keeps only what it needs to route and to tell the plugins, the session's
+// transaction among it (see txview.go).
 type session struct {
 	srv    *Server
 	id     uint32 // the connection id the client sees
@@ -40,6 +41,7 @@ type session struct {
 	sink bool         // the response being read is dropped, not relayed (see relayWithBegin)
 
 	st    plugins.Statement
+	tx    sessionTx            // the session's transaction, as st.Tx shows it
 	stmts map[uint32]*prepared // by the backend's statement id
 	// out and answer are the current statement's outcome and the writer a
 	// plugin answers through, kept here rather than allocated per
@@ -325,8 +327,13 @@ func (s *session) bindBackend(ctx context.Context) error {
 		status = mysql.SERVER_STATUS_AUTOCOMMIT
 	}
 	s.setStatus(status)
+	if s.tx.s == nil {
+		s.tx = sessionTx{s: s, txs: s.srv.cfg.Transactions}
+	} else {
+		s.tx.reset() // a new backend connection: a new session there
+	}
 	s.st = plugins.Statement{ConnID: s.id, User: s.user.Name, Admin: s.user.Admin, Remote: s.client.raw.RemoteAddr(),
-		Session: &plugins.SessionState{}, Backend: sessionBackend{s},
+		Tx: &s.tx, Session: &plugins.SessionState{}, Backend: sessionBackend{s},
 		ExtendedMetadata: s.client.extCaps&mariadbExtendedMetadata != 0}
 	s.stmts = map[uint32]*prepared{}
 	s.srv.registerBackend(s)
@@ -539,6 +546,7 @@ func (s *session) runStatement() error {
 		st.DB = s.db // (dispatch set an execution's)
 	}
 	st.InTx = s.inTx()
+	s.tx.starting(st)
 	if cmd == plugins.ComQuery && (st.Kind == plugins.KindOther || strings.IndexByte(st.SQL, ';') >= 0) && mayBeXA(st.SQL) {
 		s.usedXA = true
 	}
@@ -614,6 +622,7 @@ func (s *session) runStatement() error {
 	if rs.haveStat {
 		out.Status = rs.status // as relayed, with the statement's own bits
 	}
+	s.tx.ended(st, out)
 	if observe {
 		out.Duration = time.Since(start)
 		if err != nil && out.Err == nil {
@@ -884,12 +893,13 @@ func mayBeXA(sql string) bool {
 }
 
 // stateReset follows a reset of the session's state in the backend: the
-// proxy forgets its prepared statements, the plugins' session state starts
-// afresh, and the plugins are told that the transaction ended (rolled
-// back), so what they hold for it (write intents, the cut-over's record of
-// it) ends too.
+// proxy forgets its prepared statements and ends its account of the
+// transaction (rolled back), the plugins' session state starts afresh, and
+// the plugins are told, so what they hold for the transaction (write
+// intents) ends too.
 func (s *session) stateReset() {
 	clear(s.stmts)
+	s.tx.reset()
 	s.st.Session = &plugins.SessionState{}
 	s.srv.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnReset, ConnID: s.id, User: s.user.Name, Remote: s.client.raw.RemoteAddr()})
 }

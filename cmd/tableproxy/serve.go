@@ -140,12 +140,14 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	pcfg.Transactions = proxy.NewTransactions()
 	connector := proxy.NewConnector(pcfg)
 	// One reader of the binary log for the whole proxy, which the plugins
 	// subscribe to; closed after them.
 	follower := binlog.New(connector, cfg.BinlogUser, log)
 	defer follower.Close()
-	env := plugins.Env{Logger: log, Metrics: reg, DataDir: cfg.DataDir, Backend: connector, Binlog: follower}
+	env := plugins.Env{Logger: log, Metrics: reg, DataDir: cfg.DataDir, Backend: connector, Binlog: follower,
+		Transactions: pcfg.Transactions}
 	chain, err := plugins.Build(specs, env)
 	if err != nil {
 		return err
