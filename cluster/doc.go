@@ -12,7 +12,8 @@
 // tableproxy.cluster_members. The FSM and the log's entries are private.
 // Files by job:
 //   - node.go: opening a node (log store, snapshots, Raft, bootstrap or
-//     join), closing it, who leads;
+//     join) and closing it;
+//   - leader.go: who leads, as this node knows it;
 //   - log.go: the operations others commit (lease.Log's, the catalog's);
 //   - propose.go: proposing through the leader, appending as the leader;
 //   - bumps.go: the bumps a leader defers while intents are open;

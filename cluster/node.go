@@ -1,7 +1,7 @@
 package cluster
 
 // A node: its settings, opening it (the log store, snapshots, the
-// listener, Raft, bootstrap or join), closing it, and who leads.
+// listener, Raft, bootstrap or join) and closing it.
 
 import (
 	"context"
@@ -296,62 +296,6 @@ func (n *Node) Addr() string { return n.advertise }
 
 // Incarnation distinguishes this process from earlier runs of the node.
 func (n *Node) Incarnation() uint64 { return n.inc }
-
-// IsLeader reports whether this node is the leader now, by its own
-// (possibly stale) view; use it for duties (the binary-log watcher), never
-// to answer a read.
-func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
-
-// WaitLeader waits until the cluster has a leader.
-func (n *Node) WaitLeader(ctx context.Context) error {
-	for {
-		if addr, _ := n.raft.LeaderWithID(); addr != "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-// noteLeader reads the leader's ID from Raft after a change was observed.
-// Observations may be dropped when they come faster than they are read,
-// but then one is still waiting, and reading it reads the newest leader.
-func (n *Node) noteLeader() {
-	_, id := n.raft.LeaderWithID()
-	s := string(id)
-	n.leaderID.Store(&s)
-}
-
-// leaderChanged returns a channel that is closed when the leader changes.
-func (n *Node) leaderChanged() <-chan struct{} {
-	n.lmu.Lock()
-	defer n.lmu.Unlock()
-	return n.leaderC
-}
-
-// watchLeader keeps leaderID current. It reads the leader once before the
-// first observation: Raft runs from NewRaft on, and a restarted node often
-// hears from the leader before its observer is registered; that change is
-// never observed, and until the next one this node would trust no leader's
-// word on the binary log (BinlogWatched) and serve nothing from memory.
-func (n *Node) watchLeader(obs chan raft.Observation) {
-	defer n.wg.Done()
-	for {
-		n.noteLeader()
-		n.lmu.Lock()
-		close(n.leaderC)
-		n.leaderC = make(chan struct{})
-		n.lmu.Unlock()
-		select {
-		case <-n.stop:
-			return
-		case <-obs:
-		}
-	}
-}
 
 // stableID reads the node id kept in dir, or makes and keeps one.
 func stableID(dir string) (string, error) {
