@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"unsafe"
 )
 
 // rawSocket reads and writes a client's or the backend's socket with raw
@@ -140,4 +141,26 @@ func (s *rawSocket) tryWrite(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// sysRead and sysWrite are the raw calls themselves, in every build. The race
+// detector cannot see what a raw call does, so they tell it what package
+// syscall's Read and Write would (rawsock_race.go); other builds compile
+// those calls away.
+
+func sysRead(fd uintptr, p []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e == 0 {
+		raceRead(p[:n])
+	}
+	return int(n), e
+}
+
+func sysWrite(fd uintptr, p []byte) (int, syscall.Errno) {
+	raceWriting()
+	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e == 0 {
+		raceWrote(p[:n])
+	}
+	return int(n), e
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -164,4 +165,130 @@ func TestRawSocketReadIsSynchronisation(t *testing.T) {
 	if sentBeforeTheWrite != 42 {
 		t.Fatal("the write's effects were not visible after its read")
 	}
+}
+
+// The other way round: what a goroutine did before it wrote through a
+// rawSocket is visible, for the race detector too, to the goroutine that
+// reads the bytes from a plain net.Conn.
+var doneBeforeTheRawWrite int
+
+func TestRawSocketWriteIsSynchronisation(t *testing.T) {
+	rs, peer := tcpPair(t)
+	go func() {
+		doneBeforeTheRawWrite = 42
+		_, _ = rs.Write([]byte{1})
+	}()
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(peer, b); err != nil {
+		t.Fatal(err)
+	}
+	if doneBeforeTheRawWrite != 42 {
+		t.Fatal("the write's effects were not visible after its read")
+	}
+}
+
+// Many connections relay a stream through two rawSockets each, as a
+// session relays between its client and its backend: the client's stream
+// goes in through one, out through the other to an echo peer, and back the
+// same way. Small send buffers and uneven read and write sizes make reads
+// come short and writes fill the buffer (EAGAIN) and resume; every byte
+// must come back, in order.
+func TestRawSocketRelayStress(t *testing.T) {
+	const conns = 8
+	size := 4 << 20
+	if testing.Short() {
+		size = 256 << 10
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for i := 0; i < conns; i++ {
+		front, client := tcpPair(t)
+		back, echo := tcpPair(t)
+		// Small send buffers only: a receive buffer far below loopback's
+		// 64k MSS stalls TCP itself, rawSocket or not.
+		for _, c := range []net.Conn{front.Conn, back.Conn, client, echo} {
+			_ = c.(*net.TCPConn).SetWriteBuffer(8 << 10)
+		}
+		seed := uint32(i + 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- relayRoundTrip(front, back, client, echo, size, seed)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// relayRoundTrip sends size bytes from client through front and back to
+// echo and back again, and checks what returns.
+func relayRoundTrip(front, back *rawSocket, client, echo net.Conn, size int, seed uint32) error {
+	want := make([]byte, size)
+	x := seed
+	for i := range want {
+		x = x*1664525 + 1013904223
+		want[i] = byte(x >> 24)
+	}
+	relay := func(dst, src net.Conn, seed uint32) {
+		buf := make([]byte, 64<<10)
+		for {
+			seed = seed*1664525 + 1013904223
+			n, err := src.Read(buf[:1+int(seed>>16)%len(buf)])
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				closeWrite(dst)
+				return
+			}
+		}
+	}
+	go relay(back, front, seed)  // client -> echo
+	go relay(front, back, ^seed) // echo -> client
+	go relay(echo, echo, seed*3) // the echo peer
+	go func() {
+		for off := 0; off < size; {
+			n := min(size-off, 1+int(seed*7919+uint32(off))%(96<<10))
+			if _, err := client.Write(want[off : off+n]); err != nil {
+				return
+			}
+			off += n
+		}
+		closeWrite(client)
+	}()
+	got, err := io.ReadAll(client)
+	if err != nil {
+		return err
+	}
+	if len(got) != size {
+		return fmt.Errorf("connection %d: %d bytes came back, want %d", seed, len(got), size)
+	}
+	if i := firstDifference(got, want); i >= 0 {
+		return fmt.Errorf("connection %d: byte %d came back as %#x, want %#x", seed, i, got[i], want[i])
+	}
+	return nil
+}
+
+// closeWrite sends the peer its EOF, through a rawSocket to its TCP conn.
+func closeWrite(c net.Conn) {
+	if rs, ok := c.(*rawSocket); ok {
+		c = rs.Conn
+	}
+	_ = c.(*net.TCPConn).CloseWrite()
+}
+
+func firstDifference(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
 }
