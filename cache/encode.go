@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/plugins"
 )
 
@@ -38,12 +39,12 @@ func virtualField(schema, table, name string, numeric bool) *mysql.Field {
 // appendFieldDef appends f as a ColumnDefinition41 payload (with an empty
 // MariaDB extended-metadata field when ext is set).
 func appendFieldDef(b []byte, f *mysql.Field, ext bool) []byte {
-	b = appendLenEncString(b, "def")
-	b = appendLenEncBytes(b, f.Schema)
-	b = appendLenEncBytes(b, f.Table)
-	b = appendLenEncBytes(b, f.OrgTable)
-	b = appendLenEncBytes(b, f.Name)
-	b = appendLenEncBytes(b, f.OrgName)
+	b = mysqlwire.AppendLenEncString(b, "def")
+	b = mysqlwire.AppendLenEncBytes(b, f.Schema)
+	b = mysqlwire.AppendLenEncBytes(b, f.Table)
+	b = mysqlwire.AppendLenEncBytes(b, f.OrgTable)
+	b = mysqlwire.AppendLenEncBytes(b, f.Name)
+	b = mysqlwire.AppendLenEncBytes(b, f.OrgName)
 	if ext {
 		b = append(b, 0)
 	}
@@ -54,16 +55,6 @@ func appendFieldDef(b []byte, f *mysql.Field, ext bool) []byte {
 	b = binary.LittleEndian.AppendUint16(b, f.Flag)
 	b = append(b, f.Decimal)
 	return append(b, 0, 0) // filler
-}
-
-func appendLenEncString(b []byte, s string) []byte {
-	b = mysql.AppendLengthEncodedInteger(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendLenEncBytes(b, s []byte) []byte {
-	b = mysql.AppendLengthEncodedInteger(b, uint64(len(s)))
-	return append(b, s...)
 }
 
 // composedMeta is the metadata of a result the proxy composes: fields'

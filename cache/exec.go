@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // rowCtx evaluates a plan's condition on one row.
@@ -74,7 +76,7 @@ func (r *rowCtx) setRow(row []byte) bool {
 			pos++
 			continue
 		}
-		_, n, ok := readLenEncBytes(row[pos:])
+		_, n, ok := mysqlwire.ReadLenEncString(row[pos:])
 		if !ok {
 			return false
 		}
@@ -91,7 +93,7 @@ func (r *rowCtx) field(i int) (val []byte, null bool, raw []byte) {
 	if raw[0] == 0xfb {
 		return nil, true, raw
 	}
-	v, _, _ := readLenEncBytes(raw)
+	v, _, _ := mysqlwire.ReadLenEncString(raw)
 	return v, false, raw
 }
 
@@ -719,15 +721,6 @@ func parseNum(b []byte) (num, bool) {
 	return n, true
 }
 
-// readLenEncBytes reads a length-encoded string without reading past b.
-func readLenEncBytes(b []byte) ([]byte, int, bool) {
-	l, w, ok := readLenEncInt(b)
-	if !ok || uint64(len(b)-w) < l {
-		return nil, 0, false
-	}
-	return b[w : w+int(l)], w + int(l), true
-}
-
 // decodeParams reads the integer, string (or NULL) parameters of a COM_STMT_EXECUTE:
 // flags (1), iteration count (4), NULL bitmap, new-params-bound flag, the
 // types when bound, then the values, into into[:0]. Any other parameter
@@ -774,7 +767,7 @@ func decodeParams(b []byte, n int, types []byte, into []arg) ([]arg, bool) {
 		case mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_VARCHAR:
 			// Text in the client's character set. (BLOB-typed parameters
 			// are binary strings, which compare otherwise: not decoded.)
-			v, w, ok := readLenEncBytes(b[pos:])
+			v, w, ok := mysqlwire.ReadLenEncString(b[pos:])
 			if !ok {
 				return nil, false
 			}
@@ -837,8 +830,7 @@ func appendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
 	}
 	// Strings, BLOBs, JSON, DECIMAL, ENUM, SET, BIT, GEOMETRY: the same
 	// bytes as in the text protocol.
-	b = mysql.AppendLengthEncodedInteger(b, uint64(len(v)))
-	return append(b, v...), true
+	return mysqlwire.AppendLenEncBytes(b, v), true
 }
 
 // digits reads n decimal digits at v[i:].

@@ -35,6 +35,7 @@ import (
 
 	"tableproxy/binlog"
 	"tableproxy/configs"
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -515,7 +516,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		for _, id := range targets {
 			if p.table(id) != nil && !si.temps.has(id) {
 				e := errUnsupported(ddlName(st.SQL))
-				e.Message += fmt.Sprintf(" Run ALTER TABLE %s.%s NOCACHE first.", quoteIdent(id.Schema), quoteIdent(id.Table))
+				e.Message += fmt.Sprintf(" Run ALTER TABLE %s NOCACHE first.", mysqlwire.QuoteTable(id.Schema, id.Table))
 				return plugins.RefuseWith(e)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tableproxy/configs"
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -610,7 +611,7 @@ func newResultEntry(key string, c *plugins.Capture) (*resultEntry, bool) {
 		return c.Data[start:c.Ends[i]]
 	}
 	first := pkt(0)
-	ncols, w, ok := readLenEncInt(first)
+	ncols, w, ok := mysqlwire.ReadLenEncInt(first)
 	if !ok || w != len(first) || ncols == 0 || ncols > uint64(n) {
 		return nil, false
 	}
@@ -630,7 +631,7 @@ func newResultEntry(key string, c *plugins.Capture) (*resultEntry, bool) {
 		if i == mid {
 			continue
 		}
-		if b := pkt(i); len(b) == 0 || b[0] == 0xff || isEOFPacket(b) {
+		if b := pkt(i); len(b) == 0 || b[0] == mysqlwire.MarkErr || mysqlwire.IsEOF(b) {
 			return nil, false
 		}
 	}
@@ -647,16 +648,13 @@ func newResultEntry(key string, c *plugins.Capture) (*resultEntry, bool) {
 	return e, true
 }
 
-func isEOFPacket(b []byte) bool { return len(b) > 0 && b[0] == 0xfe && len(b) < 9 }
-
 // cleanEOF returns an EOF packet's status if it is an EOF without
 // warnings and without any of the bad status bits.
 func cleanEOF(b []byte, bad uint16) (uint16, bool) {
-	if !isEOFPacket(b) || len(b) < 5 {
+	if !mysqlwire.IsEOF(b) || len(b) < 5 {
 		return 0, false
 	}
-	warnings := binary.LittleEndian.Uint16(b[1:])
-	status := binary.LittleEndian.Uint16(b[3:])
+	warnings, status := mysqlwire.ParseEOF(b)
 	return status, warnings == 0 && status&bad == 0
 }
 

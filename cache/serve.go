@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -968,45 +969,18 @@ func stripExtended(def []byte, ext bool) []byte {
 	}
 	pos := 0
 	for i := 0; i < 6; i++ {
-		_, n, ok := readLenEncBytes(def[pos:])
+		_, n, ok := mysqlwire.ReadLenEncString(def[pos:])
 		if !ok {
 			return def
 		}
 		pos += n
 	}
-	n, w, ok := readLenEncInt(def[pos:])
+	n, w, ok := mysqlwire.ReadLenEncInt(def[pos:])
 	if !ok || pos+w+int(n) > len(def) {
 		return def
 	}
 	out := append([]byte(nil), def[:pos]...)
 	return append(out, def[pos+w+int(n):]...)
-}
-
-func readLenEncInt(b []byte) (uint64, int, bool) {
-	if len(b) == 0 {
-		return 0, 0, false
-	}
-	w := 0
-	switch b[0] {
-	case 0xfb, 0xff:
-		return 0, 0, false
-	case 0xfc:
-		w = 3
-	case 0xfd:
-		w = 4
-	case 0xfe:
-		w = 9
-	default:
-		return uint64(b[0]), 1, true
-	}
-	if len(b) < w {
-		return 0, 0, false
-	}
-	var v uint64
-	for i := w - 1; i >= 1; i-- {
-		v = v<<8 | uint64(b[i])
-	}
-	return v, w, true
 }
 
 // writeCached writes a result set from the snapshot, with the session's
@@ -1096,8 +1070,7 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 					if tsBuf, ok = shiftTimestamp(tsBuf, v, env.tzOffset); !ok {
 						return errCorruptRow
 					}
-					buf = mysql.AppendLengthEncodedInteger(buf, uint64(len(tsBuf)))
-					buf = append(buf, tsBuf...)
+					buf = mysqlwire.AppendLenEncBytes(buf, tsBuf)
 					continue
 				}
 				buf = append(buf, raw...)
@@ -1115,7 +1088,7 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 // definitions and the EOF after them, with the session's status and the
 // backend's index-use bits for this shape.
 func writeHead(w plugins.ResponseWriter, meta *learned, scratch []byte) error {
-	if err := w.WritePacket(mysql.AppendLengthEncodedInteger(scratch[:0], uint64(len(meta.defs)))); err != nil {
+	if err := w.WritePacket(mysqlwire.AppendLenEncInt(scratch[:0], uint64(len(meta.defs)))); err != nil {
 		return err
 	}
 	for _, d := range meta.defs {
@@ -1135,7 +1108,7 @@ func writeTail(w plugins.ResponseWriter, meta *learned, scratch []byte) error {
 // are no longer needed) is where it is composed.
 func writeEOF(w plugins.ResponseWriter, learnedStatus uint16, scratch []byte) error {
 	s := w.Status() | learnedStatus&plugins.IndexUsageStatus
-	return w.WritePacket(append(scratch[:0], 0xfe, 0, 0, byte(s), byte(s>>8)))
+	return w.WritePacket(mysqlwire.AppendEOF(scratch[:0], 0, s))
 }
 
 var errCorruptRow = corruptRowError{}
@@ -1164,8 +1137,7 @@ func writeValueRows(w plugins.ResponseWriter, meta *learned, rows [][][]byte, bi
 					buf = append(buf, 0xfb)
 					continue
 				}
-				buf = mysql.AppendLengthEncodedInteger(buf, uint64(len(v)))
-				buf = append(buf, v...)
+				buf = mysqlwire.AppendLenEncBytes(buf, v)
 			}
 		}
 		if err := w.WritePacket(buf); err != nil {

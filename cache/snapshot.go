@@ -10,6 +10,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 )
 
@@ -121,9 +122,9 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	}
 	order := make([]string, len(pk))
 	for i, c := range pk {
-		order[i] = quoteIdent(c)
+		order[i] = mysqlwire.QuoteIdent(c)
 	}
-	query := fmt.Sprintf("SELECT * FROM %s.%s ORDER BY %s", quoteIdent(id.Schema), quoteIdent(id.Table), strings.Join(order, ", "))
+	query := fmt.Sprintf("SELECT * FROM %s ORDER BY %s", mysqlwire.QuoteTable(id.Schema, id.Table), strings.Join(order, ", "))
 	r, err := conn.Execute(query)
 	var floats [][]uint64
 	if err == nil {
@@ -337,8 +338,6 @@ func unservableShape(conn *client.Conn, id lease.TableID) (string, error) {
 	}
 	return "", nil
 }
-
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
 func deadlineOf(ctx context.Context) time.Time {
 	if d, ok := ctx.Deadline(); ok {

@@ -3,6 +3,7 @@ package cache
 import (
 	"strings"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -107,7 +108,7 @@ func (p *Plugin) shadowed(st *plugins.Statement, si *sessionInfo, id lease.Table
 	if st.Backend == nil {
 		return true
 	}
-	r, err := st.Backend.Query("SHOW CREATE TABLE " + quoteIdent(id.Schema) + "." + quoteIdent(id.Table))
+	r, err := st.Backend.Query("SHOW CREATE TABLE " + mysqlwire.QuoteTable(id.Schema, id.Table))
 	if err != nil {
 		return true
 	}

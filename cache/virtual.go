@@ -7,6 +7,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -59,7 +60,7 @@ func NewVirtualSnapshot(schema, table string, columns []string, numeric map[stri
 				b = append(b, 0xfb)
 				continue
 			}
-			b = appendLenEncBytes(b, v)
+			b = mysqlwire.AppendLenEncBytes(b, v)
 		}
 		s.Rows[i] = b
 	}

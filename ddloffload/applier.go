@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // The applier brings the shadow up to date with the table by copying dirty
@@ -64,7 +66,7 @@ const (
 // copied again.
 func (r *runner) copyKeys(c *client.Conn, keys [][]string, mode applyMode) (changed [][]string, err error) {
 	cond := r.t.keyIn(keys)
-	shadow := tableName(r.t.Schema, r.shadow)
+	shadow := mysqlwire.QuoteTable(r.t.Schema, r.shadow)
 	del := r.mark + "DELETE FROM " + shadow + " WHERE " + cond
 	ins := r.mark + "INSERT INTO " + shadow + " (" + r.t.copyColumns() + ") SELECT " + r.t.copyColumns() + " FROM " + r.t.name() +
 		" WHERE " + cond + " ORDER BY " + r.t.keyList()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/internal/testdb"
 )
 
@@ -73,7 +74,7 @@ func TestLiveCopyRetriesWhenRowsChange(t *testing.T) {
 	}
 
 	sum := func(table string) string {
-		s, err := r.sumWhere(c, tableName(db, table), "TRUE")
+		s, err := r.sumWhere(c, mysqlwire.QuoteTable(db, table), "TRUE")
 		if err != nil {
 			t.Fatal(err)
 		}

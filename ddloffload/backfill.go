@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // keyRange is a range of the walk key: lo exclusive, hi inclusive; nil is
@@ -154,7 +156,7 @@ func (r *runner) insertSelectWorker(ctx context.Context, ranges <-chan seqRange,
 			return err
 		}
 	}
-	insert := r.mark + "INSERT INTO " + tableName(r.t.Schema, r.shadow) + " (" + r.t.copyColumns() + ") SELECT " +
+	insert := r.mark + "INSERT INTO " + mysqlwire.QuoteTable(r.t.Schema, r.shadow) + " (" + r.t.copyColumns() + ") SELECT " +
 		r.t.copyColumns() + " FROM " + r.t.name() + " WHERE "
 	order := " ORDER BY " + r.t.keyList()
 	for sr := range ranges {
@@ -243,7 +245,7 @@ func (r *runner) waitWatermark(ctx context.Context, track *copyTracker) {
 // trimShadow deletes what a stopped run copied above the watermark: those
 // ranges may be half done, and are copied again.
 func (r *runner) trimShadow() error {
-	shadow := tableName(r.t.Schema, r.shadow)
+	shadow := mysqlwire.QuoteTable(r.t.Schema, r.shadow)
 	q := r.mark + "TRUNCATE TABLE " + shadow
 	if r.cp.Watermark != nil {
 		q = r.mark + "DELETE FROM " + shadow + " WHERE " + r.t.keyCompare(">", r.cp.Watermark)

@@ -3,6 +3,8 @@ package ddloffload
 import (
 	"context"
 	"time"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // cleanup drops the old table, or records when it is due: it is kept for
@@ -13,7 +15,7 @@ func (r *runner) cleanup(ctx context.Context) error {
 	_ = r.stall(ctx, StageCleanup)
 	retention := time.Duration(*r.p.opts.OldTableRetention)
 	if retention == 0 {
-		_, err := r.conn.Execute("DROP TABLE IF EXISTS " + tableName(r.t.Schema, r.old))
+		_, err := r.conn.Execute("DROP TABLE IF EXISTS " + mysqlwire.QuoteTable(r.t.Schema, r.old))
 		if err == nil {
 			return nil
 		}
@@ -97,7 +99,7 @@ func (p *Plugin) dropKept(rec *jobRec) error {
 		return err
 	}
 	defer c.Close()
-	if _, err := c.Execute("DROP TABLE IF EXISTS " + tableName(j.Schema, j.Old)); err != nil {
+	if _, err := c.Execute("DROP TABLE IF EXISTS " + mysqlwire.QuoteTable(j.Schema, j.Old)); err != nil {
 		return err
 	}
 	p.log.Info("ddl: dropped a job's kept original table", "job", j.ID, "table", j.Schema+"."+j.Old)

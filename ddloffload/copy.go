@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // The copy of one key range into the shadow, by one of two methods (the
@@ -61,9 +63,9 @@ func (t *tableInfo) readList() string {
 	return t.copyList(func(c *column) string {
 		if c.DataType == "float" {
 			// The text of a FLOAT has six digits; its double is exact.
-			return "CAST(" + quoteIdent(c.Name) + " AS DOUBLE)"
+			return "CAST(" + mysqlwire.QuoteIdent(c.Name) + " AS DOUBLE)"
 		}
-		return quoteIdent(c.Name)
+		return mysqlwire.QuoteIdent(c.Name)
 	})
 }
 
@@ -178,7 +180,7 @@ func (r *runner) readAheadWorker(ctx context.Context, ranges <-chan seqRange, ma
 // readRange reads one range and renders it as INSERTs of at most maxStmt
 // bytes each, rows in key order.
 func (r *runner) readRange(c *client.Conn, kr keyRange, maxStmt int) ([]string, error) {
-	head := r.mark + "INSERT INTO " + tableName(r.t.Schema, r.shadow) + " (" + r.t.copyColumns() + ") VALUES "
+	head := r.mark + "INSERT INTO " + mysqlwire.QuoteTable(r.t.Schema, r.shadow) + " (" + r.t.copyColumns() + ") VALUES "
 	cols := make([]*column, 0, len(r.t.Columns))
 	for i := range r.t.Columns {
 		if !r.t.Columns[i].Generated {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/plugins"
 )
 
@@ -105,8 +106,8 @@ func (r *runner) swap(ctx context.Context) error {
 		go func() {
 			_, err := rn.Execute("SET SESSION lock_wait_timeout = 60")
 			if err == nil {
-				_, err = rn.Execute(r.mark + "RENAME TABLE " + r.t.name() + " TO " + tableName(r.t.Schema, r.old) + ", " +
-					tableName(r.t.Schema, r.shadow) + " TO " + r.t.name())
+				_, err = rn.Execute(r.mark + "RENAME TABLE " + r.t.name() + " TO " + mysqlwire.QuoteTable(r.t.Schema, r.old) + ", " +
+					mysqlwire.QuoteTable(r.t.Schema, r.shadow) + " TO " + r.t.name())
 			}
 			renamed <- err
 		}()
@@ -185,7 +186,7 @@ func (r *runner) carryAutoIncrement() error {
 	if orig <= cur {
 		return nil
 	}
-	_, err = r.conn.Execute(fmt.Sprintf(r.mark+"ALTER TABLE %s AUTO_INCREMENT = %d", tableName(r.t.Schema, r.shadow), orig))
+	_, err = r.conn.Execute(fmt.Sprintf(r.mark+"ALTER TABLE %s AUTO_INCREMENT = %d", mysqlwire.QuoteTable(r.t.Schema, r.shadow), orig))
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tableproxy/internal/atomicfile"
+	"tableproxy/internal/mysqlwire"
 )
 
 // Stage is where a job is in its pipeline. Run calls them in this order.
@@ -192,7 +193,7 @@ func (g *registry) add(j Job) (*jobRec, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if id, busy := g.runningOnLocked(j.Schema, j.Table); busy {
-		return nil, errUnsupported(fmt.Sprintf("job %d is already adding an index to %s", id, tableName(j.Schema, j.Table)))
+		return nil, errUnsupported(fmt.Sprintf("job %d is already adding an index to %s", id, mysqlwire.QuoteTable(j.Schema, j.Table)))
 	}
 	j.ID = g.nextID
 	rec := &jobRec{job: j}

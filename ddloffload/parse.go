@@ -6,6 +6,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // Request is an intercepted ADD INDEX: which table, and which indexes.
@@ -48,13 +50,13 @@ func (ix IndexDef) clause() string {
 		b.WriteString("UNIQUE ")
 	}
 	b.WriteString("INDEX ")
-	b.WriteString(quoteIdent(ix.Name))
+	b.WriteString(mysqlwire.QuoteIdent(ix.Name))
 	b.WriteString(" (")
 	for i, p := range ix.Parts {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quoteIdent(p.Column))
+		b.WriteString(mysqlwire.QuoteIdent(p.Column))
 		if p.Length > 0 {
 			fmt.Fprintf(&b, "(%d)", p.Length)
 		}
@@ -67,7 +69,9 @@ func (ix IndexDef) clause() string {
 		b.WriteString(" USING " + ix.Using)
 	}
 	if ix.Comment != "" {
-		b.WriteString(" COMMENT " + quoteString(ix.Comment))
+		// The job's own connections never have NO_BACKSLASH_ESCAPES in
+		// their sql_mode (see sessionSetup), as QuoteString needs.
+		b.WriteString(" COMMENT " + mysqlwire.QuoteString(ix.Comment))
 	}
 	return b.String()
 }
@@ -170,21 +174,4 @@ func indexDef(name string, unique bool, keys []*ast.IndexPartSpecification, opt 
 		ix.Comment = strings.Clone(opt.Comment)
 	}
 	return ix, true
-}
-
-// quoteIdent quotes a MySQL identifier with backticks.
-func quoteIdent(s string) string {
-	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
-}
-
-// quoteString quotes s as a string literal for the job's own connections,
-// whose sql_mode never has NO_BACKSLASH_ESCAPES (see sessionSetup).
-func quoteString(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\\`)
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
-
-// tableName is schema.table quoted.
-func tableName(schema, table string) string {
-	return quoteIdent(schema) + "." + quoteIdent(table)
 }

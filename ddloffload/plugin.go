@@ -35,6 +35,7 @@ import (
 
 	"tableproxy/binlog"
 	"tableproxy/configs"
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/plugins"
 )
 
@@ -435,7 +436,7 @@ func (p *Plugin) refuseBusy(st *plugins.Statement) (plugins.Action, bool) {
 	for _, t := range a.Named {
 		if id, busy := p.jobs.runningOn(t.Schema, t.Table); busy {
 			return plugins.RefuseWith(mysql.NewError(mysql.ER_LOCK_WAIT_TIMEOUT, fmt.Sprintf(
-				"Lock wait timeout exceeded; tableproxy DDL job %d is adding an index to %s: try again when it ends (ADMIN SHOW DDL JOBS)", id, tableName(t.Schema, t.Table)))), true
+				"Lock wait timeout exceeded; tableproxy DDL job %d is adding an index to %s: try again when it ends (ADMIN SHOW DDL JOBS)", id, mysqlwire.QuoteTable(t.Schema, t.Table)))), true
 		}
 	}
 	return plugins.Continue, false
@@ -455,7 +456,7 @@ func sessionSeesBaseTable(st *plugins.Statement, req *Request) bool {
 			return false
 		}
 	}
-	r, err := st.Backend.Query("SHOW CREATE TABLE " + tableName(req.Schema, req.Table))
+	r, err := st.Backend.Query("SHOW CREATE TABLE " + mysqlwire.QuoteTable(req.Schema, req.Table))
 	if err != nil || r.Resultset == nil || r.RowNumber() == 0 || len(r.Fields) != 2 {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/plugins"
 )
 
@@ -99,7 +100,7 @@ func (p *Plugin) settle(rec *jobRec, j Job) {
 		return
 	}
 	if !swapped && j.Shadow != "" {
-		if _, err := c.Execute("DROP TABLE IF EXISTS " + tableName(j.Schema, j.Shadow)); err != nil {
+		if _, err := c.Execute("DROP TABLE IF EXISTS " + mysqlwire.QuoteTable(j.Schema, j.Shadow)); err != nil {
 			log.Error("ddl: cannot drop an interrupted job's shadow table", "err", err)
 			return
 		}
@@ -170,6 +171,6 @@ func (r *runner) prepareResume(ctx context.Context) error {
 		return err
 	}
 	defer c.Close()
-	_, err = c.Execute(r.mark + "DROP TABLE IF EXISTS " + tableName(j.Schema, j.Shadow))
+	_, err = c.Execute(r.mark + "DROP TABLE IF EXISTS " + mysqlwire.QuoteTable(j.Schema, j.Shadow))
 	return err
 }

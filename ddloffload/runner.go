@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // runner runs one job: Run calls each stage in order, and reading it tells
@@ -262,7 +264,7 @@ func (r *runner) release(err error) {
 		if cerr != nil {
 			r.log.Error("ddl: cannot drop the shadow table of a failed job", "shadow", r.shadow, "err", cerr)
 		} else {
-			_, derr := c.Execute("DROP TABLE IF EXISTS " + tableName(r.t.Schema, r.shadow))
+			_, derr := c.Execute("DROP TABLE IF EXISTS " + mysqlwire.QuoteTable(r.t.Schema, r.shadow))
 			c.Close()
 			if derr != nil {
 				r.log.Error("ddl: cannot drop the shadow table of a failed job", "shadow", r.shadow, "err", derr)
@@ -308,10 +310,10 @@ func (r *runner) connect(ctx context.Context) (*client.Conn, error) {
 // sessionSetup makes a job connection independent of server defaults: no
 // strict-mode surprises when copying values the table already holds, an
 // AUTO_INCREMENT value 0 copied as 0, TIMESTAMPs read and written in UTC,
-// backslash escapes in literals (quoteString relies on it), reads that
-// take no locks (READ COMMITTED: each copy reads the latest committed rows
-// without locking them, as InnoDB does under a ROW binary log), and
-// autocommit on (a statement outside BEGIN ... COMMIT is its own
+// backslash escapes in literals (mysqlwire.QuoteString relies on it),
+// reads that take no locks (READ COMMITTED: each copy reads the latest
+// committed rows without locking them, as InnoDB does under a ROW binary
+// log), and autocommit on (a statement outside BEGIN ... COMMIT is its own
 // transaction, whatever the server's default).
 func sessionSetup(c *client.Conn) error {
 	for _, q := range []string{

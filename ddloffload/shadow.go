@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // createShadow creates the shadow (see shadowNames) with the table's final
@@ -34,7 +36,7 @@ func (r *runner) createShadow(ctx context.Context) error {
 	if err := r.p.jobs.update(r.rec, func(j *Job) { j.Shadow, j.Old = r.shadow, r.old }); err != nil {
 		return err
 	}
-	shadow := tableName(r.t.Schema, r.shadow)
+	shadow := mysqlwire.QuoteTable(r.t.Schema, r.shadow)
 	if _, err := r.conn.Execute(r.mark + "CREATE TABLE " + shadow + " LIKE " + r.t.name()); err != nil {
 		return err
 	}
@@ -62,7 +64,7 @@ func (r *runner) createShadow(ctx context.Context) error {
 			continue
 		}
 		r.deferred = append(r.deferred, "ADD "+line)
-		drops = append(drops, "DROP INDEX "+quoteIdent(name))
+		drops = append(drops, "DROP INDEX "+mysqlwire.QuoteIdent(name))
 	}
 	if len(drops) > 0 {
 		if _, err := r.conn.Execute(r.mark + "ALTER TABLE " + shadow + " " + strings.Join(drops, ", ")); err != nil {
@@ -128,7 +130,7 @@ func (r *runner) buildIndexes(ctx context.Context) error {
 		// Only tuning: the build runs with the backend's defaults.
 		r.log.Warn("ddl: index build: could not set its session settings", "err", err)
 	}
-	_, err := r.conn.Execute(r.mark + "ALTER TABLE " + tableName(r.t.Schema, r.shadow) + " " + strings.Join(r.deferred, ", "))
+	_, err := r.conn.Execute(r.mark + "ALTER TABLE " + mysqlwire.QuoteTable(r.t.Schema, r.shadow) + " " + strings.Join(r.deferred, ", "))
 	return err
 }
 
@@ -183,7 +185,7 @@ func buildKnobs(has map[string]bool, s Settings) string {
 // indexesBuilt reports whether the shadow has its deferred indexes: one
 // ALTER adds them all or none.
 func (r *runner) indexesBuilt() (bool, error) {
-	res, err := r.conn.Execute("SHOW CREATE TABLE " + tableName(r.t.Schema, r.shadow))
+	res, err := r.conn.Execute("SHOW CREATE TABLE " + mysqlwire.QuoteTable(r.t.Schema, r.shadow))
 	if err != nil {
 		return false, err
 	}

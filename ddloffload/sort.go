@@ -19,6 +19,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // The external sort checks each new UNIQUE index before the job goes on:
@@ -70,7 +72,7 @@ func (r *runner) planUniques() []uniqueIndex {
 		u := uniqueIndex{name: ix.Name}
 		for _, p := range ix.Parts {
 			c := r.t.column(p.Column)
-			expr := quoteIdent(c.Name)
+			expr := mysqlwire.QuoteIdent(c.Name)
 			if p.Length > 0 {
 				expr = fmt.Sprintf("LEFT(%s, %d)", expr, p.Length)
 			}

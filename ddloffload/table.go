@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/client"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // column is one column of the table, from information_schema.
@@ -42,7 +44,7 @@ type tableInfo struct {
 	DataLength    int64 // bytes the table takes: see tableBytes
 }
 
-func (t *tableInfo) name() string { return tableName(t.Schema, t.Table) }
+func (t *tableInfo) name() string { return mysqlwire.QuoteTable(t.Schema, t.Table) }
 
 func (t *tableInfo) column(name string) *column { return t.byName[strings.ToLower(name)] }
 
@@ -71,7 +73,7 @@ func tableBytes(c *client.Conn, t *tableInfo, dataLength int64) int64 {
 		widths := make([]string, len(t.Columns))
 		names := make([]string, len(t.Columns))
 		for i, col := range t.Columns {
-			names[i] = quoteIdent(col.Name)
+			names[i] = mysqlwire.QuoteIdent(col.Name)
 			widths[i] = "IFNULL(LENGTH(" + names[i] + "), 0)"
 		}
 		r, err := c.Execute(fmt.Sprintf("SELECT IFNULL(AVG(%s), 0) FROM (SELECT %s FROM %s LIMIT %d) AS sample",
@@ -190,7 +192,7 @@ func (t *tableInfo) chooseKey() bool {
 
 // copyColumns are the columns a copy writes: every stored, non-generated one.
 func (t *tableInfo) copyColumns() string {
-	return t.copyList(func(c *column) string { return quoteIdent(c.Name) })
+	return t.copyList(func(c *column) string { return mysqlwire.QuoteIdent(c.Name) })
 }
 
 // copyList renders each column a copy writes with f, comma-separated.
@@ -212,7 +214,7 @@ func (t *tableInfo) copyList(f func(c *column) string) string {
 func (t *tableInfo) keyList() string {
 	names := make([]string, len(t.Key))
 	for i, c := range t.Key {
-		names[i] = quoteIdent(c.Name)
+		names[i] = mysqlwire.QuoteIdent(c.Name)
 	}
 	return strings.Join(names, ", ")
 }
@@ -226,13 +228,13 @@ func (t *tableInfo) keyCompare(op string, vals []string) string {
 	for i := range t.Key {
 		var ands []string
 		for j := 0; j < i; j++ {
-			ands = append(ands, quoteIdent(t.Key[j].Name)+" = "+vals[j])
+			ands = append(ands, mysqlwire.QuoteIdent(t.Key[j].Name)+" = "+vals[j])
 		}
 		o := strict
 		if i == len(t.Key)-1 {
 			o = op
 		}
-		ands = append(ands, quoteIdent(t.Key[i].Name)+" "+o+" "+vals[i])
+		ands = append(ands, mysqlwire.QuoteIdent(t.Key[i].Name)+" "+o+" "+vals[i])
 		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
 	return "(" + strings.Join(ors, " OR ") + ")"
@@ -245,13 +247,13 @@ func (t *tableInfo) keyIn(keys [][]string) string {
 		for i, k := range keys {
 			vals[i] = k[0]
 		}
-		return quoteIdent(t.Key[0].Name) + " IN (" + strings.Join(vals, ", ") + ")"
+		return mysqlwire.QuoteIdent(t.Key[0].Name) + " IN (" + strings.Join(vals, ", ") + ")"
 	}
 	ors := make([]string, len(keys))
 	for i, k := range keys {
 		ands := make([]string, len(k))
 		for j, v := range k {
-			ands[j] = quoteIdent(t.Key[j].Name) + " = " + v
+			ands[j] = mysqlwire.QuoteIdent(t.Key[j].Name) + " = " + v
 		}
 		ors[i] = "(" + strings.Join(ands, " AND ") + ")"
 	}
@@ -388,7 +390,7 @@ func (t *tableInfo) checksumExpr() string {
 		if c.Generated {
 			continue
 		}
-		q := quoteIdent(c.Name)
+		q := mysqlwire.QuoteIdent(c.Name)
 		switch {
 		case c.DataType == "float":
 			parts = append(parts, "CAST("+q+" AS DOUBLE)") // its text has six digits

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // syncFrozen read-locks the table on a connection of its own (writers
@@ -171,7 +173,7 @@ func (r *runner) rangeSums(c *client.Conn, kr keyRange) (table, shadow string, e
 	if table, err = r.rangeSum(c, r.t.name(), kr); err != nil {
 		return "", "", err
 	}
-	shadow, err = r.rangeSum(c, tableName(r.t.Schema, r.shadow), kr)
+	shadow, err = r.rangeSum(c, mysqlwire.QuoteTable(r.t.Schema, r.shadow), kr)
 	return table, shadow, err
 }
 
@@ -229,7 +231,7 @@ func (r *runner) compareFrozen(ctx context.Context, c *client.Conn, kr keyRange)
 			return err
 		}
 		unlock()
-		b, err = r.rangeSum(c, tableName(r.t.Schema, r.shadow), kr)
+		b, err = r.rangeSum(c, mysqlwire.QuoteTable(r.t.Schema, r.shadow), kr)
 		return err
 	})
 	if err != nil {
@@ -252,7 +254,7 @@ func (r *runner) rangeDiff(c *client.Conn, kr keyRange, max int) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	shadow, err := r.rowSums(c, tableName(r.t.Schema, r.shadow), r.t.rangeCond(kr), "")
+	shadow, err := r.rowSums(c, mysqlwire.QuoteTable(r.t.Schema, r.shadow), r.t.rangeCond(kr), "")
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/charset"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // BackendConfig says how to reach the backend.
@@ -412,14 +414,12 @@ func readCharset(r *mysql.Result, col int) connCharset {
 func (cs connCharset) restoreStatement() string {
 	results := "NULL"
 	if cs.results != "" {
-		results = quoteString(cs.results)
+		results = mysqlwire.QuoteString(cs.results)
 	}
-	return "SET character_set_client = " + quoteString(cs.client) +
-		", collation_connection = " + quoteString(cs.collation) +
+	return "SET character_set_client = " + mysqlwire.QuoteString(cs.client) +
+		", collation_connection = " + mysqlwire.QuoteString(cs.collation) +
 		", character_set_results = " + results
 }
-
-func quoteString(s string) string { return "'" + mysql.Escape(s) + "'" }
 
 func resetConnection(bc *backendConn) error {
 	bc.ResetSequence()
@@ -430,8 +430,8 @@ func resetConnection(bc *backendConn) error {
 	if err != nil {
 		return err
 	}
-	if len(p) == 0 || p[0] != markOK {
-		return parseErr(p)
+	if len(p) == 0 || p[0] != mysqlwire.MarkOK {
+		return mysqlwire.ParseErr(p)
 	}
 	return nil
 }

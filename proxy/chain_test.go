@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/internal/testdb"
 	"tableproxy/plugins"
 )
@@ -450,7 +451,7 @@ func changeUser(t *testing.T, c *client.Conn, user, pw, db string) error {
 	case len(p) > 0 && p[0] == mysql.OK_HEADER:
 		return nil
 	case len(p) > 0 && p[0] == mysql.ERR_HEADER:
-		return parseErr(p)
+		return mysqlwire.ParseErr(p)
 	}
 	return fmt.Errorf("COM_CHANGE_USER: answer %q", p)
 }

@@ -98,32 +98,6 @@ func TestParseUse(t *testing.T) {
 	}
 }
 
-func TestResponseParsing(t *testing.T) {
-	ok, valid := parseOK(appendOK(nil, 300, 1<<40, mysql.SERVER_STATUS_IN_TRANS, 2))
-	if !valid || ok.affectedRows != 300 || ok.lastInsertID != 1<<40 || ok.status != mysql.SERVER_STATUS_IN_TRANS || ok.warnings != 2 {
-		t.Fatalf("parseOK: %+v %v", ok, valid)
-	}
-	if _, valid := parseOK([]byte{0, 0xfc}); valid {
-		t.Fatal("truncated OK accepted")
-	}
-	e := parseErr(appendErr(nil, mysql.NewError(1062, "Duplicate entry '1' for key 'PRIMARY'")))
-	if e.Code != 1062 || e.State != "23000" || e.Message != "Duplicate entry '1' for key 'PRIMARY'" {
-		t.Fatalf("parseErr: %+v", e)
-	}
-	// A backend's error from before its login has no SQLSTATE, nor does
-	// its copy.
-	if p := appendErr(nil, &mysql.MyError{Code: 1040, Message: "Too many connections"}); string(p[3:]) != "Too many connections" {
-		t.Fatalf("appendErr without a state: %q", p)
-	}
-	if !isEOF(appendEOF(nil, 0, 2)) {
-		t.Fatal("EOF not recognised")
-	}
-	row := append([]byte{0xfe}, make([]byte, 8)...) // a row starting with an 8-byte length
-	if isEOF(row) {
-		t.Fatal("row mistaken for EOF")
-	}
-}
-
 func TestGreetingRoundTrip(t *testing.T) {
 	salt := newSalt()
 	for _, ext := range []uint32{0, relayedMariaDBCaps} {

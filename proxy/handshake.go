@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/packet"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // The proxy does its own server-side handshake on go-mysql's packet.Conn
@@ -70,12 +72,12 @@ func parseHandshakeResponse(p []byte) (*handshakeResponse, error) {
 	r.extCaps = clientExtCaps(p)
 	pos := sslRequestLen
 	var ok bool
-	if r.user, pos, ok = readNulString(p, pos); !ok {
+	if r.user, pos, ok = mysqlwire.ReadNulString(p, pos); !ok {
 		return nil, errMalformedHandshake
 	}
 	switch {
 	case r.caps&mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0:
-		auth, n, ok := readLenEncString(p[pos:])
+		auth, n, ok := mysqlwire.ReadLenEncString(p[pos:])
 		if !ok {
 			return nil, errMalformedHandshake
 		}
@@ -94,18 +96,18 @@ func parseHandshakeResponse(p []byte) (*handshakeResponse, error) {
 		pos += n
 	default:
 		var s string
-		if s, pos, ok = readNulString(p, pos); !ok {
+		if s, pos, ok = mysqlwire.ReadNulString(p, pos); !ok {
 			return nil, errMalformedHandshake
 		}
 		r.auth = []byte(s)
 	}
 	if r.caps&mysql.CLIENT_CONNECT_WITH_DB != 0 && pos < len(p) {
-		if r.db, pos, ok = readNulString(p, pos); !ok {
+		if r.db, pos, ok = mysqlwire.ReadNulString(p, pos); !ok {
 			return nil, errMalformedHandshake
 		}
 	}
 	if r.caps&mysql.CLIENT_PLUGIN_AUTH != 0 && pos < len(p) {
-		if r.plugin, pos, ok = readNulString(p, pos); !ok {
+		if r.plugin, pos, ok = mysqlwire.ReadNulString(p, pos); !ok {
 			// Some clients omit the terminating NUL at the end of the packet.
 			r.plugin, pos = string(p[pos:]), len(p)
 		}
@@ -123,18 +125,18 @@ func parseHandshakeResponse(p []byte) (*handshakeResponse, error) {
 var errMalformedHandshake = errors.New("malformed handshake response")
 
 func parseConnAttrs(p []byte) (map[string]string, error) {
-	p, _, ok := readLenEncString(p)
+	p, _, ok := mysqlwire.ReadLenEncString(p)
 	if !ok {
 		return nil, errMalformedHandshake
 	}
 	attrs := map[string]string{}
 	for len(p) > 0 {
-		k, n, ok := readLenEncString(p)
+		k, n, ok := mysqlwire.ReadLenEncString(p)
 		if !ok {
 			return nil, errMalformedHandshake
 		}
 		p = p[n:]
-		v, n, ok := readLenEncString(p)
+		v, n, ok := mysqlwire.ReadLenEncString(p)
 		if !ok {
 			return nil, errMalformedHandshake
 		}
@@ -257,15 +259,15 @@ func (c *clientConn) readPacket(dst *packetBuffer) error {
 		return c.pc.ReadPacketTo(dst)
 	}
 	for {
-		hdr, err := c.br.Peek(headerLen)
+		hdr, err := c.br.Peek(mysqlwire.HeaderLen)
 		if err != nil {
 			return fmt.Errorf("reading a packet header: %w", err)
 		}
-		n := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
+		n := mysqlwire.PayloadLen(hdr)
 		if seq := hdr[3]; seq != c.pc.Sequence {
 			return fmt.Errorf("invalid sequence %d != %d", seq, c.pc.Sequence)
 		}
-		_, _ = c.br.Discard(headerLen)
+		_, _ = c.br.Discard(mysqlwire.HeaderLen)
 		c.pc.Sequence++
 		for left := n; left > 0; {
 			if c.br.Buffered() == 0 {
@@ -336,7 +338,7 @@ func (c *clientConn) writePayload(p []byte) error {
 
 // writeError writes an ERR packet with the current sequence number.
 func (c *clientConn) writeError(e *mysql.MyError) error {
-	return c.pc.WritePacket(appendErr(newPacket(len(e.Message)+16), e))
+	return c.pc.WritePacket(mysqlwire.AppendErr(newPacket(len(e.Message)+16), e))
 }
 
 func (c *clientConn) flush() error { return c.buf.Flush() }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // A session's connections live and die together, as a direct client's one
@@ -182,11 +184,11 @@ func readLastWords(conn net.Conn) (lost bool, final []byte) {
 
 // isErrPacket says whether b is exactly one whole ERR packet.
 func isErrPacket(b []byte) bool {
-	if len(b) < headerLen+1 {
+	if len(b) < mysqlwire.HeaderLen+1 {
 		return false
 	}
-	n := int(b[0]) | int(b[1])<<8 | int(b[2])<<16
-	return len(b) == headerLen+n && b[headerLen] == markErr
+	n := mysqlwire.PayloadLen(b)
+	return len(b) == mysqlwire.HeaderLen+n && b[mysqlwire.HeaderLen] == mysqlwire.MarkErr
 }
 
 // endIdleLost ends a session whose backend connection closed while it was

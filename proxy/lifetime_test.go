@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/packet"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // pooledPipe pools a connection whose backend end the test holds, with its
@@ -55,7 +57,7 @@ func TestPoolDropsConnectionsTheBackendCloses(t *testing.T) {
 // The last words of a backend that ends an idle connection: its ERR packet
 // is kept whole, a plain close says nothing, and a deadline is a disarm.
 func TestReadLastWords(t *testing.T) {
-	errPacket := []byte{9, 0, 0, 0, markErr, 0xbf, 0x0f, 'g', 'o', 'o', 'd', 'b', 'y'}
+	errPacket := []byte{9, 0, 0, 0, mysqlwire.MarkErr, 0xbf, 0x0f, 'g', 'o', 'o', 'd', 'b', 'y'}
 	for _, tc := range []struct {
 		name      string
 		peer      func(net.Conn)

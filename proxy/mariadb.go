@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // MariaDB extends the capability flags with 32 more bits, carried in the
@@ -43,7 +45,7 @@ func parseGreeting(p []byte) (greeting, bool) {
 	if len(p) < 2 || p[0] != 10 {
 		return g, false
 	}
-	v, pos, ok := readNulString(p, 1)
+	v, pos, ok := mysqlwire.ReadNulString(p, 1)
 	if !ok {
 		return g, false
 	}
@@ -87,8 +89,8 @@ func (c *extCapsConn) Write(b []byte) (int, error) {
 	c.once.Do(func() {
 		// b is the whole handshake response packet: a 4-byte header with
 		// sequence number 1, then the payload.
-		if len(b) >= headerLen+extCapsOffset+4 && b[3] == 1 {
-			p := b[headerLen:]
+		if len(b) >= mysqlwire.HeaderLen+extCapsOffset+4 && b[3] == 1 {
+			p := b[mysqlwire.HeaderLen:]
 			caps := binary.LittleEndian.Uint32(p) &^ clientMySQL
 			binary.LittleEndian.PutUint32(p, caps)
 			binary.LittleEndian.PutUint32(p[extCapsOffset:], c.want)
@@ -101,7 +103,7 @@ func (c *extCapsConn) Write(b []byte) (int, error) {
 // progress report (error code 0xFFFF), which a response may carry any number
 // of before its real end.
 func isProgressReport(p []byte) bool {
-	return len(p) >= 3 && p[0] == markErr && p[1] == 0xff && p[2] == 0xff
+	return len(p) >= 3 && p[0] == mysqlwire.MarkErr && p[1] == 0xff && p[2] == 0xff
 }
 
 // appendProgress appends a progress report: the ERR marker, code 0xFFFF,
@@ -111,9 +113,8 @@ func isProgressReport(p []byte) bool {
 func appendProgress(b []byte, stage, maxStage int, percent float64, info string) []byte {
 	clamp := func(v int) byte { return byte(min(max(v, 1), 255)) }
 	p := uint32(min(max(percent, 0), 100) * 1000)
-	b = append(b, markErr, 0xff, 0xff, 1, clamp(stage), clamp(max(stage, maxStage)), byte(p), byte(p>>8), byte(p>>16))
-	b = mysql.AppendLengthEncodedInteger(b, uint64(len(info)))
-	return append(b, info...)
+	b = append(b, mysqlwire.MarkErr, 0xff, 0xff, 1, clamp(stage), clamp(max(stage, maxStage)), byte(p), byte(p>>8), byte(p>>16))
+	return mysqlwire.AppendLenEncString(b, info)
 }
 
 // withEmptyExtendedMetadata inserts an empty extended-metadata field into a
@@ -122,7 +123,7 @@ func appendProgress(b []byte, stage, maxStage int, percent float64, info string)
 func withEmptyExtendedMetadata(def []byte) []byte {
 	pos := 0
 	for i := 0; i < 6; i++ {
-		_, n, ok := readLenEncString(def[pos:])
+		_, n, ok := mysqlwire.ReadLenEncString(def[pos:])
 		if !ok {
 			return def
 		}

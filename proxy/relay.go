@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/internal/mysqlwire"
 )
 
 // The relay copies the backend's response to the client packet by packet,
@@ -125,20 +127,20 @@ func (s *session) relayQueryResponse(st *relayStats) error {
 		}
 		st.results++
 		switch p[0] {
-		case markOK:
-			ok, _ := parseOK(p)
-			st.affected += ok.affectedRows
-			st.setStatus(ok.status, ok.warnings)
-			if ok.status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
+		case mysqlwire.MarkOK:
+			ok, _ := mysqlwire.ParseOK(p)
+			st.affected += ok.AffectedRows
+			st.setStatus(ok.Status, ok.Warnings)
+			if ok.Status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
 				return nil
 			}
-		case markErr:
+		case mysqlwire.MarkErr:
 			if isProgressReport(p) {
 				continue // MariaDB progress report; the response goes on
 			}
-			st.err = parseErr(p)
+			st.err = mysqlwire.ParseErr(p)
 			return nil
-		case markLocalInfil:
+		case mysqlwire.MarkLocalInfil:
 			if err := s.relayLocalInfile(); err != nil {
 				return err
 			}
@@ -156,7 +158,7 @@ func (s *session) relayQueryResponse(st *relayStats) error {
 // relayResultSet relays one result set whose column-count packet is p.
 // It reports whether more results follow.
 func (s *session) relayResultSet(p []byte, st *relayStats) (bool, error) {
-	ncols, _, ok := readLenEnc(p)
+	ncols, _, ok := mysqlwire.ReadLenEncInt(p)
 	if !ok {
 		return false, errBackendLost
 	}
@@ -178,14 +180,14 @@ func (s *session) relayResultSet(p []byte, st *relayStats) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if !isEOF(p) {
-		if p[0] == markErr {
-			st.err = parseErr(p)
+	if !mysqlwire.IsEOF(p) {
+		if p[0] == mysqlwire.MarkErr {
+			st.err = mysqlwire.ParseErr(p)
 			return false, nil
 		}
 		return false, errBackendLost
 	}
-	w, status := parseEOF(p)
+	w, status := mysqlwire.ParseEOF(p)
 	if s.capture != nil && s.captureSets == 1 {
 		s.capture.MidStatus = status
 	}
@@ -200,13 +202,13 @@ func (s *session) relayResultSet(p []byte, st *relayStats) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if isEOF(p) {
-			w, status := parseEOF(p)
+		if mysqlwire.IsEOF(p) {
+			w, status := mysqlwire.ParseEOF(p)
 			st.setStatus(status, w)
 			return status&mysql.SERVER_MORE_RESULTS_EXISTS != 0, nil
 		}
-		if p[0] == markErr {
-			st.err = parseErr(p)
+		if p[0] == mysqlwire.MarkErr {
+			st.err = mysqlwire.ParseErr(p)
 			return false, nil
 		}
 		st.rows++
@@ -221,13 +223,13 @@ func (s *session) relayRows(st *relayStats) error {
 		if err != nil {
 			return err
 		}
-		if isEOF(p) {
-			w, status := parseEOF(p)
+		if mysqlwire.IsEOF(p) {
+			w, status := mysqlwire.ParseEOF(p)
 			st.setStatus(status, w)
 			return nil
 		}
-		if p[0] == markErr {
-			st.err = parseErr(p)
+		if p[0] == mysqlwire.MarkErr {
+			st.err = mysqlwire.ParseErr(p)
 			return nil
 		}
 		st.rows++
@@ -268,11 +270,11 @@ func (s *session) relayPrepareResponse(st *relayStats) (uint32, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	if p[0] == markErr {
-		st.err = parseErr(p)
+	if p[0] == mysqlwire.MarkErr {
+		st.err = mysqlwire.ParseErr(p)
 		return 0, 0, nil
 	}
-	if p[0] != markOK || len(p) < 12 {
+	if p[0] != mysqlwire.MarkOK || len(p) < 12 {
 		return 0, 0, errBackendLost
 	}
 	id := binary.LittleEndian.Uint32(p[1:])
@@ -300,15 +302,15 @@ func (s *session) relayOne(st *relayStats) error {
 		return err
 	}
 	switch {
-	case p[0] == markErr:
-		st.err = parseErr(p)
-	case p[0] == markOK:
-		if ok, valid := parseOK(p); valid {
-			st.affected = ok.affectedRows
-			st.setStatus(ok.status, ok.warnings)
+	case p[0] == mysqlwire.MarkErr:
+		st.err = mysqlwire.ParseErr(p)
+	case p[0] == mysqlwire.MarkOK:
+		if ok, valid := mysqlwire.ParseOK(p); valid {
+			st.affected = ok.AffectedRows
+			st.setStatus(ok.Status, ok.Warnings)
 		}
-	case isEOF(p):
-		w, status := parseEOF(p)
+	case mysqlwire.IsEOF(p):
+		w, status := mysqlwire.ParseEOF(p)
 		st.setStatus(status, w)
 	}
 	return nil

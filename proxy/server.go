@@ -31,6 +31,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/plugins"
 )
 
@@ -403,8 +404,8 @@ func probeGreeting(addr string, timeout time.Duration) (greeting, error) {
 	if err != nil {
 		return greeting{}, err
 	}
-	if len(p) > 0 && p[0] == markErr {
-		return greeting{}, parseErr(p)
+	if len(p) > 0 && p[0] == mysqlwire.MarkErr {
+		return greeting{}, mysqlwire.ParseErr(p)
 	}
 	g, ok := parseGreeting(p)
 	if !ok {

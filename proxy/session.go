@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/plugins"
 )
 
@@ -244,7 +245,7 @@ func (s *session) login(ctx context.Context) error {
 		return err
 	}
 	s.db = resp.db
-	ok := appendOK(newPacket(16), 0, 0, s.status, 0)
+	ok := mysqlwire.AppendOK(newPacket(16), mysqlwire.OK{Status: s.status})
 	if err := c.writePacket(ok); err != nil {
 		return err
 	}
@@ -261,7 +262,7 @@ func (s *session) authenticate(name, plugin string, auth []byte) error {
 		plugin = s.srv.cfg.authPlugin()
 		s.salt = newSalt()
 		sw := newPacket(64)
-		sw = append(sw, markEOF)
+		sw = append(sw, mysqlwire.MarkEOF)
 		sw = append(sw, plugin...)
 		sw = append(sw, 0)
 		sw = append(sw, s.salt...)
@@ -480,7 +481,7 @@ func (s *session) dispatch() (quit bool, err error) {
 		// own `use` command sends it), so a plugin can answer it, as the
 		// virtual schema does for its database; otherwise the command itself
 		// goes to the backend (runStatement relays the command received).
-		s.st.Reset(plugins.ComQuery, "USE `"+strings.ReplaceAll(string(p[1:]), "`", "``")+"`")
+		s.st.Reset(plugins.ComQuery, "USE "+mysqlwire.QuoteIdent(string(p[1:])))
 		return false, s.runStatement()
 	case mysql.COM_RESET_CONNECTION:
 		var st relayStats
@@ -718,12 +719,12 @@ func (s *session) relayWithBegin(rs *relayStats) error {
 	// Both responses are numbered from 1: BEGIN's is read first.
 	s.backend.Sequence = 1
 	p, err := s.backend.ReadPacket()
-	if err != nil || len(p) == 0 || p[0] != markOK && p[0] != markErr {
+	if err != nil || len(p) == 0 || p[0] != mysqlwire.MarkOK && p[0] != mysqlwire.MarkErr {
 		return errBackendLost
 	}
 	var beginErr *mysql.MyError
-	if p[0] == markErr {
-		beginErr = parseErr(p)
+	if p[0] == mysqlwire.MarkErr {
+		beginErr = mysqlwire.ParseErr(p)
 	}
 	s.backend.Sequence = 1
 	s.sink = beginErr != nil
@@ -771,7 +772,7 @@ func (s *session) refreshDB() {
 // does on a server). A refused change keeps the user, but not the rest of
 // the session (see clearRefusedChange).
 func (s *session) changeUser(p []byte) error {
-	name, pos, ok := readNulString(p, 0)
+	name, pos, ok := mysqlwire.ReadNulString(p, 0)
 	if !ok {
 		return s.protocolError()
 	}
@@ -784,12 +785,12 @@ func (s *session) changeUser(p []byte) error {
 		pos += 1 + int(p[pos])
 	} else {
 		var a string
-		if a, pos, ok = readNulString(p, pos); !ok {
+		if a, pos, ok = mysqlwire.ReadNulString(p, pos); !ok {
 			return s.protocolError()
 		}
 		auth = []byte(a)
 	}
-	db, pos, ok := readNulString(p, pos)
+	db, pos, ok := mysqlwire.ReadNulString(p, pos)
 	if !ok {
 		return s.protocolError()
 	}
@@ -800,7 +801,7 @@ func (s *session) changeUser(p []byte) error {
 	}
 	plugin := mysql.AUTH_NATIVE_PASSWORD
 	if s.client.caps&mysql.CLIENT_PLUGIN_AUTH != 0 && pos < len(p) {
-		if plugin, pos, ok = readNulString(p, pos); !ok {
+		if plugin, pos, ok = mysqlwire.ReadNulString(p, pos); !ok {
 			plugin = string(p[pos:])
 		}
 	}
@@ -831,7 +832,7 @@ func (s *session) changeUser(p []byte) error {
 	s.usedXA = false
 	s.db = db
 	s.stateReset()
-	return s.client.writePacket(appendOK(newPacket(16), 0, 0, s.status, 0))
+	return s.client.writePacket(mysqlwire.AppendOK(newPacket(16), mysqlwire.OK{Status: s.status}))
 }
 
 // afterRefusedChange does to the session what the backend's server does
@@ -974,13 +975,14 @@ func (w *answerWriter) WriteResult(r *mysql.Result) error {
 			affected, insertID, warnings = r.AffectedRows, r.InsertId, r.Warnings
 		}
 		w.affected = affected
-		if err := c.writePacket(appendOK(newPacket(16), affected, insertID, status, warnings)); err != nil {
+		ok := mysqlwire.OK{AffectedRows: affected, LastInsertID: insertID, Status: status, Warnings: warnings}
+		if err := c.writePacket(mysqlwire.AppendOK(newPacket(16), ok)); err != nil {
 			return errClientGone
 		}
 		return nil
 	}
 	rs := r.Resultset
-	b := mysql.AppendLengthEncodedInteger(newPacket(9), uint64(len(rs.Fields)))
+	b := mysqlwire.AppendLenEncInt(newPacket(9), uint64(len(rs.Fields)))
 	if err := c.writePacket(b); err != nil {
 		return errClientGone
 	}
@@ -993,7 +995,7 @@ func (w *answerWriter) WriteResult(r *mysql.Result) error {
 			return errClientGone
 		}
 	}
-	if err := c.writePacket(appendEOF(newPacket(5), 0, status)); err != nil {
+	if err := c.writePacket(mysqlwire.AppendEOF(newPacket(5), 0, status)); err != nil {
 		return errClientGone
 	}
 	for _, row := range rs.RowDatas {
@@ -1002,7 +1004,7 @@ func (w *answerWriter) WriteResult(r *mysql.Result) error {
 		}
 	}
 	w.rows = uint64(len(rs.RowDatas))
-	if err := c.writePacket(appendEOF(newPacket(5), r.Warnings, status)); err != nil {
+	if err := c.writePacket(mysqlwire.AppendEOF(newPacket(5), r.Warnings, status)); err != nil {
 		return errClientGone
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/plugins"
 )
 
@@ -33,7 +34,7 @@ func standIn(columns []string, n int) string {
 			b.WriteString(", ")
 		}
 		b.WriteString("NULL AS ")
-		b.WriteString(quoteIdent(c))
+		b.WriteString(mysqlwire.QuoteIdent(c))
 	}
 	if len(columns) == 0 {
 		b.WriteString("NULL")

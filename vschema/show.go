@@ -9,6 +9,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/format"
 
 	"tableproxy/cache"
+	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -137,7 +138,7 @@ func (s *Schema) answerShow(x *ast.ShowStmt, columns []string, rows [][]any, fil
 		if x.Pattern.Not {
 			not = "NOT "
 		}
-		query += " WHERE " + quoteIdent(filterColumn) + " " + not + "LIKE " + patternLiteral(x.Pattern)
+		query += " WHERE " + mysqlwire.QuoteIdent(filterColumn) + " " + not + "LIKE " + patternLiteral(x.Pattern)
 	case x.Where != nil:
 		query += " WHERE " + restore(x.Where)
 	}
@@ -181,5 +182,3 @@ func restore(n ast.Node) string {
 	}
 	return b.String()
 }
-
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

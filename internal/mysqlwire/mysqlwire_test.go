@@ -149,6 +149,10 @@ func TestErrRoundTrip(t *testing.T) {
 			t.Errorf("%+v came back as %+v, want %+v", tc.in, *got, tc.out)
 		}
 	}
+	// Without a state, not even the '#' goes on: the code, then the message.
+	if p := AppendErr(nil, &mysql.MyError{Code: 1040, Message: "Too many connections"}); !bytes.Equal(p, append([]byte{MarkErr, 0x10, 0x04}, "Too many connections"...)) {
+		t.Errorf("an error without a state was written as % x", p)
+	}
 	if e := ParseErr([]byte{MarkOK}); e.Code != mysql.ER_UNKNOWN_ERROR {
 		t.Errorf("an OK packet read as error %d", e.Code)
 	}
@@ -166,6 +170,13 @@ func TestQuote(t *testing.T) {
 	} {
 		if tc[0] != tc[1] {
 			t.Errorf("got %s, want %s", tc[0], tc[1])
+		}
+	}
+	// The names of character sets and collations hold nothing either way
+	// of quoting escapes: they come out as with go-mysql's Escape.
+	for _, name := range []string{"utf8mb4", "utf8mb4_uca1400_ai_ci", "latin1_swedish_ci", "binary"} {
+		if got, want := QuoteString(name), "'"+mysql.Escape(name)+"'"; got != want {
+			t.Errorf("QuoteString(%q) = %s, want %s", name, got, want)
 		}
 	}
 }
