@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Private is a MariaDB of the test's own (scripts/mariadb.sh with its own
@@ -68,12 +69,38 @@ func (m *Private) PID(t *testing.T) int {
 	return pid
 }
 
-// Signal sends sig to its server process.
+// Signal sends sig to its server process. After SIGKILL it returns once
+// the process is gone: the kernel tears a large process down for a while,
+// and until then its listening socket takes connections that nobody will
+// answer, which is the stopped backend of another test, not a dead one.
 func (m *Private) Signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
-	if err := syscall.Kill(m.PID(t), sig); err != nil {
+	pid := m.PID(t)
+	if err := syscall.Kill(pid, sig); err != nil {
 		t.Fatal(err)
 	}
+	if sig != syscall.SIGKILL {
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !exited(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("mariadbd (pid %d) still there 30 s after SIGKILL", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// exited says whether pid has ended: gone, or a zombie nobody reaped yet
+// (which holds no sockets any more).
+func exited(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return syscall.Kill(pid, 0) == syscall.ESRCH
+	}
+	// The state follows the command name, which is in parentheses.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	return ok && (strings.HasPrefix(rest, "Z") || strings.HasPrefix(rest, "X"))
 }
 
 // repoRoot is the repository's root: this file is internal/testdb/private.go.
