@@ -89,15 +89,11 @@ func (w *watcher) fail(err error) {
 
 // tell passes on, in a cluster, whether this proxy follows the log and
 // has caught up: the other proxies answer from memory only while the
-// leader's follower has (see binlogRole).
+// leader's follower has (see Leases).
 func (w *watcher) tell() {
-	r, ok := w.p.leases.(binlogRole)
-	if !ok {
-		return
-	}
 	w.tellMu.Lock()
 	defer w.tellMu.Unlock()
-	r.SetBinlogWatched(w.following.Load() && w.caughtUp.Load())
+	w.p.leases.SetBinlogWatched(w.following.Load() && w.caughtUp.Load())
 }
 
 // run follows the log until stop is closed, while this proxy is the one

@@ -5,55 +5,48 @@ import (
 	"tableproxy/plugins"
 )
 
-// CatalogSource is where the list of cached tables lives: a file in the
-// data directory on one proxy (*Catalog), the replicated log in a cluster.
+// CatalogSource is where the list of cached tables lives: the cluster's
+// replicated log, which every proxy of the cluster changes.
 type CatalogSource interface {
 	List() []Entry
 	Put(Entry) error
 	Delete(lease.TableID) (bool, error)
-}
-
-// catalogWatcher is a CatalogSource that other proxies change too: the
-// cache follows its changes.
-type catalogWatcher interface {
+	// OnChange calls fn after the list changed, here or on another proxy:
+	// the cache follows it.
 	OnChange(fn func())
 }
 
-// binlogRole is a lease.Manager in a cluster, where one proxy (the leader)
-// follows the binary log and proposes the version bumps for everyone. It
-// tells the others whether it is watching (SetBinlogWatched): they answer
-// from memory only while it is (BinlogWatched).
-type binlogRole interface {
+// Leases is the lease manager the cache runs on. In a cluster one proxy,
+// the leader, follows the binary log and proposes the version bumps for
+// everyone (FollowBinlog); it tells the others whether it is watching
+// (SetBinlogWatched), and they answer from memory only while it is
+// (BinlogWatched).
+type Leases interface {
+	lease.Manager
 	FollowBinlog() bool
 	SetBinlogWatched(ok bool)
 	BinlogWatched() bool
 }
 
-// Cluster is what a cluster of proxies gives the cache instead of its
-// single-node defaults.
+// Cluster is what the proxies' cluster gives the cache.
 type Cluster struct {
-	Leases  lease.Manager
+	Leases  Leases
 	Catalog CatalogSource
 }
 
-// NewFactory returns the cache plugin's factory for a cluster.
-func NewFactory(c Cluster) plugins.Factory {
-	return func(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
-		opts, limit, err := parseOptions(raw, env)
-		if err != nil {
-			return nil, err
-		}
-		return build(env, c.Leases, c.Catalog, limit, opts), nil
+// Open builds the cache plugin from its options, on a cluster's leases
+// and catalog.
+func Open(raw plugins.Options, env plugins.Env, c Cluster) (*Plugin, error) {
+	opts, limit, err := parseOptions(raw, env)
+	if err != nil {
+		return nil, err
 	}
+	return build(env, c.Leases, c.Catalog, limit, opts), nil
 }
 
 // followCatalog keeps the cached tables equal to a shared catalog's.
 func (p *Plugin) followCatalog() {
-	w, ok := p.catalog.(catalogWatcher)
-	if !ok {
-		return
-	}
-	w.OnChange(func() {
+	p.catalog.OnChange(func() {
 		list := p.catalog.List()
 		want := map[lease.TableID]bool{}
 		for _, e := range list {
@@ -77,9 +70,9 @@ func (p *Plugin) followsBinlogHere() bool { return p.viaLeader() == nil }
 
 // viaLeader returns the cluster's role when another proxy, the leader,
 // follows the binary log for this one; nil when this proxy follows it.
-func (p *Plugin) viaLeader() binlogRole {
-	if r, ok := p.leases.(binlogRole); ok && !r.FollowBinlog() {
-		return r
+func (p *Plugin) viaLeader() Leases {
+	if !p.leases.FollowBinlog() {
+		return p.leases
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ type Plugin struct {
 	log        *slog.Logger
 	backend    plugins.Backend
 	binlog     *binlog.Follower
-	leases     lease.Manager
+	leases     Leases
 	privileges lease.Table // see privilegesID
 	indirect   indirectWrites
 	catalog    CatalogSource
@@ -224,7 +224,7 @@ func parseOptions(raw plugins.Options, env plugins.Env) (Options, int64, error) 
 }
 
 // build makes the plugin for the environment and exposes its metrics.
-func build(env plugins.Env, leases lease.Manager, cat CatalogSource, limit int64, opts Options) *Plugin {
+func build(env plugins.Env, leases Leases, cat CatalogSource, limit int64, opts Options) *Plugin {
 	log := env.Logger
 	if log == nil {
 		log = slog.Default()
@@ -237,7 +237,7 @@ func build(env plugins.Env, leases lease.Manager, cat CatalogSource, limit int64
 }
 
 // New builds the plugin and starts loading the catalog's tables.
-func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, leases lease.Manager, cat CatalogSource, maxBytes int64, opts Options) *Plugin {
+func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, leases Leases, cat CatalogSource, maxBytes int64, opts Options) *Plugin {
 	p := &Plugin{log: log, backend: backend, binlog: follower, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
 		held:  map[uint32][]heldWrite{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}

@@ -221,8 +221,8 @@ type Plugin struct {
 	wg     sync.WaitGroup
 }
 
-// Factory builds the plugin; register it with plugins.Register(Name, Factory).
-func Factory(raw plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+// Open builds the plugin from its options.
+func Open(raw plugins.Options, env plugins.Env) (*Plugin, error) {
 	var opts Options
 	if err := plugins.DecodeOptions(raw, &opts); err != nil {
 		return nil, err

@@ -71,14 +71,15 @@ type Spec struct {
 	Options Options
 }
 
-// Build builds the chain from specs. An unknown name or bad options fail with
-// an error naming the plugin (and, through DecodeOptions, the field).
-func Build(specs []Spec, env Env) (*Chain, error) {
+// Build builds the chain from specs with factories. An unknown name or bad
+// options fail with an error naming the plugin (and, through DecodeOptions,
+// the field).
+func Build(specs []Spec, env Env, factories Factories) (*Chain, error) {
 	var ps []Plugin
 	for i, s := range specs {
-		f, ok := Lookup(s.Name)
+		f, ok := factories[s.Name]
 		if !ok {
-			return nil, fmt.Errorf("plugins[%d]: unknown plugin %q (known: %s)", i, s.Name, strings.Join(Registered(), ", "))
+			return nil, fmt.Errorf("plugins[%d]: unknown plugin %q (known: %s)", i, s.Name, strings.Join(factories.Names(), ", "))
 		}
 		p, err := f(s.Options, env)
 		if err != nil {

@@ -14,8 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func init() { Register("firewall", newFirewall) }
-
 type firewallOptions struct {
 	// Mode is "deny" (the default): a statement matching a rule is refused.
 	Mode  string    `json:"mode"`

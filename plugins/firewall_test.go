@@ -13,7 +13,7 @@ import (
 
 func buildFirewall(t testing.TB, opts Options, env Env) *firewall {
 	t.Helper()
-	f, ok := Lookup("firewall")
+	f, ok := lookup("firewall")
 	if !ok {
 		t.Fatal("firewall is not registered")
 	}
@@ -367,7 +367,7 @@ func TestFirewallConfigErrors(t *testing.T) {
 		{rules(map[string]any{"name": "typo", "patern": "x"}), `rules[0]: options: json: unknown field "patern"`},
 		{rules(map[string]any{"name": "t", "kinds": "ddl"}), "rules[0]"},
 	} {
-		f, _ := Lookup("firewall")
+		f, _ := lookup("firewall")
 		_, err := f(c.opts, Env{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("options %v:\n error %v\n want it to contain %q", c.opts, err, c.want)
@@ -375,7 +375,7 @@ func TestFirewallConfigErrors(t *testing.T) {
 	}
 
 	// Through Build, the error also names the plugin.
-	_, err := Build([]Spec{{Name: "firewall", Options: rules(map[string]any{"name": "x", "pattern": "["})}}, Env{})
+	_, err := Build([]Spec{{Name: "firewall", Options: rules(map[string]any{"name": "x", "pattern": "["})}}, Env{}, Builtins())
 	if err == nil || !strings.Contains(err.Error(), "plugins[0] (firewall): rules[0] (x): pattern:") {
 		t.Errorf("Build: %v", err)
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func init() { Register("metrics", newMetrics) }
-
 // defaultDurationBuckets are the statement latency buckets, in seconds. A
 // read answered from a cached table takes about 20 µs and a backend point
 // select about 150 µs, so the low end is fine-grained; the top catches

@@ -69,7 +69,7 @@ func metricValue(t *testing.T, g prometheus.Gatherer, name string, labels ...str
 
 func buildMetrics(t *testing.T, opts Options, reg prometheus.Registerer) *metricsPlugin {
 	t.Helper()
-	f, ok := Lookup("metrics")
+	f, ok := lookup("metrics")
 	if !ok {
 		t.Fatal("metrics is not registered")
 	}
@@ -247,7 +247,7 @@ func TestMetricsOptions(t *testing.T) {
 		t.Errorf("%d buckets, want the 3 configured", n)
 	}
 
-	f, _ := Lookup("metrics")
+	f, _ := lookup("metrics")
 	for _, c := range []struct {
 		opts Options
 		env  Env

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -598,39 +597,33 @@ func (c *Chain) Close() error {
 	return errors.Join(errs...)
 }
 
-var registry = struct {
-	sync.Mutex
-	factories map[string]Factory
-}{factories: map[string]Factory{}}
+// Factories maps the names a configuration may enable to what builds
+// each plugin. The command assembles it at start: Builtins, then the
+// plugins of other packages with what they are given (the cluster, the
+// lease manager), so every dependency a plugin has is visible where it is
+// built.
+type Factories map[string]Factory
 
-// Register makes a plugin available by name in the config. Built-in plugins
-// register themselves from init; packages outside plugins (cache, ddloffload)
-// register from the command's wiring.
-func Register(name string, f Factory) {
-	registry.Lock()
-	defer registry.Unlock()
-	if _, dup := registry.factories[name]; dup {
-		panic("plugins: duplicate registration of " + name)
-	}
-	registry.factories[name] = f
+// Builtins returns the plugins of this package, ready to be extended.
+func Builtins() Factories {
+	return Factories{"metrics": newMetrics, "querylog": newQueryLog, "firewall": newFirewall}
 }
 
-// Registered lists the names of every plugin that can be enabled.
-func Registered() []string {
-	registry.Lock()
-	defer registry.Unlock()
-	names := make([]string, 0, len(registry.factories))
-	for n := range registry.factories {
+// Add makes a plugin available by name. Two plugins cannot share a name:
+// a second Add of one panics, as a wiring mistake.
+func (f Factories) Add(name string, fn Factory) {
+	if _, dup := f[name]; dup {
+		panic("plugins: two plugins named " + name)
+	}
+	f[name] = fn
+}
+
+// Names lists the names of every plugin that can be enabled, sorted.
+func (f Factories) Names() []string {
+	names := make([]string, 0, len(f))
+	for n := range f {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	return names
-}
-
-// Lookup returns the factory registered under name.
-func Lookup(name string) (Factory, bool) {
-	registry.Lock()
-	defer registry.Unlock()
-	f, ok := registry.factories[name]
-	return f, ok
 }

@@ -158,12 +158,13 @@ func TestChainClose(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
+	builtins := Builtins()
 	for _, name := range []string{"metrics", "querylog", "firewall"} {
-		if _, ok := Lookup(name); !ok {
+		if _, ok := builtins[name]; !ok {
 			t.Errorf("built-in plugin %s is not registered", name)
 		}
 	}
-	if _, ok := Lookup("nope"); ok {
+	if _, ok := builtins["nope"]; ok {
 		t.Error("Lookup found an unregistered plugin")
 	}
 	defer func() {
@@ -171,25 +172,26 @@ func TestRegistry(t *testing.T) {
 			t.Error("registering a name twice did not panic")
 		}
 	}()
-	Register("metrics", newMetrics)
+	builtins.Add("metrics", newMetrics)
 }
 
 // closeLog records the closing of test-closer plugins.
 var closeLog []string
 
-// Registered once per test binary: Register panics on a second call, and
-// tests may run more than once (-count).
-func init() {
-	Register("test-closer", func(opts Options, env Env) (Plugin, error) {
+// testFactories are the built-in plugins and two of the tests' own.
+func testFactories() Factories {
+	f := Builtins()
+	f.Add("test-closer", func(opts Options, env Env) (Plugin, error) {
 		return &closer{name: "test-closer", log: &closeLog}, nil
 	})
-	Register("test-failing", func(opts Options, env Env) (Plugin, error) {
+	f.Add("test-failing", func(opts Options, env Env) (Plugin, error) {
 		return nil, errors.New("threshold: bad")
 	})
+	return f
 }
 
 func TestBuild(t *testing.T) {
-	_, err := Build([]Spec{{Name: "test-closer"}, {Name: "metrix"}}, Env{})
+	_, err := Build([]Spec{{Name: "test-closer"}, {Name: "metrix"}}, Env{}, testFactories())
 	if err == nil {
 		t.Fatal("an unknown plugin was accepted")
 	}
@@ -201,7 +203,7 @@ func TestBuild(t *testing.T) {
 
 	// When a plugin fails to build, the ones already built are closed.
 	closeLog = nil
-	_, err = Build([]Spec{{Name: "test-closer"}, {Name: "test-failing"}}, Env{})
+	_, err = Build([]Spec{{Name: "test-closer"}, {Name: "test-failing"}}, Env{}, testFactories())
 	if err == nil || err.Error() != "plugins[1] (test-failing): threshold: bad" {
 		t.Errorf("error %v, want it to name the plugin and keep its message", err)
 	}
@@ -209,7 +211,7 @@ func TestBuild(t *testing.T) {
 		t.Errorf("after a failed build, closed %q", closeLog)
 	}
 
-	c, err := Build([]Spec{{Name: "test-closer"}, {Name: "firewall", Options: rules(map[string]any{"name": "r", "kinds": []any{"ddl"}})}}, Env{})
+	c, err := Build([]Spec{{Name: "test-closer"}, {Name: "firewall", Options: rules(map[string]any{"name": "r", "kinds": []any{"ddl"}})}}, Env{}, testFactories())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,4 +370,10 @@ func TestMemoKeepsDerivedValues(t *testing.T) {
 	if st.Digest() != "memo-digest" || st.Normalized() != "memo-normalized" {
 		t.Fatalf("recomputed: %q %q", st.Digest(), st.Normalized())
 	}
+}
+
+// lookup is the built-in plugin's factory by name.
+func lookup(name string) (Factory, bool) {
+	f, ok := Builtins()[name]
+	return f, ok
 }

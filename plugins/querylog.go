@@ -13,8 +13,6 @@ import (
 	"time"
 )
 
-func init() { Register("querylog", newQueryLog) }
-
 const (
 	defaultSlowThreshold = 200 * time.Millisecond
 	defaultMaxLength     = 2048

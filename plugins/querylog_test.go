@@ -428,7 +428,7 @@ func TestQueryLogRateLimitSlog(t *testing.T) {
 
 func TestQueryLogConcurrent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "slow.log")
-	f, _ := Lookup("querylog")
+	f, _ := lookup("querylog")
 	p, err := f(Options{"file": path, "threshold": "0s", "rate_limit": 0}, Env{})
 	if err != nil {
 		t.Fatal(err)
@@ -468,7 +468,7 @@ func TestQueryLogConcurrent(t *testing.T) {
 // Lines reach the file within a flush interval, without Close.
 func TestQueryLogFlushes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "slow.log")
-	f, _ := Lookup("querylog")
+	f, _ := lookup("querylog")
 	p, err := f(Options{"file": path, "threshold": "0s"}, Env{})
 	if err != nil {
 		t.Fatal(err)
@@ -489,7 +489,7 @@ func TestQueryLogFlushes(t *testing.T) {
 }
 
 func TestQueryLogOptions(t *testing.T) {
-	f, _ := Lookup("querylog")
+	f, _ := lookup("querylog")
 	dir := t.TempDir()
 	for _, c := range []struct {
 		opts Options

@@ -12,16 +12,17 @@ import (
 	"tableproxy/lease"
 )
 
-// node is this process's cluster member and what the plugins get from it;
-// set by startCluster before the plugin chain is built.
-var node struct {
-	node  *cluster.Node
-	cache cache.Cluster
+// clusterNode is this process's cluster member and what the plugins take
+// from it.
+type clusterNode struct {
+	node    *cluster.Node
+	leases  *lease.Raft
+	catalog *catalog
 }
 
-// startCluster opens the Raft node, starts the lease manager on it and
-// prepares the cache's view of the cluster. The returned func stops both.
-func startCluster(cfg configs.Config, log *slog.Logger) (func(), error) {
+// startCluster opens the Raft node and starts the lease manager on it.
+// Close stops both.
+func startCluster(cfg configs.Config, log *slog.Logger) (*clusterNode, error) {
 	lc := lease.DefaultRaftConfig()
 	if cfg.Cluster.Lease > 0 {
 		lc.Lease = cfg.Cluster.Lease
@@ -44,13 +45,19 @@ func startCluster(cfg configs.Config, log *slog.Logger) (func(), error) {
 	cat.n = n
 	leases.Start(n)
 	go importCatalog(n, cat, cfg.DataDir, log)
-	node.node = n
-	node.cache = cache.Cluster{Leases: leases, Catalog: cat}
-	return func() {
-		leases.Close()
-		cat.close()
-		n.Close()
-	}, nil
+	return &clusterNode{node: n, leases: leases, catalog: cat}, nil
+}
+
+// cache is the cluster as the cache plugin takes it.
+func (c *clusterNode) cache() cache.Cluster {
+	return cache.Cluster{Leases: c.leases, Catalog: c.catalog}
+}
+
+// Close stops the lease manager, then the node.
+func (c *clusterNode) Close() {
+	c.leases.Close()
+	c.catalog.close()
+	c.node.Close()
 }
 
 // catalog is the cache's catalog kept in the cluster's log.

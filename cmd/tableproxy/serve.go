@@ -22,10 +22,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"tableproxy/binlog"
+	"tableproxy/cache"
 	"tableproxy/cluster"
 	"tableproxy/configs"
+	"tableproxy/ddloffload"
 	"tableproxy/plugins"
 	"tableproxy/proxy"
+	"tableproxy/vschema"
 )
 
 // userList collects repeated --user / --admin-user flags.
@@ -126,16 +129,11 @@ func serve(args []string) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	stopCluster, err := startCluster(cfg, log)
+	node, err := startCluster(cfg, log)
 	if err != nil {
 		return err
 	}
-	defer stopCluster()
-	// The cluster's admin SQL comes first in the chain.
-	specs := []plugins.Spec{{Name: cluster.AdminName}}
-	for _, p := range cfg.Plugins {
-		specs = append(specs, plugins.Spec{Name: p.Name, Options: p.Options})
-	}
+	defer node.Close()
 	pcfg, err := proxyConfig(cfg, log)
 	if err != nil {
 		return err
@@ -148,13 +146,11 @@ func serve(args []string) error {
 	defer follower.Close()
 	env := plugins.Env{Logger: log, Metrics: reg, DataDir: cfg.DataDir, Backend: connector, Binlog: follower,
 		Transactions: pcfg.Transactions}
-	chain, err := plugins.Build(specs, env)
+	chain, err := buildChain(cfg, env, node)
 	if err != nil {
 		return err
 	}
 	defer chain.Close()
-	// The virtual schema's answerer comes first, whatever the plugins.
-	chain = plugins.NewChain(append([]plugins.Plugin{wirePlugins(chain)}, chain.Plugins()...)...)
 
 	srv, err := proxy.New(pcfg, chain)
 	if err != nil {
@@ -199,6 +195,76 @@ func serve(args []string) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// builtPlugins are the plugins of other packages that the chain holds,
+// nil where the configuration left one out: the virtual schema and the
+// plugins that know of each other are wired from them.
+type builtPlugins struct {
+	cache *cache.Plugin
+	ddl   *ddloffload.Plugin
+}
+
+// buildChain builds the plugin chain: the cluster's admin SQL, then the
+// configured plugins in their order, with the virtual schema's answerer
+// in front of all of them, whatever plugins are on.
+func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugins.Chain, error) {
+	var built builtPlugins
+	factories := plugins.Builtins()
+	factories.Add(cluster.AdminName, func(plugins.Options, plugins.Env) (plugins.Plugin, error) {
+		return cluster.NewAdmin(node.node), nil
+	})
+	factories.Add(cache.Name, func(o plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+		p, err := cache.Open(o, env, node.cache())
+		if err != nil {
+			return nil, err
+		}
+		built.cache = p
+		return p, nil
+	})
+	factories.Add(ddloffload.Name, func(o plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+		p, err := ddloffload.Open(o, env)
+		if err != nil {
+			return nil, err
+		}
+		built.ddl = p
+		return p, nil
+	})
+	specs := []plugins.Spec{{Name: cluster.AdminName}}
+	for _, p := range cfg.Plugins {
+		specs = append(specs, plugins.Spec{Name: p.Name, Options: p.Options})
+	}
+	chain, err := plugins.Build(specs, env, factories)
+	if err != nil {
+		return nil, err
+	}
+	vs := virtualSchema(node, built)
+	return plugins.NewChain(append([]plugins.Plugin{vs}, chain.Plugins()...)...), nil
+}
+
+// virtualSchema is the tableproxy schema with the tables of the plugins
+// that are on; it also lets the DDL jobs refuse cached tables.
+func virtualSchema(node *clusterNode, built builtPlugins) *vschema.Schema {
+	vs := vschema.New()
+	vs.Add("cluster_members", cluster.NewMembersTable(node.node))
+	if cp := built.cache; cp != nil {
+		vs.Add("cached_tables", cp.CachedTables())
+		vs.AddSession("last_statement", cp.LastStatement())
+	}
+	if dp := built.ddl; dp != nil {
+		vs.Add("ddl_jobs", dp.JobsTable())
+	}
+	if cp, dp := built.cache, built.ddl; cp != nil && dp != nil {
+		dp.SetCachedFunc(func(schema, table string) bool {
+			for _, st := range cp.Tables() {
+				if st.Schema == schema && st.Table == table {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	return vs
 }
 
 // flagSet reports whether the command line gave the named flag.
