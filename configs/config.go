@@ -1,7 +1,3 @@
-// Package configs owns tableproxy's configuration: the schema of the YAML
-// file, its defaults, and validation whose errors name the bad field.
-// Command-line flags override the file; the command applies them before
-// calling Validate.
 package configs
 
 import (

@@ -1,14 +1,3 @@
-// Package plugins owns the plugin API of the proxy and its built-in plugins.
-//
-// Every client request that carries a statement (COM_QUERY, COM_STMT_PREPARE,
-// COM_STMT_EXECUTE) is shown to the chain as a *Statement before it is sent on.
-// A plugin that filters may let it pass, answer it itself, or refuse it with a
-// MySQL error; a plugin that observes is told the outcome afterwards. The
-// proxy's session loop is the only caller, so plugins never see the wire.
-//
-// What can go wrong: a plugin runs on the per-query hot path, so it must not
-// block, must not allocate per statement without need, and must be safe for
-// concurrent use by many sessions at once.
 package plugins
 
 import (
