@@ -129,12 +129,12 @@ func (o operand) resultUnsigned(noUnsignedSubtraction bool) bool {
 
 // computeRows evaluates a plan's select list over rows: values as the
 // text protocol prints them, nil for NULL.
-func (p *plan) computeRows(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][]byte, string) {
+func (p *plan) computeRows(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][]byte, Why) {
 	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
 	out := make([][][]byte, 0, len(rows))
 	for _, i := range rows {
 		if !r.setRow(snap.Rows[i]) {
-			return nil, "a stored row could not be read"
+			return nil, because(UnreadableRow, "a stored row could not be read")
 		}
 		row := make([][]byte, len(p.items))
 		for j, it := range p.items {
@@ -145,7 +145,7 @@ func (p *plan) computeRows(snap *Snapshot, rows []int, args []arg, env runEnv) (
 				case snap.Fields[it.col].Type == mysql.MYSQL_TYPE_TIMESTAMP:
 					var ok bool
 					if row[j], ok = shiftTimestamp(nil, v, env.tzOffset); !ok {
-						return nil, "a stored row could not be read"
+						return nil, because(UnreadableRow, "a stored row could not be read")
 					}
 				default:
 					row[j] = append([]byte{}, v...)
@@ -154,7 +154,7 @@ func (p *plan) computeRows(snap *Snapshot, rows []int, args []arg, env runEnv) (
 			}
 			n, ok := r.operand(*it.expr)
 			if r.fail {
-				return nil, "integer arithmetic overflows (the backend reports the error), or has a literal beyond BIGINT or a prepared statement's parameter"
+				return nil, because(ArithmeticOverflow, "integer arithmetic overflows (the backend reports the error), or has a literal beyond BIGINT or a prepared statement's parameter")
 			}
 			if ok {
 				row[j] = n.print()
@@ -162,7 +162,7 @@ func (p *plan) computeRows(snap *Snapshot, rows []int, args []arg, env runEnv) (
 		}
 		out = append(out, row)
 	}
-	return out, ""
+	return out, Why{}
 }
 
 // print returns n as the text protocol prints a BIGINT.
@@ -173,20 +173,20 @@ func (a num) print() []byte {
 // checkArith evaluates the WHERE clause's arithmetic on every row of the
 // table: a statement whose arithmetic overflows on any row is the
 // backend's (see plan.whereArith).
-func (p *plan) checkArith(r *rowCtx) string {
+func (p *plan) checkArith(r *rowCtx) Why {
 	if len(r.snap.Rows) > maxScanRows {
-		return "arithmetic in WHERE on a table of more than 1024 rows"
+		return because(TooManyRows, "arithmetic in WHERE on a table of more than 1024 rows")
 	}
 	for _, row := range r.snap.Rows {
 		if !r.setRow(row) {
-			return "a stored row could not be read"
+			return because(UnreadableRow, "a stored row could not be read")
 		}
 		for _, o := range p.whereArith {
 			r.arith(o)
 			if r.fail {
-				return "integer arithmetic in WHERE overflows on a row (the backend may report the error), or has a literal beyond BIGINT or a prepared statement's parameter"
+				return because(ArithmeticOverflow, "integer arithmetic in WHERE overflows on a row (the backend may report the error), or has a literal beyond BIGINT or a prepared statement's parameter")
 			}
 		}
 	}
-	return ""
+	return Why{}
 }

@@ -222,10 +222,10 @@ func (r *rowCtx) release() { r.reuse(nil, nil, runEnv{}) }
 // run selects the plan's rows from the snapshot r is set up for (see
 // reuse): their indexes, in output order, appended to into[:0]. why says,
 // when the answer cannot be computed exactly here, why not.
-func (p *plan) run(r *rowCtx, into []int) (rows []int, why string) {
+func (p *plan) run(r *rowCtx, into []int) (rows []int, why Why) {
 	snap := r.snap
 	if len(p.whereArith) > 0 {
-		if why := p.checkArith(r); why != "" {
+		if why := p.checkArith(r); why.Declined() {
 			return nil, why
 		}
 	}
@@ -252,7 +252,7 @@ func (p *plan) run(r *rowCtx, into []int) (rows []int, why string) {
 		}
 	} else {
 		if p.where != nil && hi-lo > maxScanRows && p.join == nil { // (a join's rows are bounded by maxJoinPairs)
-			return nil, "more than 1024 rows to examine and no index narrows them: the backend has indexes"
+			return nil, because(TooManyRows, "more than 1024 rows to examine and no index narrows them: the backend has indexes")
 		}
 		for i := lo; i < hi; i++ {
 			if !check(i) {
@@ -261,18 +261,45 @@ func (p *plan) run(r *rowCtx, into []int) (rows []int, why string) {
 		}
 	}
 	if len(p.order) > 0 {
-		if out, why = p.sortRows(r, out); why != "" {
+		if out, why = p.sortRows(r, out); why.Declined() {
 			return nil, why
 		}
 	}
 	if len(p.aggs) == 0 && p.groupBy == nil {
 		from, to, why := p.window(r, len(out))
-		if why != "" {
+		if why.Declined() {
 			return nil, why
 		}
 		out = out[from:to]
 	}
-	return out, ""
+	return out, Why{}
+}
+
+// plainRows reports whether the plan's answer is the selected rows'
+// columns as stored (no arithmetic, aggregate or group to compute).
+func (p *plan) plainRows() bool {
+	return !p.computed && p.groupBy == nil && len(p.aggs) == 0
+}
+
+// valueRows computes the answer of a plan whose rows are not plain (see
+// plainRows) from the rows run selected: values as the text protocol
+// prints them, nil for NULL; or why it cannot be computed exactly.
+func (p *plan) valueRows(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][]byte, Why) {
+	switch {
+	case p.computed:
+		return p.computeRows(snap, rows, args, env)
+	case p.groupBy != nil:
+		return p.groups(snap, rows, args, env)
+	}
+	vals, ok := p.aggregate(snap, rows, env)
+	shown, ok2 := p.aggregateRowShown(args)
+	if !ok || !ok2 {
+		return nil, because(InexactAggregate, "an aggregate's value could not be computed exactly")
+	}
+	if !shown {
+		return nil, Why{}
+	}
+	return [][][]byte{vals}, Why{}
 }
 
 // zeroLimit reports whether the statement has LIMIT 0, which the backend
@@ -288,61 +315,61 @@ func (p *plan) zeroLimit(args []arg) bool {
 }
 
 // window applies LIMIT and OFFSET to n results: the range to keep.
-func (p *plan) window(r *rowCtx, n int) (from, to int, why string) {
+func (p *plan) window(r *rowCtx, n int) (from, to int, why Why) {
 	if p.limit.kind == opNone {
-		return 0, n, ""
+		return 0, n, Why{}
 	}
 	count, ok := r.operand(p.limit)
 	if !ok || count.neg {
-		return 0, 0, "LIMIT or OFFSET is negative or NULL"
+		return 0, 0, because(BadLimit, "LIMIT or OFFSET is negative or NULL")
 	}
 	off := num{}
 	if p.offset.kind != opNone {
 		if off, ok = r.operand(p.offset); !ok || off.neg {
-			return 0, 0, "LIMIT or OFFSET is negative or NULL"
+			return 0, 0, because(BadLimit, "LIMIT or OFFSET is negative or NULL")
 		}
 	}
 	if off.mag >= uint64(n) {
-		return n, n, ""
+		return n, n, Why{}
 	}
 	from = int(off.mag)
 	to = n
 	if count.mag < uint64(n-from) {
 		to = from + int(count.mag)
 	}
-	return from, to, ""
+	return from, to, Why{}
 }
 
 // groups computes a GROUP BY's result rows from the matching rows, sorted
 // by the group columns: one row per group, values as the text protocol
 // prints them (nil for NULL), after LIMIT and OFFSET.
-func (p *plan) groups(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][]byte, string) {
+func (p *plan) groups(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][]byte, Why) {
 	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
 	first := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
 	var out [][][]byte
 	for start := 0; start < len(rows); {
 		if !first.setRow(snap.Rows[rows[start]]) {
-			return nil, "a stored row could not be read"
+			return nil, because(UnreadableRow, "a stored row could not be read")
 		}
 		end := start + 1
 		for ; end < len(rows); end++ {
 			if !r.setRow(snap.Rows[rows[end]]) {
-				return nil, "a stored row could not be read"
+				return nil, because(UnreadableRow, "a stored row could not be read")
 			}
 			same, bytesToo, ok := sameGroup(first, r, p.groupBy)
 			if !ok {
-				return nil, "a group value has a character whose weight is not known"
+				return nil, because(InexactString, "a group value has a character whose weight is not known")
 			}
 			if !same {
 				break
 			}
 			if !bytesToo {
-				return nil, "GROUP BY: values equal by collation but not byte for byte; which one the backend shows is its choice"
+				return nil, because(CollationTies, "GROUP BY: values equal by collation but not byte for byte; which one the backend shows is its choice")
 			}
 		}
 		vals, ok := p.aggregate(snap, rows[start:end], env)
 		if !ok {
-			return nil, "an aggregate's value could not be computed exactly"
+			return nil, because(InexactAggregate, "an aggregate's value could not be computed exactly")
 		}
 		row := make([][]byte, len(p.items))
 		for j, it := range p.items {
@@ -359,10 +386,10 @@ func (p *plan) groups(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][
 		start = end
 	}
 	from, to, why := p.window(r, len(out))
-	if why != "" {
+	if why.Declined() {
 		return nil, why
 	}
-	return out[from:to], ""
+	return out[from:to], Why{}
 }
 
 // sameGroup reports whether two rows fall in one group of cols (NULLs
@@ -400,11 +427,11 @@ func sameGroup(a, b *rowCtx, cols []int) (same, bytesToo, ok bool) {
 }
 
 // failure says why a row could not be evaluated.
-func (r *rowCtx) failure() string {
+func (r *rowCtx) failure() Why {
 	if r.fail {
-		return "a string could not be compared exactly (a character whose weight is not known, a conversion between character sets, or a LIKE escape)"
+		return because(InexactString, "a string could not be compared exactly (a character whose weight is not known, a conversion between character sets, or a LIKE escape)")
 	}
-	return "a stored row could not be read"
+	return because(UnreadableRow, "a stored row could not be read")
 }
 
 // sortKey is one ORDER BY value of a row.
@@ -452,7 +479,7 @@ func sortPacked(perm []int, keys []sortKey, desc bool) bool {
 // MySQL. Unless the order is total, rows that tie make the answer the
 // backend's to give (false); under DISTINCT, tied rows are duplicates and
 // all but the first are dropped, if they are byte for byte the same.
-func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
+func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, Why) {
 	snap := r.snap
 	m := len(p.order)
 	// Keys are laid out by position in rows (m per row), string keys in
@@ -490,10 +517,10 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 				// sorts rather than reads an index in order: a value that
 				// might reach the limit makes the order the backend's.
 				if !ok {
-					return nil, "a value to sort by has a character whose weight is not known"
+					return nil, because(InexactString, "a value to sort by has a character whose weight is not known")
 				}
 				if len(arena)-start > r.env.maxSortLength || len(v) > r.env.maxSortLength/4 {
-					return nil, "a value to sort by is longer than max_sort_length"
+					return nil, because(InexactString, "a value to sort by is longer than max_sort_length")
 				}
 				// (A full slice: a later append to the arena may move it,
 				// never write over this key.)
@@ -502,7 +529,7 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 			}
 			var ok bool
 			if k.n, ok = parseNum(v); !ok {
-				return nil, "a stored value could not be read"
+				return nil, because(UnreadableRow, "a stored value could not be read")
 			}
 		}
 	}
@@ -544,7 +571,7 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 		for n, at := range perm {
 			perm[n] = rows[at]
 		}
-		return perm, ""
+		return perm, Why{}
 	}
 	out := make([]int, 0, len(rows))
 	for n, at := range perm {
@@ -553,13 +580,13 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, string) {
 			continue
 		}
 		if !p.distinct {
-			return nil, "rows tie in the ORDER BY: their order is the backend's choice"
+			return nil, because(OrderTies, "rows tie in the ORDER BY: their order is the backend's choice")
 		}
 		if !sameValues(r, p.cols, snap.Rows[rows[perm[n-1]]], snap.Rows[rows[at]]) {
-			return nil, "DISTINCT: values are equal by collation but not byte for byte; which one the backend shows is its choice"
+			return nil, because(CollationTies, "DISTINCT: values are equal by collation but not byte for byte; which one the backend shows is its choice")
 		}
 	}
-	return out, ""
+	return out, Why{}
 }
 
 // sameValues reports whether two rows hold the same bytes in cols.

@@ -23,16 +23,20 @@ const maxExplainedSQL = 4096
 type explanation struct {
 	sql    []byte // the statement (truncated), in a buffer reused per session
 	served bool
-	why    string
+	why    Why
 }
 
-// explain records the outcome of the session's current statement.
-func (si *sessionInfo) explain(sql string, served bool, why string) {
+// explain records the outcome of the session's current statement, and
+// counts a statement that went to the backend by its reason.
+func (p *Plugin) explain(si *sessionInfo, sql string, served bool, why Why) {
 	if len(sql) > maxExplainedSQL {
 		sql = sql[:maxExplainedSQL]
 	}
 	si.last.sql = append(si.last.sql[:0], sql...)
 	si.last.served, si.last.why = served, why
+	if !served && why.Declined() {
+		p.passReasons[why.Reason].Add(1)
+	}
 }
 
 func (e *explanation) row() []any {
@@ -43,7 +47,7 @@ func (e *explanation) row() []any {
 	if e.served {
 		from = "proxy"
 	}
-	why := e.why
+	why := e.why.Text
 	if e.served && why == "" {
 		why = "answered from the cached table in memory"
 	}

@@ -81,7 +81,7 @@ func equiJoin(where expr, off int) [][2]int {
 // joinRows forms the joined rows of a and b that the plan's equality
 // conditions allow (and, for a LEFT JOIN, its ON), in a's primary-key
 // order, then b's.
-func (p *plan) joinRows(a, b *Snapshot, args []arg, env runEnv) ([][]byte, string) {
+func (p *plan) joinRows(a, b *Snapshot, args []arg, env runEnv) ([][]byte, Why) {
 	off := len(a.Fields)
 	var key [2]int
 	useIndex := false
@@ -111,7 +111,7 @@ func (p *plan) joinRows(a, b *Snapshot, args []arg, env runEnv) ([][]byte, strin
 		cand := all
 		if useIndex {
 			if !r.setRow(ra) {
-				return nil, "a stored row could not be read"
+				return nil, because(UnreadableRow, "a stored row could not be read")
 			}
 			v, null, _ := r.field(key[0])
 			n, ok := parseNum(v)
@@ -119,13 +119,13 @@ func (p *plan) joinRows(a, b *Snapshot, args []arg, env runEnv) ([][]byte, strin
 			case null:
 				cand = nil // NULL equals nothing
 			case !ok:
-				return nil, "a stored row could not be read"
+				return nil, because(UnreadableRow, "a stored row could not be read")
 			default:
 				cand, _ = span(b, key[1]-off, &n, &n)
 			}
 		}
 		if budget -= len(cand); budget < 0 {
-			return nil, "the join would pair more than 65536 rows: the backend has indexes"
+			return nil, because(TooManyRows, "the join would pair more than 65536 rows: the backend has indexes")
 		}
 		matched := false
 		for _, j := range cand {
@@ -133,7 +133,7 @@ func (p *plan) joinRows(a, b *Snapshot, args []arg, env runEnv) ([][]byte, strin
 			row = append(append(row, ra...), b.Rows[j]...)
 			if on != nil {
 				if !on.setRow(row) {
-					return nil, "a stored row could not be read"
+					return nil, because(UnreadableRow, "a stored row could not be read")
 				}
 				t := p.join.on.eval(on)
 				if on.fail {
@@ -151,5 +151,5 @@ func (p *plan) joinRows(a, b *Snapshot, args []arg, env runEnv) ([][]byte, strin
 			out = append(out, append(append(row, ra...), nulls...))
 		}
 	}
-	return out, ""
+	return out, Why{}
 }

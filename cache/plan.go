@@ -255,15 +255,15 @@ func (v *paramOrder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // buildPlan returns a plan for sel, or nil and why the shape is not
 // covered.
-func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot, string) {
+func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot, Why) {
 	if sel.GroupBy != nil && (sel.GroupBy.Rollup || sel.Distinct) || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
 		sel.SelectIntoOpt != nil || sel.With != nil || sel.Kind != ast.SelectStmtKindSelect || sel.IsInBraces ||
 		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil {
-		return nil, nil, "only a plain SELECT, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory"
+		return nil, nil, because(NotPlainSelect, "only a plain SELECT, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory")
 	}
 	if sel.SelectStmtOpts != nil && sel.SelectStmtOpts.CalcFoundRows {
 		// FOUND_ROWS() would then count the rows without the LIMIT.
-		return nil, nil, "SQL_CALC_FOUND_ROWS: the backend counts the rows for FOUND_ROWS()"
+		return nil, nil, because(CalcFoundRows, "SQL_CALC_FOUND_ROWS: the backend counts the rows for FOUND_ROWS()")
 	}
 	// FROM t [AS a], or an inner join of two tables: t1 [AS a] [INNER |
 	// CROSS] JOIN t2 [AS b] [ON ...], or t1, t2.
@@ -273,7 +273,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	left := false
 	if from.Right != nil {
 		if from.Tp != ast.CrossJoin && from.Tp != ast.LeftJoin || from.NaturalJoin || from.StraightJoin || from.Using != nil {
-			return nil, nil, "only inner and left joins are answered in memory (not RIGHT, NATURAL, STRAIGHT_JOIN or USING)"
+			return nil, nil, because(UnsupportedJoin, "only inner and left joins are answered in memory (not RIGHT, NATURAL, STRAIGHT_JOIN or USING)")
 		}
 		left = from.Tp == ast.LeftJoin
 		sources = append(sources, from.Right)
@@ -287,19 +287,19 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	for _, src := range sources {
 		ts, ok := src.(*ast.TableSource)
 		if !ok {
-			return nil, nil, "only joins of two tables are answered in memory (no derived tables or longer joins)"
+			return nil, nil, because(UnsupportedJoin, "only joins of two tables are answered in memory (no derived tables or longer joins)")
 		}
 		tn, ok := ts.Source.(*ast.TableName)
 		if !ok {
-			return nil, nil, "only tables are answered in memory (no derived tables or subqueries)"
+			return nil, nil, because(UnsupportedJoin, "only tables are answered in memory (no derived tables or subqueries)")
 		}
 		if len(tn.IndexHints) > 0 || len(tn.PartitionNames) > 0 || tn.AsOf != nil || tn.TableSample != nil {
-			return nil, nil, "index hints, partitions, AS OF and TABLESAMPLE are left to the backend"
+			return nil, nil, because(NotPlainSelect, "index hints, partitions, AS OF and TABLESAMPLE are left to the backend")
 		}
 		id := tableID(tn, db)
 		snap := lookup(id)
 		if snap == nil {
-			return nil, nil, "a table it reads is not cached"
+			return nil, nil, because(TableNotCached, "a table it reads is not cached")
 		}
 		ref := tableRef{alias: tn.Name.L, schema: tn.Schema.L}
 		if ts.AsName.L != "" {
@@ -314,7 +314,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	snap := snaps[0]
 	if len(snaps) == 2 {
 		if refs[0].alias == refs[1].alias {
-			return nil, nil, "both tables of the join have the same name"
+			return nil, nil, because(UnsupportedJoin, "both tables of the join have the same name")
 		}
 		snap = joinSnapshot(snaps[0], snaps[1], nil)
 	}
@@ -334,11 +334,11 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			if f.WildCard.Table.L != "" {
 				t := pl.table(f.WildCard.Schema.L, f.WildCard.Table.L)
 				if t == nil {
-					return nil, nil, "* of an unknown table"
+					return nil, nil, because(UnsupportedExpression, "* of an unknown table")
 				}
 				lo, hi = t.off, t.off+t.n
 			} else if f.WildCard.Schema.L != "" {
-				return nil, nil, "db.* is not covered"
+				return nil, nil, because(UnsupportedExpression, "db.* is not covered")
 			}
 			for i := lo; i < hi; i++ {
 				p.cols = append(p.cols, i)
@@ -359,7 +359,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			if a, ok := f.Expr.(*ast.AggregateFuncExpr); ok {
 				g, ok := pl.aggregate(a)
 				if !ok {
-					return nil, nil, "aggregate " + restore(a) + " is not covered (COUNT, SUM, AVG, MIN, MAX of an integer column)"
+					return nil, nil, because(UnsupportedAggregate, "aggregate "+restore(a)+" is not covered (COUNT, SUM, AVG, MIN, MAX of an integer column)")
 				}
 				p.aggs = append(p.aggs, g)
 				p.items = append(p.items, item{col: -1, agg: len(p.aggs) - 1, name: name})
@@ -373,11 +373,11 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 					p.paramsShown = p.paramsShown || o.hasParam()
 					continue
 				}
-				return nil, nil, "select expression " + restore(f.Expr) + " is not covered (columns, integer arithmetic and aggregates only)"
+				return nil, nil, because(UnsupportedExpression, "select expression "+restore(f.Expr)+" is not covered (columns, integer arithmetic and aggregates only)")
 			}
 			i := pl.column(c)
 			if i < 0 {
-				return nil, nil, "unknown column in " + restore(f.Expr)
+				return nil, nil, because(UnsupportedExpression, "unknown column in "+restore(f.Expr))
 			}
 			p.cols = append(p.cols, i)
 			p.items = append(p.items, item{col: i, agg: -1, name: name})
@@ -391,28 +391,28 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 				i = pl.column(c)
 			}
 			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
-				return nil, nil, "GROUP BY " + restore(by.Expr) + " is not covered (integer or string columns only)"
+				return nil, nil, because(UnsupportedAggregate, "GROUP BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
 			}
 			p.groupBy = append(p.groupBy, i)
 		}
 		for _, c := range p.cols {
 			if indexOfInt(p.groupBy, c) < 0 {
-				return nil, nil, "a selected column is not in the GROUP BY: its value is the backend's choice"
+				return nil, nil, because(UnsupportedAggregate, "a selected column is not in the GROUP BY: its value is the backend's choice")
 			}
 		}
 	}
 	if p.computed && (len(p.aggs) > 0 || p.groupBy != nil || sel.Distinct) {
-		return nil, nil, "arithmetic beside aggregates, GROUP BY or DISTINCT is left to the backend"
+		return nil, nil, because(UnsupportedAggregate, "arithmetic beside aggregates, GROUP BY or DISTINCT is left to the backend")
 	}
 	if len(p.aggs) > 0 && p.groupBy == nil && (len(p.cols) > 0 || sel.OrderBy != nil) {
 		// Columns beside aggregates without GROUP BY take the value of an
 		// arbitrary row: left to the backend.
-		return nil, nil, "columns beside aggregates without GROUP BY are left to the backend"
+		return nil, nil, because(UnsupportedAggregate, "columns beside aggregates without GROUP BY are left to the backend")
 	}
 	if sel.Where != nil {
 		pl.ariths = nil
 		if p.where = pl.cond(sel.Where); p.where == nil {
-			return nil, nil, "WHERE " + restore(pl.failed) + " is not covered"
+			return nil, nil, because(UnsupportedExpression, "WHERE "+restore(pl.failed)+" is not covered")
 		}
 		p.whereArith = pl.ariths
 	}
@@ -420,18 +420,18 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	if on != nil {
 		pl.ariths = nil
 		if onCond = pl.cond(on); onCond == nil {
-			return nil, nil, "ON " + restore(pl.failed) + " is not covered"
+			return nil, nil, because(UnsupportedExpression, "ON "+restore(pl.failed)+" is not covered")
 		}
 		if len(pl.ariths) > 0 {
-			return nil, nil, "arithmetic in ON is left to the backend"
+			return nil, nil, because(UnsupportedJoin, "arithmetic in ON is left to the backend")
 		}
 	}
 	if len(snaps) == 2 {
 		if len(p.whereArith) > 0 {
-			return nil, nil, "arithmetic in the WHERE of a join is left to the backend"
+			return nil, nil, because(UnsupportedJoin, "arithmetic in the WHERE of a join is left to the backend")
 		}
 		if sel.OrderBy == nil && len(p.aggs) == 0 && !(snaps[0].anyOrder && snaps[1].anyOrder) {
-			return nil, nil, "a join without ORDER BY: the order of its rows is the backend's choice"
+			return nil, nil, because(UnsupportedOrder, "a join without ORDER BY: the order of its rows is the backend's choice")
 		}
 		switch {
 		case left:
@@ -439,7 +439,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			// a row of the first that has none is joined to NULLs. WHERE
 			// applies to the joined rows.
 			if onCond == nil {
-				return nil, nil, "a LEFT JOIN without ON"
+				return nil, nil, because(UnsupportedJoin, "a LEFT JOIN without ON")
 			}
 			p.join = &joinSpec{left: true, on: onCond, eq: equiJoin(onCond, refs[1].off)}
 		default:
@@ -458,18 +458,18 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		for _, by := range sel.OrderBy.Items {
 			c, ok := by.Expr.(*ast.ColumnNameExpr)
 			if !ok {
-				return nil, nil, "ORDER BY " + restore(by.Expr) + " is not covered (integer or string columns only)"
+				return nil, nil, because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
 			}
 			// An unqualified name in ORDER BY means a select-list alias
 			// before it means a column of the tables.
 			if c.Name.Table.L == "" {
 				if c, ok = aliasedColumn(sel.Fields.Fields, c); !ok {
-					return nil, nil, "ORDER BY " + restore(by.Expr) + " names an alias of an expression"
+					return nil, nil, because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" names an alias of an expression")
 				}
 			}
 			i := pl.column(c)
 			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
-				return nil, nil, "ORDER BY " + restore(by.Expr) + " is not covered (integer or string columns only)"
+				return nil, nil, because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
 			}
 			p.order = append(p.order, orderKey{col: i, desc: by.Desc})
 		}
@@ -495,7 +495,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			order[i] = o.col
 		}
 		if !sameSet(p.groupBy, order) {
-			return nil, nil, "GROUP BY is answered only with an ORDER BY of exactly its columns"
+			return nil, nil, because(UnsupportedOrder, "GROUP BY is answered only with an ORDER BY of exactly its columns")
 		}
 	}
 	if sel.Distinct {
@@ -503,31 +503,31 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		// the survivors come, is the backend's choice unless an ORDER BY
 		// sorts by every projected column (and nothing else).
 		if len(p.aggs) > 0 || !sameColumns(p.cols, p.order) {
-			return nil, nil, "DISTINCT is answered only with an ORDER BY of exactly its columns"
+			return nil, nil, because(UnsupportedOrder, "DISTINCT is answered only with an ORDER BY of exactly its columns")
 		}
 		p.distinct = true
 	}
 	if sel.Limit != nil {
 		if p.limit = pl.value(sel.Limit.Count); p.limit.kind == opNone {
-			return nil, nil, "LIMIT " + restore(sel.Limit.Count) + " is not covered"
+			return nil, nil, because(UnsupportedExpression, "LIMIT "+restore(sel.Limit.Count)+" is not covered")
 		}
 		if sel.Limit.Offset != nil {
 			if p.offset = pl.value(sel.Limit.Offset); p.offset.kind == opNone {
-				return nil, nil, "OFFSET " + restore(sel.Limit.Offset) + " is not covered"
+				return nil, nil, because(UnsupportedExpression, "OFFSET "+restore(sel.Limit.Offset)+" is not covered")
 			}
 		}
 	}
 	// Every marker of the statement must have been planned (one in an
 	// unplanned place would shift the numbering of the others).
 	if pl.nparams != len(po.offsets) {
-		return nil, nil, "a parameter marker is in a place the evaluator does not cover"
+		return nil, nil, because(UnsupportedExpression, "a parameter marker is in a place the evaluator does not cover")
 	}
 	p.nparams = pl.nparams
 	p.strParams = make([]bool, pl.nparams)
 	for i := range p.strParams {
 		p.strParams[i] = pl.strParams[i]
 	}
-	return p, snap, ""
+	return p, snap, Why{}
 }
 
 // argsMatch reports whether each argument is of the kind the plan

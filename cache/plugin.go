@@ -118,6 +118,8 @@ type Plugin struct {
 	colls *collations
 
 	dropped atomic.Uint64 // tables dropped for growing past the cap
+	// passReasons counts the statements sent to the backend, by reason.
+	passReasons [numReasons]atomic.Uint64
 	// warnedUnchecked: a load could not check its snapshot against the
 	// binary log's end, and the log said so (once per process).
 	warnedUnchecked atomic.Bool
@@ -433,7 +435,7 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 	si := session(st)
 	si.followTx(st.Tx)
 	if a, ok := p.beginDeferred(st, si); ok {
-		si.explain(st.SQL, true, "answered by the proxy: the transaction has not reached the backend (a plain BEGIN is sent there before the transaction's first statement that goes there)")
+		p.explain(si, st.SQL, true, Why{Text: "answered by the proxy: the transaction has not reached the backend (a plain BEGIN is sent there before the transaction's first statement that goes there)"})
 		return a
 	}
 	si.pureRead = false
@@ -459,7 +461,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		if len(p.cachedTables()) > 0 {
 			return p.read(st)
 		}
-		session(st).explain(st.SQL, false, "no table is cached")
+		p.explain(session(st), st.SQL, false, because(NothingCached, "no table is cached"))
 		return plugins.Continue
 	}
 	if st.Kind == plugins.KindShow && isExplainLast(st.SQL) {
@@ -469,7 +471,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		return p.explainLast(st)
 	}
 	if st.Command != plugins.ComStmtPrepare {
-		session(st).explain(st.SQL, false, "not a SELECT: statements other than SELECT always go to the backend")
+		p.explain(session(st), st.SQL, false, because(NotSelect, "not a SELECT: statements other than SELECT always go to the backend"))
 	}
 	switch st.Kind {
 	case plugins.KindSet:
@@ -855,11 +857,25 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 			Help: "Tables cached."}, func() float64 { return float64(len(p.cachedTables())) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_tables_dropped_total",
 			Help: "Tables no longer cached because they grew past max_table_size."}, func() float64 { return float64(p.dropped.Load()) }),
-	}, p.resultMetrics()...) {
+	}, append(p.passReasonMetrics(), p.resultMetrics()...)...) {
 		if err := reg.Register(c); err != nil {
 			p.log.Warn("cache: metric not registered", "err", err)
 		}
 	}
+}
+
+// passReasonMetrics are the counters of statements sent to the backend,
+// one per reason (label reason: PassReason's label), each made once so
+// that counting one is an atomic add.
+func (p *Plugin) passReasonMetrics() []prometheus.Collector {
+	var out []prometheus.Collector
+	for _, r := range PassReasons() {
+		out = append(out, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_passes_by_reason_total",
+			Help:        "Statements the cache plugin sent to the backend instead of answering them from memory, by reason.",
+			ConstLabels: prometheus.Labels{"reason": r.String()}},
+			func() float64 { return float64(p.passReasons[r].Load()) }))
+	}
+	return out
 }
 
 // admin runs ALTER TABLE ... CACHE / NOCACHE.

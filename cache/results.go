@@ -390,10 +390,10 @@ func (p *Plugin) declined(st *plugins.Statement, si *sessionInfo, shape *resultS
 
 // declinedWhy is declined for readWhy, with the reason it records for
 // EXPLAIN LAST STATEMENT.
-func (p *Plugin) declinedWhy(st *plugins.Statement, si *sessionInfo, ent *planEntry, why string) (plugins.Action, string) {
+func (p *Plugin) declinedWhy(st *plugins.Statement, si *sessionInfo, ent *planEntry, why Why) (plugins.Action, Why) {
 	a := p.declined(st, si, ent.results, ent.tables)
 	if a.Verdict == plugins.Answer {
-		return a, "answered from the result cache (not by the evaluator: " + why + ")"
+		return a, because(why.Reason, "answered from the result cache (not by the evaluator: "+why.Text+")")
 	}
 	return a, why
 }
@@ -429,7 +429,7 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 	}
 	rs := &si.rc
 	si.usesTables = true
-	if si.blocked(st) != "" || !si.probe(st) || !rs.probe(st) || !parsedAlike(st.SQL, si.sqlMode) {
+	if si.blocked(st).Declined() || !si.probe(st) || !rs.probe(st) || !parsedAlike(st.SQL, si.sqlMode) {
 		return plugins.Continue, false
 	}
 	if !st.InTx && !st.Tx.Autocommit() {

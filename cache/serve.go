@@ -284,14 +284,14 @@ func plainValues(sqlMode string) bool {
 
 // blocked says why the session's reads may not be answered in memory now
 // whatever they read, or "".
-func (si *sessionInfo) blocked(st *plugins.Statement) string {
+func (si *sessionInfo) blocked(st *plugins.Statement) Why {
 	switch {
 	case st.Tx.TableLocks():
-		return "the session holds table locks (LOCK TABLES): the backend decides which tables it may read"
+		return because(TableLocks, "the session holds table locks (LOCK TABLES): the backend decides which tables it may read")
 	case si.diagDirty:
-		return "the backend's last answer left warnings or an error, which a read of tables clears there (SHOW WARNINGS would differ)"
+		return because(Diagnostics, "the backend's last answer left warnings or an error, which a read of tables clears there (SHOW WARNINGS would differ)")
 	}
-	return ""
+	return Why{}
 }
 
 // asciiCompatible reports whether a character set encodes ASCII as ASCII
@@ -318,7 +318,7 @@ type planEntry struct {
 	writes bool  // calls a stored function (or may: why says): may write any table
 	layout string
 	tables []lease.TableID // cached tables the statement reads, for pass counts
-	why    string          // when plan is nil: why
+	why    Why             // when plan is nil: why
 	// results: the statement may be answered from the result cache
 	// (nil: it may not).
 	results *resultShape
@@ -371,11 +371,11 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	if opensCursor(st) {
 		// The backend answers such an execute with a cursor (rows come
 		// by COM_STMT_FETCH), which the proxy does not keep.
-		si.explain(st.SQL, false, "the execute opens a cursor, which the backend keeps")
+		p.explain(si, st.SQL, false, because(OpensCursor, "the execute opens a cursor, which the backend keeps"))
 		return plugins.Continue
 	}
 	a, why := p.readWhy(st, si)
-	si.explain(st.SQL, a.Verdict == plugins.Answer, why)
+	p.explain(si, st.SQL, a.Verdict == plugins.Answer, why)
 	return a
 }
 
@@ -386,7 +386,7 @@ func opensCursor(st *plugins.Statement) bool {
 }
 
 // readWhy is read's decision and the reason for it.
-func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action, string) {
+func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action, Why) {
 	var text string
 	var args []arg
 	binaryProto := st.Command == plugins.ComStmtExecute
@@ -418,7 +418,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		if !ok {
 			text = strings.Clone(text) // the key outlives the statement
 			if ent = p.planText(text, st.DB); ent == nil {
-				return plugins.Continue, "a cached table it reads is still loading"
+				return plugins.Continue, because(TableLoading, "a cached table it reads is still loading")
 			}
 			ent.key = planKey{db: strings.Clone(st.DB), text: text}
 			p.plans.Add(ent.key, ent)
@@ -429,8 +429,8 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	var ok bool
 	if ent.writes {
 		why := ent.why
-		if why == "" {
-			why = "it calls a stored function, which may write: a write of every cached table"
+		if !why.Declined() {
+			why = because(StoredFunction, "it calls a stored function, which may write: a write of every cached table")
 		}
 		return p.unknownRead(st), why
 	}
@@ -442,7 +442,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	var tss [2]*tableState
 	for i, id := range pl.tables {
 		if tss[i] = p.table(id); tss[i] == nil {
-			return plugins.Continue, "the table is no longer cached"
+			return plugins.Continue, because(TableNotCached, "the table is no longer cached")
 		}
 	}
 	count := func(hit bool) {
@@ -454,26 +454,26 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 			}
 		}
 	}
-	pass := func(why string) (plugins.Action, string) {
+	pass := func(why Why) (plugins.Action, Why) {
 		return p.declinedWhy(st, si, ent, why)
 	}
 	si.usesTables = true
-	if why := si.blocked(st); why != "" {
+	if why := si.blocked(st); why.Declined() {
 		return pass(why)
 	}
 	for _, id := range pl.tables {
 		if p.shadowed(st, si, id) {
-			return pass("the session has (or may have) a temporary table of the table's name, which hides it")
+			return pass(because(TemporaryTable, "the session has (or may have) a temporary table of the table's name, which hides it"))
 		}
 	}
 	var snaps [2]*Snapshot
 	for i, id := range pl.tables {
 		if st.InTx {
 			if snaps[i], ok = p.txSnapshot(st, si, id); !ok {
-				return pass("in this transaction the table is read from the backend (it wrote the table, read it there first, or its isolation is not REPEATABLE READ)")
+				return pass(because(InTransactionBackend, "in this transaction the table is read from the backend (it wrote the table, read it there first, or its isolation is not REPEATABLE READ)"))
 			}
 		} else if snaps[i], ok = p.Servable(id); !ok {
-			return pass("the table's newest version is not in memory (a write is in progress, or it is reloading)")
+			return pass(because(StaleCopy, "the table's newest version is not in memory (a write is in progress, or it is reloading)"))
 		}
 	}
 	snap := snaps[0]
@@ -482,42 +482,42 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	}
 	if snap.layout != ent.layout {
 		p.forgetPlan(ent.key) // the table changed shape
-		return pass("the table's columns changed since the statement was planned")
+		return pass(because(LayoutChanged, "the table's columns changed since the statement was planned"))
 	}
 	if binaryProto {
 		if pl.nparams != st.ParamCount {
-			return pass("the statement's parameters do not match its plan")
+			return pass(because(ParamsMismatch, "the statement's parameters do not match its plan"))
 		}
 		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes, si.args); !ok {
-			return pass("a parameter's type is not covered (integers and strings are)")
+			return pass(because(ParamType, "a parameter's type is not covered (integers and strings are)"))
 		}
 		si.args = args
 	} else if len(args) != pl.nparams {
-		return pass("the statement's literals do not match its plan")
+		return pass(because(ParamsMismatch, "the statement's literals do not match its plan"))
 	}
 	if !pl.argsMatch(args) {
-		return pass("a string is compared with an integer column, or a number with a string column (compared as numbers)")
+		return pass(because(ParamType, "a string is compared with an integer column, or a number with a string column (compared as numbers)"))
 	}
 	if !si.probe(st) {
-		return pass("the session's settings could not be read")
+		return pass(because(SessionUnknown, "the session's settings could not be read"))
 	}
 	if !p.encodable(pl, snap, si, binaryProto) {
-		return pass("a column's values would be sent otherwise in this session (character set, time zone, sql_mode or protocol)")
+		return pass(because(SessionEncoding, "a column's values would be sent otherwise in this session (character set, time zone, sql_mode or protocol)"))
 	}
 	if !si.env.asciiArgs {
-		return pass("the session's character set is not ASCII-compatible")
+		return pass(because(SessionCharset, "the session's character set is not ASCII-compatible"))
 	}
 	if !st.InTx && !st.Tx.Autocommit() {
-		return pass("autocommit is off: the read starts a transaction in the backend")
+		return pass(because(AutocommitOff, "autocommit is off: the read starts a transaction in the backend"))
 	}
 	if !si.env.defaultParse {
-		return pass("the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)")
+		return pass(because(SQLModeParse, "the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)"))
 	}
 	if !si.env.plainValues {
-		return pass("the session's sql_mode changes values in results (EMPTY_STRING_IS_NULL or PAD_CHAR_TO_FULL_LENGTH)")
+		return pass(because(SQLModeValues, "the session's sql_mode changes values in results (EMPTY_STRING_IS_NULL or PAD_CHAR_TO_FULL_LENGTH)"))
 	}
 	if !si.unlimited {
-		return pass("the session limits SELECTs (sql_select_limit, or max_join_size with sql_big_selects off), which the backend applies")
+		return pass(because(SelectLimit, "the session limits SELECTs (sql_select_limit, or max_join_size with sql_big_selects off), which the backend applies"))
 	}
 	key := defsKey{ent: ent, normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
 	key.privileges = p.privilegesVersion()
@@ -553,7 +553,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	}
 	zeroLimit := pl.zeroLimit(args)
 	if meta == nil && zeroLimit {
-		return pass("LIMIT 0: the backend reads no table, so its answer's status is not what the shape's other executions get")
+		return pass(because(LimitZero, "LIMIT 0: the backend reads no table, so its answer's status is not what the shape's other executions get"))
 	}
 	if meta == nil {
 		// Learn this shape's metadata from the backend's answer.
@@ -562,14 +562,14 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		si.pending = pend
 		count(false)
 		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture},
-			"first execution of this shape in these settings: the backend answers, and its column metadata is learned"
+			because(LearningMetadata, "first execution of this shape in these settings: the backend answers, and its column metadata is learned")
 	}
 	if zeroLimit {
 		meta = meta.unread()
 	}
 	if pl.join != nil {
 		joined, why := pl.joinRows(snaps[0], snaps[1], args, si.env)
-		if why != "" {
+		if why.Declined() {
 			return pass(why)
 		}
 		snap = joinSnapshot(snaps[0], snaps[1], joined)
@@ -579,49 +579,32 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	if cap(rows) <= maxKeptRows {
 		si.serve.rows = rows[:0] // (in use until the statement is answered)
 	}
-	if why != "" {
+	if why.Declined() {
 		return pass(why)
 	}
 	resp, why := pl.answer(snap, rows, args, si.env, meta, binaryProto, &si.serve)
-	if why != "" {
+	if why.Declined() {
 		return pass(why)
 	}
 	count(true)
-	return plugins.AnswerWith(resp), ""
+	return plugins.AnswerWith(resp), Why{}
 }
 
 // answer is the plan's answer from the rows run selected, written with
 // meta's column definitions, or why it cannot be computed exactly. Plain
 // rows are answered with sc's rowsAnswer.
-func (pl *plan) answer(snap *Snapshot, rows []int, args []arg, env runEnv, meta *learned, binaryProto bool, sc *servingScratch) (plugins.Responder, string) {
-	var out [][][]byte
-	switch {
-	case pl.computed:
-		var why string
-		if out, why = pl.computeRows(snap, rows, args, env); why != "" {
-			return nil, why
-		}
-	case pl.groupBy != nil:
-		var why string
-		if out, why = pl.groups(snap, rows, args, env); why != "" {
-			return nil, why
-		}
-	case len(pl.aggs) > 0:
-		vals, ok := pl.aggregate(snap, rows, env)
-		shown, ok2 := pl.aggregateRowShown(args)
-		if !ok || !ok2 {
-			return nil, "an aggregate's value could not be computed exactly"
-		}
-		if shown {
-			out = [][][]byte{vals}
-		}
-	default:
+func (pl *plan) answer(snap *Snapshot, rows []int, args []arg, env runEnv, meta *learned, binaryProto bool, sc *servingScratch) (plugins.Responder, Why) {
+	if pl.plainRows() {
 		sc.answer = rowsAnswer{meta: meta, pl: pl, snap: snap, rows: rows, binaryProto: binaryProto, env: env, scratch: sc}
-		return &sc.answer, ""
+		return &sc.answer, Why{}
+	}
+	out, why := pl.valueRows(snap, rows, args, env)
+	if why.Declined() {
+		return nil, why
 	}
 	return plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 		return writeValueRows(w, meta, out, binaryProto)
-	}), ""
+	}), Why{}
 }
 
 // txSnapshot is the snapshot a transaction reads table id at: pinned by
@@ -786,7 +769,7 @@ func (si *sessionInfo) pinToBackend(ids []lease.TableID) {
 // cached table it reads has no snapshot loaded.
 func (p *Plugin) planText(text, db string) *planEntry {
 	if plugins.HidesCode(text) {
-		return &planEntry{writes: true, why: "it has a MariaDB executable comment (/*M! ... */), whose text the proxy does not read and which may call anything: a write of every cached table"}
+		return &planEntry{writes: true, why: because(MariaDBComment, "it has a MariaDB executable comment (/*M! ... */), whose text the proxy does not read and which may call anything: a write of every cached table")}
 	}
 	pd := plugins.Parse(text)
 	defer pd.Release() // the tree is the parser's until then
@@ -794,10 +777,10 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	if err != nil {
 		// Perhaps a literal where the grammar takes no marker: the result
 		// cache decides on the full text.
-		return &planEntry{why: "the statement is not one statement the parser reads", results: &resultShape{reparse: true}}
+		return &planEntry{why: because(ParseFailed, "the statement is not one statement the parser reads"), results: &resultShape{reparse: true}}
 	}
 	if len(stmts) != 1 {
-		return &planEntry{why: "the statement is not one statement the parser reads"}
+		return &planEntry{why: because(ParseFailed, "the statement is not one statement the parser reads")}
 	}
 	if plugins.CallsUserFunction(stmts[0]) {
 		return &planEntry{writes: true}
@@ -807,12 +790,12 @@ func (p *Plugin) planText(text, db string) *planEntry {
 		// reads it or skips it by the version it names (MariaDB skips
 		// /*!50700 to /*!99999 as MySQL's), so the two may not answer
 		// the same statement.
-		return &planEntry{why: "it has an executable comment (/*! ... */), which the backend reads or skips by its version"}
+		return &planEntry{why: because(ExecutableComment, "it has an executable comment (/*! ... */), which the backend reads or skips by its version")}
 	}
 	shape := resultShapeOf(stmts[0], db)
 	sel, ok := stmts[0].(*ast.SelectStmt)
 	if !ok {
-		return &planEntry{why: "only SELECT is answered in memory (UNION, TABLE and VALUES are not)", results: shape}
+		return &planEntry{why: because(NotPlainSelect, "only SELECT is answered in memory (UNION, TABLE and VALUES are not)"), results: shape}
 	}
 	ent := &planEntry{results: shape}
 	loading := false
@@ -836,7 +819,7 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	}
 	ent.why = why
 	if len(ent.tables) == 0 {
-		ent.why = "it reads no cached table"
+		ent.why = because(NoCachedTable, "it reads no cached table")
 	}
 	return ent
 }

@@ -103,7 +103,7 @@ func virtualValue(v any) []byte {
 func SelectVirtual(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot, st *plugins.Statement) (plugins.Responder, *mysql.MyError) {
 	pl, snap, why := buildPlan(sel, db, lookup)
 	if pl == nil {
-		return nil, notSupported(why)
+		return nil, notSupported(why.Text)
 	}
 	var args []arg
 	binaryProto := st.Command == plugins.ComStmtExecute
@@ -124,19 +124,19 @@ func SelectVirtual(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *S
 	if pl.join != nil {
 		a, b := lookup(pl.tables[0]), lookup(pl.tables[1])
 		joined, why := pl.joinRows(a, b, args, virtualEnv)
-		if why != "" {
-			return nil, notSupported(why)
+		if why.Declined() {
+			return nil, notSupported(why.Text)
 		}
 		snap = joinSnapshot(a, b, joined)
 	}
 	rows, why := pl.run((&rowCtx{}).reuse(snap, args, virtualEnv), nil)
-	if why != "" {
-		return nil, notSupported(why)
+	if why.Declined() {
+		return nil, notSupported(why.Text)
 	}
 	meta := composedMeta(pl.resultFields(snap), st.ExtendedMetadata)
 	resp, why := pl.answer(snap, rows, args, virtualEnv, meta, binaryProto, &servingScratch{})
-	if why != "" {
-		return nil, notSupported(why)
+	if why.Declined() {
+		return nil, notSupported(why.Text)
 	}
 	return resp, nil
 }
@@ -148,7 +148,7 @@ func SelectVirtual(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *S
 func VirtualColumns(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot, params int) ([]string, *mysql.MyError) {
 	pl, snap, why := buildPlan(sel, db, lookup)
 	if pl == nil {
-		return nil, notSupported(why)
+		return nil, notSupported(why.Text)
 	}
 	if pl.nparams != params {
 		return nil, notSupported("a parameter marker is in a place the evaluator does not cover")
