@@ -356,3 +356,28 @@ func TestBackendRestart(t *testing.T) {
 		t.Errorf("%d binary log dump threads after the restart, want 1", n)
 	}
 }
+
+// A position read from the backend keeps its file name after the
+// connection runs its next query, which reuses the result's buffer.
+func TestEndOutlivesTheNextQuery(t *testing.T) {
+	fx := newFixture(t, testdb.Get(t))
+	c, err := fx.direct.Connect(context.Background(), fx.user, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pos, err := End(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Clone(pos.Name)
+	for i := 0; i < 20; i++ {
+		// A row no longer than the one it may reuse the buffer of.
+		if _, err := c.Execute("SELECT 'zzzzzzzzzzzzz'"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pos.Name != name {
+		t.Fatalf("the log file's name changed from %q to %q after the next queries", name, pos.Name)
+	}
+}

@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -39,14 +40,23 @@ func ReadStatus(c Execer) (Status, error) {
 		return Status{}, ErrLogOff
 	}
 	var s Status
-	s.End.Name, _ = r.GetString(0, 0)
+	s.End.Name = cellString(r, 0)
 	pos, _ := r.GetUint(0, 1)
 	s.End.Pos = uint32(pos)
 	if r.ColumnNumber() >= 4 {
-		s.DoDB, _ = r.GetString(0, 2)
-		s.IgnoreDB, _ = r.GetString(0, 3)
+		s.DoDB = cellString(r, 2)
+		s.IgnoreDB = cellString(r, 3)
 	}
 	return s, nil
+}
+
+// cellString is the first row's value in column col, copied: go-mysql's
+// string points into the result's buffer, which Close hands to the
+// connection's next query, so a position kept past Close would come to
+// name whatever that query read (a log file "binlog_checks...").
+func cellString(r *mysql.Result, col int) string {
+	s, _ := r.GetString(0, col)
+	return strings.Clone(s)
 }
 
 // End is where the backend's binary log ends now.
