@@ -101,6 +101,10 @@ func TestVirtualSchemaSelect(t *testing.T) {
 	wantRows(t, app, []string{"2"}, "SELECT COUNT(*) FROM tableproxy.ddl_jobs")
 	wantRows(t, app, []string{"2|" + fmt.Sprint(hits)}, "SELECT COUNT(*), SUM(hits) FROM tableproxy.cached_tables WHERE schema_name = '"+e.db+"'")
 	wantRows(t, app, []string{"done|2"}, "SELECT state, COUNT(*) AS n FROM tableproxy.ddl_jobs GROUP BY state ORDER BY state")
+	// Without an ORDER BY, groups and distinct rows come sorted by their
+	// columns, as MariaDB sorts them.
+	wantRows(t, app, []string{"done|2"}, "SELECT state, COUNT(*) FROM tableproxy.ddl_jobs GROUP BY state")
+	wantRows(t, app, []string{"t|done", "u|done"}, "SELECT DISTINCT table_name, state FROM tableproxy.ddl_jobs")
 	wantRows(t, app, []string{"u"}, "SELECT table_name FROM tableproxy.ddl_jobs WHERE query LIKE '%idx_v%'")
 	wantRows(t, app, []string{"t"}, "SELECT table_name FROM tableproxy.cached_tables ORDER BY table_name LIMIT 1")
 	wantRows(t, app, []string{"u"}, "SELECT table_name FROM tableproxy.cached_tables ORDER BY table_name DESC LIMIT 1 OFFSET 0")

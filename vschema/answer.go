@@ -96,11 +96,41 @@ func (s *Schema) selectStmt(sel *ast.SelectStmt, db string, st *plugins.Statemen
 		}
 		return prepareAs(sel, columns)
 	}
-	resp, e := cache.SelectVirtual(sel, db, s.snapshots(st), st)
+	resp, e := cache.SelectVirtual(inGroupOrder(sel), db, s.snapshots(st), st)
 	if e != nil {
 		return refuse(e)
 	}
 	return plugins.AnswerWith(resp)
+}
+
+// inGroupOrder gives a GROUP BY or a DISTINCT without an ORDER BY the
+// order MariaDB gives it, sorted by its columns. The evaluator answers
+// only what it can prove is the backend's order, and leaves groups and
+// distinct rows that no ORDER BY sorts to the backend; these tables have
+// no backend, and sorted is the order their users see from MariaDB. The
+// statement is copied, not changed: the chain shares its parse.
+func inGroupOrder(sel *ast.SelectStmt) *ast.SelectStmt {
+	if sel.OrderBy != nil {
+		return sel
+	}
+	var by []*ast.ByItem
+	switch {
+	case sel.GroupBy != nil:
+		by = sel.GroupBy.Items
+	case sel.Distinct && sel.Fields != nil:
+		for _, f := range sel.Fields.Fields {
+			if f.WildCard != nil {
+				return sel
+			}
+			by = append(by, &ast.ByItem{Expr: f.Expr})
+		}
+	}
+	if len(by) == 0 {
+		return sel
+	}
+	cp := *sel
+	cp.OrderBy = &ast.OrderByClause{Items: by}
+	return &cp
 }
 
 // snapshots returns the lookup of a statement's tables: each table's rows
