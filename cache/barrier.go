@@ -12,6 +12,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"tableproxy/binlog"
+	"tableproxy/cache/eval"
 )
 
 // A copy must hold every write the binary log showed before its load
@@ -46,11 +47,11 @@ func snapshotPosition(conn *client.Conn) (pos mysql.Position, ok bool, err error
 	defer r.Close()
 	var file, offset bool
 	for i := 0; i < r.RowNumber(); i++ {
-		switch strings.ToLower(resultString(r, i, 0)) {
+		switch strings.ToLower(eval.ResultString(r, i, 0)) {
 		case "binlog_snapshot_file":
-			pos.Name, file = resultString(r, i, 1), true
+			pos.Name, file = eval.ResultString(r, i, 1), true
 		case "binlog_snapshot_position":
-			n, perr := strconv.ParseUint(resultString(r, i, 1), 10, 32)
+			n, perr := strconv.ParseUint(eval.ResultString(r, i, 1), 10, 32)
 			if perr != nil {
 				return pos, false, nil
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/cache/eval"
 	"tableproxy/plugins"
 )
 
@@ -23,12 +24,12 @@ const maxExplainedSQL = 4096
 type explanation struct {
 	sql    []byte // the statement (truncated), in a buffer reused per session
 	served bool
-	why    Why
+	why    eval.Why
 }
 
 // explain records the outcome of the session's current statement, and
 // counts a statement that went to the backend by its reason.
-func (p *Plugin) explain(si *sessionInfo, sql string, served bool, why Why) {
+func (p *Plugin) explain(si *sessionInfo, sql string, served bool, why eval.Why) {
 	if len(sql) > maxExplainedSQL {
 		sql = sql[:maxExplainedSQL]
 	}

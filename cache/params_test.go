@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/cache/eval"
 )
 
 func TestDecodeParams(t *testing.T) {
@@ -18,12 +20,12 @@ func TestDecodeParams(t *testing.T) {
 	for _, v := range vals {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}
-	args, ok := decodeParams(b, 3, types, nil)
+	args, ok := eval.DecodeParams(b, 3, types, nil)
 	if !ok {
 		t.Fatal("not decoded")
 	}
 	for i, v := range vals {
-		if args[i].null || args[i].v.cmp(signedNum(v)) != 0 {
+		if args[i].Null || args[i].V.Cmp(eval.SignedNum(v)) != 0 {
 			t.Errorf("param %d: got %+v, want %d", i, args[i], v)
 		}
 	}

@@ -3,6 +3,11 @@
 // current version, the admin SQL that turns caching on and off, and the
 // bookkeeping that makes every write to a cached table bump its version.
 //
+// The evaluator that plans a read and computes its answer from a copy is
+// package cache/eval, which imports nothing of this one; this package
+// decides per statement whether to use it, loads the copies, keeps the
+// result cache, and answers the client.
+//
 // The cache is a plugin on the proxy's chain. Whether a copy may be served
 // is the lease package's decision; this package never serves a copy whose
 // version is not the one the lease manager reports as servable.
@@ -34,6 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tableproxy/binlog"
+	"tableproxy/cache/eval"
 	"tableproxy/configs"
 	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
@@ -115,11 +121,11 @@ type Plugin struct {
 	effects *lru.Cache[planKey, plugins.Analysis]
 	// colls are the backend's collations, as far as the proxy compares
 	// strings itself.
-	colls *collations
+	colls *eval.Collations
 
 	dropped atomic.Uint64 // tables dropped for growing past the cap
 	// passReasons counts the statements sent to the backend, by reason.
-	passReasons [numReasons]atomic.Uint64
+	passReasons [eval.NumReasons]atomic.Uint64
 	// warnedUnchecked: a load could not check its snapshot against the
 	// binary log's end, and the log said so (once per process).
 	warnedUnchecked atomic.Bool
@@ -132,7 +138,7 @@ type Plugin struct {
 type tableState struct {
 	entry   Entry
 	lease   lease.Table
-	snap    atomic.Pointer[Snapshot]
+	snap    atomic.Pointer[eval.Snapshot]
 	pending atomic.Bool // a load is queued or running
 	lastErr atomic.Pointer[string]
 	hits    atomic.Uint64
@@ -156,10 +162,10 @@ type tableState struct {
 	// loaded in vain: each one in a row doubles the wait before the next
 	// load (loadBackoff), so a table written all the time is not loaded
 	// all the time (its reads go to the backend anyway).
-	loadedHits uint64    // hits when the current copy was stored
-	judged     *Snapshot // the copy whose use was last judged
-	wasted     int       // copies in a row that answered nothing
-	notBefore  time.Time // no load before
+	loadedHits uint64         // hits when the current copy was stored
+	judged     *eval.Snapshot // the copy whose use was last judged
+	wasted     int            // copies in a row that answered nothing
+	notBefore  time.Time      // no load before
 	retryArmed atomic.Bool
 }
 
@@ -245,7 +251,7 @@ func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, l
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
 	p.privileges = leases.Table(privilegesID)
 	p.learned, _ = lru.New[defsKey, *learned](8192)
-	p.colls = newCollations()
+	p.colls = eval.NewCollations()
 	p.plans, _ = lru.New[planKey, *planEntry](8192)
 	p.effects, _ = lru.New[planKey, plugins.Analysis](4096)
 	p.results = newResultCacheFor(log, opts)
@@ -401,7 +407,7 @@ func (p *Plugin) cachedIDs() []lease.TableID {
 // Servable returns the snapshot of id that may answer a read now, if any:
 // the table is cached, loaded at the version the lease manager says is
 // current, and no write to it is in flight.
-func (p *Plugin) Servable(id lease.TableID) (*Snapshot, bool) {
+func (p *Plugin) Servable(id lease.TableID) (*eval.Snapshot, bool) {
 	ts := p.table(id)
 	if ts == nil {
 		return nil, false
@@ -414,7 +420,7 @@ func (p *Plugin) Servable(id lease.TableID) (*Snapshot, bool) {
 	}
 	v, ok := ts.servable()
 	s := ts.snap.Load()
-	if !ok || s == nil || s.Version != v || s.epoch != ts.epoch.Load() {
+	if !ok || s == nil || s.Version != v || s.Epoch != ts.epoch.Load() {
 		return nil, false
 	}
 	return s, true
@@ -435,7 +441,7 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 	si := session(st)
 	si.followTx(st.Tx)
 	if a, ok := p.beginDeferred(st, si); ok {
-		p.explain(si, st.SQL, true, Why{Text: "answered by the proxy: the transaction has not reached the backend (a plain BEGIN is sent there before the transaction's first statement that goes there)"})
+		p.explain(si, st.SQL, true, eval.Why{Text: "answered by the proxy: the transaction has not reached the backend (a plain BEGIN is sent there before the transaction's first statement that goes there)"})
 		return a
 	}
 	si.pureRead = false
@@ -461,7 +467,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		if len(p.cachedTables()) > 0 {
 			return p.read(st)
 		}
-		p.explain(session(st), st.SQL, false, because(NothingCached, "no table is cached"))
+		p.explain(session(st), st.SQL, false, eval.Because(eval.NothingCached, "no table is cached"))
 		return plugins.Continue
 	}
 	if st.Kind == plugins.KindShow && isExplainLast(st.SQL) {
@@ -471,7 +477,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		return p.explainLast(st)
 	}
 	if st.Command != plugins.ComStmtPrepare {
-		p.explain(session(st), st.SQL, false, because(NotSelect, "not a SELECT: statements other than SELECT always go to the backend"))
+		p.explain(session(st), st.SQL, false, eval.Because(eval.NotSelect, "not a SELECT: statements other than SELECT always go to the backend"))
 	}
 	switch st.Kind {
 	case plugins.KindSet:
@@ -559,7 +565,7 @@ func (p *Plugin) analyze(st *plugins.Statement) (plugins.Analysis, error) {
 		key = planKey{db: st.DB, text: st.SQL} // the prepared text: its markers are its literals
 	} else {
 		si := session(st)
-		tmpl, lits, ok := templateOf(st.SQL, si.tmpl, si.lits)
+		tmpl, lits, ok := eval.TemplateOf(st.SQL, si.tmpl, si.lits)
 		si.tmpl, si.lits = tmpl, lits
 		if !ok {
 			return st.Analysis()
@@ -587,9 +593,6 @@ func leaseIDs(ts []plugins.TableID) []lease.TableID {
 	}
 	return ids
 }
-
-// tableID names t, unqualified in db (see plugins.TableOf).
-func tableID(t *ast.TableName, db string) lease.TableID { return lease.TableID(plugins.TableOf(t, db)) }
 
 // collectTables lists the tables node names (see plugins.TablesIn).
 func collectTables(node ast.Node, db string) []lease.TableID {
@@ -771,7 +774,7 @@ func (p *Plugin) load(id lease.TableID) {
 		return // a write is in flight; its end bumps the version and asks again
 	}
 	old := ts.snap.Load()
-	if old != nil && old.Version == v && old.epoch == epoch {
+	if old != nil && old.Version == v && old.Epoch == epoch {
 		return
 	}
 	if old != nil && old != ts.judged {
@@ -804,16 +807,16 @@ func (p *Plugin) load(id lease.TableID) {
 	if p.table(id) != ts {
 		return // NOCACHE while loading
 	}
-	s.epoch = epoch
+	s.Epoch = epoch
 	ts.loadedHits = ts.hits.Load()
 	ts.snap.Store(s)
 	ts.notBefore = time.Now().Add(loadBackoff(s.LoadDuration, ts.wasted))
 	ts.lastErr.Store(nil)
 	p.log.Info("cache: table loaded", "table", id.String(), "version", s.Version, "rows", len(s.Rows),
 		"bytes", s.Bytes, "took", s.LoadDuration)
-	if s.unchecked != "" && !p.warnedUnchecked.Swap(true) {
+	if s.Unchecked != "" && !p.warnedUnchecked.Swap(true) {
 		p.log.Warn("cache: a copy loaded in the moment between a write's entry in the binary log and its commit would miss it until the next write",
-			"table", id.String(), "why", s.unchecked)
+			"table", id.String(), "why", s.Unchecked)
 	}
 }
 
@@ -869,7 +872,7 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 // that counting one is an atomic add.
 func (p *Plugin) passReasonMetrics() []prometheus.Collector {
 	var out []prometheus.Collector
-	for _, r := range PassReasons() {
+	for _, r := range eval.PassReasons() {
 		out = append(out, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_passes_by_reason_total",
 			Help:        "Statements the cache plugin sent to the backend instead of answering them from memory, by reason.",
 			ConstLabels: prometheus.Labels{"reason": r.String()}},
@@ -921,7 +924,7 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 	if r.RowNumber() == 0 {
 		return mysql.NewError(mysql.ER_NO_SUCH_TABLE, fmt.Sprintf("Table '%s.%s' doesn't exist", id.Schema, id.Table))
 	}
-	if typ := resultString(r, 0, 0); typ != "BASE TABLE" {
+	if typ := eval.ResultString(r, 0, 0); typ != "BASE TABLE" {
 		return errUnsupported(strings.ToLower(typ))
 	}
 	if size, _ := r.GetInt(0, 1); size > p.maxBytes {
@@ -976,8 +979,8 @@ func binlogProblem(conn interface {
 	}
 	defer r.Close()
 	logBin, _ := r.GetInt(0, 0)
-	format := resultString(r, 0, 1)
-	image := resultString(r, 0, 2)
+	format := eval.ResultString(r, 0, 1)
+	image := eval.ResultString(r, 0, 2)
 	switch {
 	case logBin != 1:
 		return "the backend's binary log is off (log_bin=OFF)"
@@ -1044,7 +1047,7 @@ func (p *Plugin) Tables() []Status {
 // whyStale says which of Servable's conditions keeps s, ts's loaded copy,
 // from being answered from memory, in Servable's order (the state may move
 // between Servable and this: an empty answer means it just did).
-func (p *Plugin) whyStale(ts *tableState, s *Snapshot) string {
+func (p *Plugin) whyStale(ts *tableState, s *eval.Snapshot) string {
 	if !p.bypassWritesVisible() {
 		return "writes that bypass the proxy are not being seen: " + p.watch.Load().status()
 	}
@@ -1057,7 +1060,7 @@ func (p *Plugin) whyStale(ts *tableState, s *Snapshot) string {
 	if v := ts.lease.Version(); s.Version != v {
 		return fmt.Sprintf("the copy is of version %d; version %d is to be loaded", s.Version, v)
 	}
-	if s.epoch != ts.epoch.Load() {
+	if s.Epoch != ts.epoch.Load() {
 		return "the copy was loaded across a write that no intent covered; it is to be loaded again"
 	}
 	return ""

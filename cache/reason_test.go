@@ -5,13 +5,15 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"tableproxy/cache/eval"
 )
 
 // TestPassReasonLabels: every reason has its own snake_case label.
 func TestPassReasonLabels(t *testing.T) {
 	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
-	seen := map[string]PassReason{}
-	for r := NoReason; r < numReasons; r++ {
+	seen := map[string]eval.PassReason{}
+	for r := eval.NoReason; r < eval.NumReasons; r++ {
 		l := r.String()
 		if !snake.MatchString(l) {
 			t.Errorf("reason %d: label %q is not snake_case", r, l)
@@ -21,8 +23,8 @@ func TestPassReasonLabels(t *testing.T) {
 		}
 		seen[l] = r
 	}
-	if got := len(PassReasons()); got != int(numReasons)-1 {
-		t.Errorf("PassReasons lists %d reasons, want %d", got, numReasons-1)
+	if got := len(eval.PassReasons()); got != int(eval.NumReasons)-1 {
+		t.Errorf("PassReasons lists %d reasons, want %d", got, eval.NumReasons-1)
 	}
 }
 
@@ -32,25 +34,25 @@ func TestPassReasonLabels(t *testing.T) {
 func TestExplainCountsWithoutAllocating(t *testing.T) {
 	p := &Plugin{}
 	si := &sessionInfo{}
-	why := because(StaleCopy, "the table's newest version is not in memory (a write is in progress, or it is reloading)")
+	why := eval.Because(eval.StaleCopy, "the table's newest version is not in memory (a write is in progress, or it is reloading)")
 	allocs := testing.AllocsPerRun(100, func() {
 		p.explain(si, "SELECT * FROM t WHERE id = 1", false, why)
 	})
 	if allocs != 0 {
 		t.Errorf("explain allocates %v times per statement", allocs)
 	}
-	if n := p.passReasons[StaleCopy].Load(); n != 101 {
+	if n := p.passReasons[eval.StaleCopy].Load(); n != 101 {
 		t.Errorf("stale_copy counted %d times, want 101", n)
 	}
 	row := si.last.row()
 	if row[1] != "backend" || row[2] != why.Text {
 		t.Errorf("row %v, want backend and %q", row, why.Text)
 	}
-	p.explain(si, "SELECT 1", true, Why{})
+	p.explain(si, "SELECT 1", true, eval.Why{})
 	if row := si.last.row(); row[1] != "proxy" || row[2] != "answered from the cached table in memory" {
 		t.Errorf("served row %v", row)
 	}
-	if n := p.passReasons[NoReason].Load(); n != 0 {
+	if n := p.passReasons[eval.NoReason].Load(); n != 0 {
 		t.Errorf("a served statement was counted as a pass (%d)", n)
 	}
 }
@@ -65,7 +67,7 @@ func TestPassReasonMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p.explain(&sessionInfo{}, "UPDATE t SET a = 1", false, because(NotSelect, "not a SELECT"))
+	p.explain(&sessionInfo{}, "UPDATE t SET a = 1", false, eval.Because(eval.NotSelect, "not a SELECT"))
 	mfs, err := reg.Gather()
 	if err != nil || len(mfs) != 1 {
 		t.Fatalf("gathered %d families, err %v", len(mfs), err)
@@ -74,7 +76,7 @@ func TestPassReasonMetrics(t *testing.T) {
 	for _, m := range mfs[0].GetMetric() {
 		got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
 	}
-	if len(got) != int(numReasons)-1 || got["not_select"] != 1 || got["stale_copy"] != 0 {
+	if len(got) != int(eval.NumReasons)-1 || got["not_select"] != 1 || got["stale_copy"] != 0 {
 		t.Errorf("%s: %v", mfs[0].GetName(), got)
 	}
 }

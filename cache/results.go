@@ -13,6 +13,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tableproxy/cache/eval"
 	"tableproxy/configs"
 	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
@@ -147,7 +148,7 @@ func resultShapeOf(stmt ast.StmtNode, db string) *resultShape {
 // current date, which no key can hold. A statement that only shows such
 // columns (SELECT *) is safe; one that names one, or combines columns it
 // does not name, is not.
-func timeSafe(snap *Snapshot, shape *resultShape) bool {
+func timeSafe(snap *eval.Snapshot, shape *resultShape) bool {
 	for _, f := range snap.Fields {
 		if f.Type == mysql.MYSQL_TYPE_TIME && (shape.opaque || shape.names[strings.ToLower(string(f.OrgName))] ||
 			shape.names[strings.ToLower(string(f.Name))]) {
@@ -329,13 +330,13 @@ func (rs *resultSession) probe(st *plugins.Statement) bool {
 		return false
 	}
 	defer r.Close()
-	if r.RowNumber() != 1 || resultString(r, 0, 0) != "0" {
+	if r.RowNumber() != 1 || eval.ResultString(r, 0, 0) != "0" {
 		rs.failed = true
 		return false
 	}
 	var b []byte
 	for i := 1; i < len(r.Fields); i++ {
-		b = appendKeyField(b, resultString(r, 0, i))
+		b = appendKeyField(b, eval.ResultString(r, 0, i))
 	}
 	rs.settings, rs.known = string(b), true
 	return true
@@ -390,10 +391,10 @@ func (p *Plugin) declined(st *plugins.Statement, si *sessionInfo, shape *resultS
 
 // declinedWhy is declined for readWhy, with the reason it records for
 // EXPLAIN LAST STATEMENT.
-func (p *Plugin) declinedWhy(st *plugins.Statement, si *sessionInfo, ent *planEntry, why Why) (plugins.Action, Why) {
+func (p *Plugin) declinedWhy(st *plugins.Statement, si *sessionInfo, ent *planEntry, why eval.Why) (plugins.Action, eval.Why) {
 	a := p.declined(st, si, ent.results, ent.tables)
 	if a.Verdict == plugins.Answer {
-		return a, because(why.Reason, "answered from the result cache (not by the evaluator: "+why.Text+")")
+		return a, eval.Because(why.Reason, "answered from the result cache (not by the evaluator: "+why.Text+")")
 	}
 	return a, why
 }
@@ -465,7 +466,7 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 	versions := make([]lease.Version, len(shape.tables))
 	for i, id := range shape.tables {
 		ts := tss[i]
-		var snap *Snapshot
+		var snap *eval.Snapshot
 		var ok bool
 		if st.InTx {
 			snap, ok = p.txSnapshot(st, si, id)
@@ -481,7 +482,7 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 		key = appendKeyField(key, id.Table)
 		key = binary.AppendUvarint(key, ts.gen)
 		key = binary.AppendUvarint(key, uint64(snap.Version))
-		key = binary.AppendUvarint(key, snap.epoch) // see tableState.epoch
+		key = binary.AppendUvarint(key, snap.Epoch) // see tableState.epoch
 	}
 	rs.key = key
 	k := unsafe.String(unsafe.SliceData(key), len(key))

@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser"
 
+	"tableproxy/cache/eval"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -289,7 +290,7 @@ func (f *resultsFixture) cache() {
 
 // reload loads the table at its current version.
 func (f *resultsFixture) reload() {
-	f.ts.snap.Store(&Snapshot{ID: f.id, Version: f.ts.lease.Version(),
+	f.ts.snap.Store(&eval.Snapshot{ID: f.id, Version: f.ts.lease.Version(),
 		Fields: []*mysql.Field{{Name: []byte("code"), Type: mysql.MYSQL_TYPE_VAR_STRING}}})
 }
 
@@ -568,7 +569,7 @@ func TestResultCacheTruncatedNotStored(t *testing.T) {
 }
 
 func TestResultTimeColumns(t *testing.T) {
-	snap := &Snapshot{Fields: []*mysql.Field{
+	snap := &eval.Snapshot{Fields: []*mysql.Field{
 		{Name: []byte("id"), OrgName: []byte("id"), Type: mysql.MYSQL_TYPE_LONG},
 		{Name: []byte("tm"), OrgName: []byte("tm"), Type: mysql.MYSQL_TYPE_TIME},
 	}}

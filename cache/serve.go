@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"tableproxy/cache/eval"
 	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
@@ -48,9 +49,9 @@ type sessionInfo struct {
 	// backend (nil) if that read went there or the transaction wrote the
 	// table. pinSeq is the transaction (plugins.TxView.Seq) the pins are
 	// of: the proxy says when one ends.
-	pins   map[lease.TableID]*Snapshot
+	pins   map[lease.TableID]*eval.Snapshot
 	pinSeq uint64
-	env    runEnv // character sets of string arguments, max_sort_length
+	env    eval.RunEnv // character sets of string arguments, max_sort_length
 
 	// pinnedAll: the transaction has read a cached table from memory, and
 	// at that moment pinned every cached table, so that all of them are
@@ -89,8 +90,8 @@ type sessionInfo struct {
 
 	// Scratch space reused by every statement of the session.
 	tmpl  []byte
-	lits  []literal
-	args  []arg
+	lits  []eval.Literal
+	args  []eval.Arg
 	serve servingScratch
 }
 
@@ -99,10 +100,10 @@ type sessionInfo struct {
 // statements it refers to no snapshot: a session idle for hours must not
 // keep an old version of a table in memory.
 type servingScratch struct {
-	run    rowCtx // the plan's row selection (plan.run)
-	write  rowCtx // the rows being encoded (writeCached)
-	rows   []int  // the rows selected (plan.run)
-	buf    []byte // one row's packet
+	run    eval.RowCtx // the plan's row selection (Plan.Run)
+	write  eval.RowCtx // the rows being encoded (writeCached)
+	rows   []int       // the rows selected (Plan.Run)
+	buf    []byte      // one row's packet
 	vals   [][]byte
 	fields []*mysql.Field // the binary protocol's row values and their columns
 	answer rowsAnswer
@@ -119,11 +120,11 @@ const (
 // the plan (writeCached).
 type rowsAnswer struct {
 	meta        *learned
-	pl          *plan
-	snap        *Snapshot
+	pl          *eval.Plan
+	snap        *eval.Snapshot
 	rows        []int
 	binaryProto bool
-	env         runEnv
+	env         eval.RunEnv
 	scratch     *servingScratch
 }
 
@@ -134,8 +135,8 @@ func (a *rowsAnswer) Respond(w plugins.ResponseWriter) error {
 type pendingLearn struct {
 	key     defsKey
 	capture plugins.Capture
-	plan    *plan
-	snap    *Snapshot
+	plan    *eval.Plan
+	snap    *eval.Snapshot
 }
 
 // defsKey identifies a statement shape under a session configuration.
@@ -220,28 +221,28 @@ func (si *sessionInfo) probe(st *plugins.Statement) bool {
 		return false
 	}
 	defer r.Close()
-	si.charset = resultString(r, 0, 0)
-	si.sqlMode = resultString(r, 0, 1)
-	client, conn := resultString(r, 0, 2), resultString(r, 0, 3)
-	si.env.asciiArgs = asciiCompatible(client) && asciiCompatible(conn)
-	si.env.defaultParse = parsesAsDefault(si.sqlMode)
-	si.env.noUnsignedSubtraction = strings.Contains(si.sqlMode, "NO_UNSIGNED_SUBTRACTION")
-	si.env.utf8Args = client == "utf8mb4" && conn == "utf8mb4"
+	si.charset = eval.ResultString(r, 0, 0)
+	si.sqlMode = eval.ResultString(r, 0, 1)
+	client, conn := eval.ResultString(r, 0, 2), eval.ResultString(r, 0, 3)
+	si.env.ASCIIArgs = asciiCompatible(client) && asciiCompatible(conn)
+	si.env.DefaultParse = parsesAsDefault(si.sqlMode)
+	si.env.NoUnsignedSubtraction = strings.Contains(si.sqlMode, "NO_UNSIGNED_SUBTRACTION")
+	si.env.UTF8Args = client == "utf8mb4" && conn == "utf8mb4"
 	msl, _ := r.GetInt(0, 4)
-	si.env.maxSortLength = int(msl)
-	si.env.tzOffset, si.env.tzFixed = fixedOffset(resultString(r, 0, 5), resultString(r, 0, 6))
+	si.env.MaxSortLength = int(msl)
+	si.env.TZOffset, si.env.TZFixed = eval.FixedOffset(eval.ResultString(r, 0, 5), eval.ResultString(r, 0, 6))
 	dpi, _ := r.GetInt(0, 7)
-	si.env.divPrecision = int(dpi)
-	si.env.plainValues = plainValues(si.sqlMode)
+	si.env.DivPrecision = int(dpi)
+	si.env.PlainValues = plainValues(si.sqlMode)
 	// A session that limits or refuses SELECTs by their size
 	// (sql_select_limit, max_join_size) reads from the backend, which
 	// applies the limits.
-	si.unlimited = resultString(r, 0, 9) == maxSelectLimit && resultString(r, 0, 10) == "1"
+	si.unlimited = eval.ResultString(r, 0, 9) == maxSelectLimit && eval.ResultString(r, 0, 10) == "1"
 	// The settings that change the metadata of an answer (the collation
 	// of string columns follows collation_connection when it is in the
 	// results' character set), and whose privileges it was read with.
-	si.settings = si.charset + "|" + si.sqlMode + "|" + strconv.Itoa(si.env.divPrecision) + "|" +
-		resultString(r, 0, 8) + "|" + resultString(r, 0, 11) + "|" + resultString(r, 0, 12)
+	si.settings = si.charset + "|" + si.sqlMode + "|" + strconv.Itoa(si.env.DivPrecision) + "|" +
+		eval.ResultString(r, 0, 8) + "|" + eval.ResultString(r, 0, 11) + "|" + eval.ResultString(r, 0, 12)
 	si.known = true
 	return true
 }
@@ -284,14 +285,14 @@ func plainValues(sqlMode string) bool {
 
 // blocked says why the session's reads may not be answered in memory now
 // whatever they read, or "".
-func (si *sessionInfo) blocked(st *plugins.Statement) Why {
+func (si *sessionInfo) blocked(st *plugins.Statement) eval.Why {
 	switch {
 	case st.Tx.TableLocks():
-		return because(TableLocks, "the session holds table locks (LOCK TABLES): the backend decides which tables it may read")
+		return eval.Because(eval.TableLocks, "the session holds table locks (LOCK TABLES): the backend decides which tables it may read")
 	case si.diagDirty:
-		return because(Diagnostics, "the backend's last answer left warnings or an error, which a read of tables clears there (SHOW WARNINGS would differ)")
+		return eval.Because(eval.Diagnostics, "the backend's last answer left warnings or an error, which a read of tables clears there (SHOW WARNINGS would differ)")
 	}
-	return Why{}
+	return eval.Why{}
 }
 
 // asciiCompatible reports whether a character set encodes ASCII as ASCII
@@ -314,11 +315,11 @@ type planKey struct {
 // planEntry is a cached planning outcome.
 type planEntry struct {
 	key    planKey
-	plan   *plan // nil: the shape is not answered from memory
-	writes bool  // calls a stored function (or may: why says): may write any table
+	plan   *eval.Plan // nil: the shape is not answered from memory
+	writes bool       // calls a stored function (or may: why says): may write any table
 	layout string
 	tables []lease.TableID // cached tables the statement reads, for pass counts
-	why    Why             // when plan is nil: why
+	why    eval.Why        // when plan is nil: why
 	// results: the statement may be answered from the result cache
 	// (nil: it may not).
 	results *resultShape
@@ -371,7 +372,7 @@ func (p *Plugin) read(st *plugins.Statement) plugins.Action {
 	if opensCursor(st) {
 		// The backend answers such an execute with a cursor (rows come
 		// by COM_STMT_FETCH), which the proxy does not keep.
-		p.explain(si, st.SQL, false, because(OpensCursor, "the execute opens a cursor, which the backend keeps"))
+		p.explain(si, st.SQL, false, eval.Because(eval.OpensCursor, "the execute opens a cursor, which the backend keeps"))
 		return plugins.Continue
 	}
 	a, why := p.readWhy(st, si)
@@ -386,23 +387,23 @@ func opensCursor(st *plugins.Statement) bool {
 }
 
 // readWhy is read's decision and the reason for it.
-func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action, Why) {
+func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action, eval.Why) {
 	var text string
-	var args []arg
+	var args []eval.Arg
 	binaryProto := st.Command == plugins.ComStmtExecute
 	if binaryProto {
 		text = st.SQL
 	} else {
-		tmpl, lits, ok := templateOf(st.SQL, si.tmpl, si.lits)
+		tmpl, lits, ok := eval.TemplateOf(st.SQL, si.tmpl, si.lits)
 		si.tmpl, si.lits = tmpl, lits
 		if ok {
 			text = unsafe.String(unsafe.SliceData(tmpl), len(tmpl))
 			args = si.args[:0]
 			for _, l := range lits {
-				if l.isInt {
-					args = append(args, arg{v: l.n})
+				if l.IsInt {
+					args = append(args, eval.Arg{V: l.N})
 				} else {
-					args = append(args, arg{str: true, s: unsafe.Slice(unsafe.StringData(l.s), len(l.s))})
+					args = append(args, eval.Arg{Str: true, S: unsafe.Slice(unsafe.StringData(l.S), len(l.S))})
 				}
 			}
 			si.args = args
@@ -418,7 +419,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		if !ok {
 			text = strings.Clone(text) // the key outlives the statement
 			if ent = p.planText(text, st.DB); ent == nil {
-				return plugins.Continue, because(TableLoading, "a cached table it reads is still loading")
+				return plugins.Continue, eval.Because(eval.TableLoading, "a cached table it reads is still loading")
 			}
 			ent.key = planKey{db: strings.Clone(st.DB), text: text}
 			p.plans.Add(ent.key, ent)
@@ -430,7 +431,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	if ent.writes {
 		why := ent.why
 		if !why.Declined() {
-			why = because(StoredFunction, "it calls a stored function, which may write: a write of every cached table")
+			why = eval.Because(eval.StoredFunction, "it calls a stored function, which may write: a write of every cached table")
 		}
 		return p.unknownRead(st), why
 	}
@@ -440,13 +441,13 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	}
 	pl := ent.plan
 	var tss [2]*tableState
-	for i, id := range pl.tables {
+	for i, id := range pl.Tables {
 		if tss[i] = p.table(id); tss[i] == nil {
-			return plugins.Continue, because(TableNotCached, "the table is no longer cached")
+			return plugins.Continue, eval.Because(eval.TableNotCached, "the table is no longer cached")
 		}
 	}
 	count := func(hit bool) {
-		for _, ts := range tss[:len(pl.tables)] {
+		for _, ts := range tss[:len(pl.Tables)] {
 			if hit {
 				ts.hits.Add(1)
 			} else {
@@ -454,74 +455,74 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 			}
 		}
 	}
-	pass := func(why Why) (plugins.Action, Why) {
+	pass := func(why eval.Why) (plugins.Action, eval.Why) {
 		return p.declinedWhy(st, si, ent, why)
 	}
 	si.usesTables = true
 	if why := si.blocked(st); why.Declined() {
 		return pass(why)
 	}
-	for _, id := range pl.tables {
+	for _, id := range pl.Tables {
 		if p.shadowed(st, si, id) {
-			return pass(because(TemporaryTable, "the session has (or may have) a temporary table of the table's name, which hides it"))
+			return pass(eval.Because(eval.TemporaryTable, "the session has (or may have) a temporary table of the table's name, which hides it"))
 		}
 	}
-	var snaps [2]*Snapshot
-	for i, id := range pl.tables {
+	var snaps [2]*eval.Snapshot
+	for i, id := range pl.Tables {
 		if st.InTx {
 			if snaps[i], ok = p.txSnapshot(st, si, id); !ok {
-				return pass(because(InTransactionBackend, "in this transaction the table is read from the backend (it wrote the table, read it there first, or its isolation is not REPEATABLE READ)"))
+				return pass(eval.Because(eval.InTransactionBackend, "in this transaction the table is read from the backend (it wrote the table, read it there first, or its isolation is not REPEATABLE READ)"))
 			}
 		} else if snaps[i], ok = p.Servable(id); !ok {
-			return pass(because(StaleCopy, "the table's newest version is not in memory (a write is in progress, or it is reloading)"))
+			return pass(eval.Because(eval.StaleCopy, "the table's newest version is not in memory (a write is in progress, or it is reloading)"))
 		}
 	}
 	snap := snaps[0]
-	if pl.join != nil {
-		snap = joinSnapshot(snaps[0], snaps[1], nil)
+	if pl.Join != nil {
+		snap = eval.JoinSnapshot(snaps[0], snaps[1], nil)
 	}
-	if snap.layout != ent.layout {
+	if snap.Layout != ent.layout {
 		p.forgetPlan(ent.key) // the table changed shape
-		return pass(because(LayoutChanged, "the table's columns changed since the statement was planned"))
+		return pass(eval.Because(eval.LayoutChanged, "the table's columns changed since the statement was planned"))
 	}
 	if binaryProto {
-		if pl.nparams != st.ParamCount {
-			return pass(because(ParamsMismatch, "the statement's parameters do not match its plan"))
+		if pl.NParams != st.ParamCount {
+			return pass(eval.Because(eval.ParamsMismatch, "the statement's parameters do not match its plan"))
 		}
-		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes, si.args); !ok {
-			return pass(because(ParamType, "a parameter's type is not covered (integers and strings are)"))
+		if args, ok = eval.DecodeParams(st.Params, st.ParamCount, st.ParamTypes, si.args); !ok {
+			return pass(eval.Because(eval.ParamType, "a parameter's type is not covered (integers and strings are)"))
 		}
 		si.args = args
-	} else if len(args) != pl.nparams {
-		return pass(because(ParamsMismatch, "the statement's literals do not match its plan"))
+	} else if len(args) != pl.NParams {
+		return pass(eval.Because(eval.ParamsMismatch, "the statement's literals do not match its plan"))
 	}
-	if !pl.argsMatch(args) {
-		return pass(because(ParamType, "a string is compared with an integer column, or a number with a string column (compared as numbers)"))
+	if !pl.ArgsMatch(args) {
+		return pass(eval.Because(eval.ParamType, "a string is compared with an integer column, or a number with a string column (compared as numbers)"))
 	}
 	if !si.probe(st) {
-		return pass(because(SessionUnknown, "the session's settings could not be read"))
+		return pass(eval.Because(eval.SessionUnknown, "the session's settings could not be read"))
 	}
 	if !p.encodable(pl, snap, si, binaryProto) {
-		return pass(because(SessionEncoding, "a column's values would be sent otherwise in this session (character set, time zone, sql_mode or protocol)"))
+		return pass(eval.Because(eval.SessionEncoding, "a column's values would be sent otherwise in this session (character set, time zone, sql_mode or protocol)"))
 	}
-	if !si.env.asciiArgs {
-		return pass(because(SessionCharset, "the session's character set is not ASCII-compatible"))
+	if !si.env.ASCIIArgs {
+		return pass(eval.Because(eval.SessionCharset, "the session's character set is not ASCII-compatible"))
 	}
 	if !st.InTx && !st.Tx.Autocommit() {
-		return pass(because(AutocommitOff, "autocommit is off: the read starts a transaction in the backend"))
+		return pass(eval.Because(eval.AutocommitOff, "autocommit is off: the read starts a transaction in the backend"))
 	}
-	if !si.env.defaultParse {
-		return pass(because(SQLModeParse, "the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)"))
+	if !si.env.DefaultParse {
+		return pass(eval.Because(eval.SQLModeParse, "the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)"))
 	}
-	if !si.env.plainValues {
-		return pass(because(SQLModeValues, "the session's sql_mode changes values in results (EMPTY_STRING_IS_NULL or PAD_CHAR_TO_FULL_LENGTH)"))
+	if !si.env.PlainValues {
+		return pass(eval.Because(eval.SQLModeValues, "the session's sql_mode changes values in results (EMPTY_STRING_IS_NULL or PAD_CHAR_TO_FULL_LENGTH)"))
 	}
 	if !si.unlimited {
-		return pass(because(SelectLimit, "the session limits SELECTs (sql_select_limit, or max_join_size with sql_big_selects off), which the backend applies"))
+		return pass(eval.Because(eval.SelectLimit, "the session limits SELECTs (sql_select_limit, or max_join_size with sql_big_selects off), which the backend applies"))
 	}
 	key := defsKey{ent: ent, normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
 	key.privileges = p.privilegesVersion()
-	if binaryProto && pl.paramsShown {
+	if binaryProto && pl.ParamsShown {
 		// The types in force and which values are NULL (the backend types
 		// a NULL as NULL, whatever type was bound).
 		key.paramTypes = string(st.ParamTypes) // (a shape that shows a parameter is rare)
@@ -529,7 +530,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 			key.paramTypes += "\x00" + string(st.Params[5:n])
 		}
 	}
-	if pl.namesFromText && !binaryProto {
+	if pl.NamesFromText && !binaryProto {
 		// Column names as typed, literals and spaces included: the select
 		// list's own text is part of the shape (the rest of the statement,
 		// WHERE literals and all, is not).
@@ -551,9 +552,9 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 			memo.metaKey.normalized = strings.Clone(key.normalized)
 		}
 	}
-	zeroLimit := pl.zeroLimit(args)
+	zeroLimit := pl.ZeroLimit(args)
 	if meta == nil && zeroLimit {
-		return pass(because(LimitZero, "LIMIT 0: the backend reads no table, so its answer's status is not what the shape's other executions get"))
+		return pass(eval.Because(eval.LimitZero, "LIMIT 0: the backend reads no table, so its answer's status is not what the shape's other executions get"))
 	}
 	if meta == nil {
 		// Learn this shape's metadata from the backend's answer.
@@ -562,56 +563,56 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		si.pending = pend
 		count(false)
 		return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture},
-			because(LearningMetadata, "first execution of this shape in these settings: the backend answers, and its column metadata is learned")
+			eval.Because(eval.LearningMetadata, "first execution of this shape in these settings: the backend answers, and its column metadata is learned")
 	}
 	if zeroLimit {
 		meta = meta.unread()
 	}
-	if pl.join != nil {
-		joined, why := pl.joinRows(snaps[0], snaps[1], args, si.env)
+	if pl.Join != nil {
+		joined, why := pl.JoinRows(snaps[0], snaps[1], args, si.env)
 		if why.Declined() {
 			return pass(why)
 		}
-		snap = joinSnapshot(snaps[0], snaps[1], joined)
+		snap = eval.JoinSnapshot(snaps[0], snaps[1], joined)
 	}
-	rows, why := pl.run(si.serve.run.reuse(snap, args, si.env), si.serve.rows)
-	si.serve.run.release()
+	rows, why := pl.Run(si.serve.run.Reuse(snap, args, si.env), si.serve.rows)
+	si.serve.run.Release()
 	if cap(rows) <= maxKeptRows {
 		si.serve.rows = rows[:0] // (in use until the statement is answered)
 	}
 	if why.Declined() {
 		return pass(why)
 	}
-	resp, why := pl.answer(snap, rows, args, si.env, meta, binaryProto, &si.serve)
+	resp, why := answer(pl, snap, rows, args, si.env, meta, binaryProto, &si.serve)
 	if why.Declined() {
 		return pass(why)
 	}
 	count(true)
-	return plugins.AnswerWith(resp), Why{}
+	return plugins.AnswerWith(resp), eval.Why{}
 }
 
 // answer is the plan's answer from the rows run selected, written with
 // meta's column definitions, or why it cannot be computed exactly. Plain
 // rows are answered with sc's rowsAnswer.
-func (pl *plan) answer(snap *Snapshot, rows []int, args []arg, env runEnv, meta *learned, binaryProto bool, sc *servingScratch) (plugins.Responder, Why) {
-	if pl.plainRows() {
+func answer(pl *eval.Plan, snap *eval.Snapshot, rows []int, args []eval.Arg, env eval.RunEnv, meta *learned, binaryProto bool, sc *servingScratch) (plugins.Responder, eval.Why) {
+	if pl.PlainRows() {
 		sc.answer = rowsAnswer{meta: meta, pl: pl, snap: snap, rows: rows, binaryProto: binaryProto, env: env, scratch: sc}
-		return &sc.answer, Why{}
+		return &sc.answer, eval.Why{}
 	}
-	out, why := pl.valueRows(snap, rows, args, env)
+	out, why := pl.ValueRows(snap, rows, args, env)
 	if why.Declined() {
 		return nil, why
 	}
 	return plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 		return writeValueRows(w, meta, out, binaryProto)
-	}), Why{}
+	}), eval.Why{}
 }
 
 // txSnapshot is the snapshot a transaction reads table id at: pinned by
 // its first read, so every read of the table in the transaction sees one
 // version. A transaction whose isolation is SERIALIZABLE (reads take
 // locks), or unknown, reads from the backend.
-func (p *Plugin) txSnapshot(st *plugins.Statement, si *sessionInfo, id lease.TableID) (*Snapshot, bool) {
+func (p *Plugin) txSnapshot(st *plugins.Statement, si *sessionInfo, id lease.TableID) (*eval.Snapshot, bool) {
 	if tx := st.Tx; tx.NextTxPending() || tx.Opaque() || !strings.EqualFold(tx.Isolation(), "REPEATABLE-READ") {
 		return nil, false
 	}
@@ -619,7 +620,7 @@ func (p *Plugin) txSnapshot(st *plugins.Statement, si *sessionInfo, id lease.Tab
 		return s, s != nil
 	}
 	if si.pins == nil {
-		si.pins = map[lease.TableID]*Snapshot{}
+		si.pins = map[lease.TableID]*eval.Snapshot{}
 	}
 	if !si.pinnedAll {
 		// The transaction's first read from memory pins every cached table
@@ -727,7 +728,7 @@ func (p *Plugin) pinUnreadToBackend(si *sessionInfo) {
 		return // every cached table has its pin already
 	}
 	if si.pins == nil {
-		si.pins = map[lease.TableID]*Snapshot{}
+		si.pins = map[lease.TableID]*eval.Snapshot{}
 	}
 	for _, id := range p.cachedIDs() {
 		if _, pinned := si.pins[id]; !pinned {
@@ -757,7 +758,7 @@ func mayTakeSnapshot(st *plugins.Statement) bool {
 // pinToBackend makes the session's transaction read ids from the backend.
 func (si *sessionInfo) pinToBackend(ids []lease.TableID) {
 	if si.pins == nil {
-		si.pins = map[lease.TableID]*Snapshot{}
+		si.pins = map[lease.TableID]*eval.Snapshot{}
 	}
 	for _, id := range ids {
 		si.pins[id] = nil
@@ -769,7 +770,7 @@ func (si *sessionInfo) pinToBackend(ids []lease.TableID) {
 // cached table it reads has no snapshot loaded.
 func (p *Plugin) planText(text, db string) *planEntry {
 	if plugins.HidesCode(text) {
-		return &planEntry{writes: true, why: because(MariaDBComment, "it has a MariaDB executable comment (/*M! ... */), whose text the proxy does not read and which may call anything: a write of every cached table")}
+		return &planEntry{writes: true, why: eval.Because(eval.MariaDBComment, "it has a MariaDB executable comment (/*M! ... */), whose text the proxy does not read and which may call anything: a write of every cached table")}
 	}
 	pd := plugins.Parse(text)
 	defer pd.Release() // the tree is the parser's until then
@@ -777,10 +778,10 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	if err != nil {
 		// Perhaps a literal where the grammar takes no marker: the result
 		// cache decides on the full text.
-		return &planEntry{why: because(ParseFailed, "the statement is not one statement the parser reads"), results: &resultShape{reparse: true}}
+		return &planEntry{why: eval.Because(eval.ParseFailed, "the statement is not one statement the parser reads"), results: &resultShape{reparse: true}}
 	}
 	if len(stmts) != 1 {
-		return &planEntry{why: because(ParseFailed, "the statement is not one statement the parser reads")}
+		return &planEntry{why: eval.Because(eval.ParseFailed, "the statement is not one statement the parser reads")}
 	}
 	if plugins.CallsUserFunction(stmts[0]) {
 		return &planEntry{writes: true}
@@ -790,12 +791,12 @@ func (p *Plugin) planText(text, db string) *planEntry {
 		// reads it or skips it by the version it names (MariaDB skips
 		// /*!50700 to /*!99999 as MySQL's), so the two may not answer
 		// the same statement.
-		return &planEntry{why: because(ExecutableComment, "it has an executable comment (/*! ... */), which the backend reads or skips by its version")}
+		return &planEntry{why: eval.Because(eval.ExecutableComment, "it has an executable comment (/*! ... */), which the backend reads or skips by its version")}
 	}
 	shape := resultShapeOf(stmts[0], db)
 	sel, ok := stmts[0].(*ast.SelectStmt)
 	if !ok {
-		return &planEntry{why: because(NotPlainSelect, "only SELECT is answered in memory (UNION, TABLE and VALUES are not)"), results: shape}
+		return &planEntry{why: eval.Because(eval.NotPlainSelect, "only SELECT is answered in memory (UNION, TABLE and VALUES are not)"), results: shape}
 	}
 	ent := &planEntry{results: shape}
 	loading := false
@@ -808,18 +809,18 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	if loading {
 		return nil
 	}
-	pl, snap, why := buildPlan(sel, db, func(id lease.TableID) *Snapshot {
+	pl, snap, why := eval.BuildPlan(sel, db, func(id lease.TableID) *eval.Snapshot {
 		if ts := p.table(id); ts != nil {
 			return ts.snap.Load()
 		}
 		return nil
 	})
 	if pl != nil {
-		ent.plan, ent.layout = pl, snap.layout
+		ent.plan, ent.layout = pl, snap.Layout
 	}
 	ent.why = why
 	if len(ent.tables) == 0 {
-		ent.why = because(NoCachedTable, "it reads no cached table")
+		ent.why = eval.Because(eval.NoCachedTable, "it reads no cached table")
 	}
 	return ent
 }
@@ -846,18 +847,18 @@ func (p *Plugin) countPassesOf(ids []lease.TableID) {
 
 // encodable reports whether every projected column's value can be sent
 // exactly as stored for this session.
-func (p *Plugin) encodable(pl *plan, snap *Snapshot, si *sessionInfo, binaryProto bool) bool {
-	for _, c := range pl.cols {
+func (p *Plugin) encodable(pl *eval.Plan, snap *eval.Snapshot, si *sessionInfo, binaryProto bool) bool {
+	for _, c := range pl.Cols {
 		f := snap.Fields[c]
 		if f.Charset != 63 { // binary values are never converted
 			switch si.charset {
 			case loaderCharset:
 			case "utf8mb3", "utf8":
-				if !snap.bmp[c] {
+				if !snap.BMP[c] {
 					return false
 				}
 			case "latin1", "ascii":
-				if !snap.ascii[c] {
+				if !snap.ASCII[c] {
 					return false
 				}
 			default:
@@ -868,14 +869,14 @@ func (p *Plugin) encodable(pl *plan, snap *Snapshot, si *sessionInfo, binaryProt
 		case mysql.MYSQL_TYPE_TIMESTAMP:
 			// Read in UTC; shifted to the session's zone if it is a fixed
 			// offset.
-			if !si.env.tzFixed {
+			if !si.env.TZFixed {
 				return false
 			}
 		case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
 			// The text form does not always hold every bit: the binary
 			// protocol sends the exact values read at load, in plain
 			// column projections only.
-			if binaryProto && (snap.floats == nil || snap.floats[c] == nil || pl.computed) {
+			if binaryProto && (snap.Floats == nil || snap.Floats[c] == nil || pl.Computed) {
 				return false
 			}
 		case mysql.MYSQL_TYPE_STRING:
@@ -894,7 +895,7 @@ func (p *Plugin) learn(si *sessionInfo) {
 	si.pending = nil
 	c := pend.capture
 	pl := pend.plan
-	if c.Columns == nil || len(c.Columns) != len(pl.items) {
+	if c.Columns == nil || len(c.Columns) != len(pl.Items) {
 		return
 	}
 	fields := make([]*mysql.Field, len(c.Columns))
@@ -904,16 +905,16 @@ func (p *Plugin) learn(si *sessionInfo) {
 			return
 		}
 		fields[i] = f
-		it := pl.items[i]
-		if it.expr != nil {
+		it := pl.Items[i]
+		if it.Expr != nil {
 			// Integer arithmetic is a BIGINT, UNSIGNED as its operands say.
-			if f.Type != mysql.MYSQL_TYPE_LONGLONG || (f.Flag&mysql.UNSIGNED_FLAG != 0) != it.expr.resultUnsigned(si.env.noUnsignedSubtraction) {
+			if f.Type != mysql.MYSQL_TYPE_LONGLONG || (f.Flag&mysql.UNSIGNED_FLAG != 0) != it.Expr.ResultUnsigned(si.env.NoUnsignedSubtraction) {
 				return
 			}
 			continue
 		}
-		if it.agg < 0 {
-			if f.Type != pend.snap.Fields[it.col].Type {
+		if it.Agg < 0 {
+			if f.Type != pend.snap.Fields[it.Col].Type {
 				return
 			}
 			continue
@@ -922,9 +923,9 @@ func (p *Plugin) learn(si *sessionInfo) {
 		// the backend gives each: COUNT a BIGINT, SUM of integers a
 		// DECIMAL without fraction, AVG one with div_precision_increment
 		// digits of fraction, MIN and MAX the column's own type.
-		switch g := pl.aggs[it.agg]; g.fn {
+		switch g := pl.Aggs[it.Agg]; g.Fn {
 		case "avg":
-			if f.Type != mysql.MYSQL_TYPE_NEWDECIMAL || int(f.Decimal) != si.env.divPrecision {
+			if f.Type != mysql.MYSQL_TYPE_NEWDECIMAL || int(f.Decimal) != si.env.DivPrecision {
 				return
 			}
 		case "count":
@@ -936,7 +937,7 @@ func (p *Plugin) learn(si *sessionInfo) {
 				return
 			}
 		default:
-			if f.Type != pend.snap.Fields[g.col].Type {
+			if f.Type != pend.snap.Fields[g.Col].Type {
 				return
 			}
 		}
@@ -968,21 +969,21 @@ func stripExtended(def []byte, ext bool) []byte {
 
 // writeCached writes a result set from the snapshot, with the session's
 // scratch space.
-func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapshot, rows []int, binaryProto bool, env runEnv, sc *servingScratch) error {
-	r := sc.write.reuse(snap, nil, runEnv{})
+func writeCached(w plugins.ResponseWriter, meta *learned, pl *eval.Plan, snap *eval.Snapshot, rows []int, binaryProto bool, env eval.RunEnv, sc *servingScratch) error {
+	r := sc.write.Reuse(snap, nil, eval.RunEnv{})
 	buf := sc.buf[:0]
 	var vals [][]byte
 	var fields []*mysql.Field
 	if binaryProto {
-		vals = slices.Grow(sc.vals[:0], len(pl.cols))[:len(pl.cols)]
-		fields = slices.Grow(sc.fields[:0], len(pl.cols))[:len(pl.cols)]
-		for j, c := range pl.cols {
+		vals = slices.Grow(sc.vals[:0], len(pl.Cols))[:len(pl.Cols)]
+		fields = slices.Grow(sc.fields[:0], len(pl.Cols))[:len(pl.Cols)]
+		for j, c := range pl.Cols {
 			fields[j] = snap.Fields[c]
 		}
 	}
 	defer func() {
 		// Keep the storage, not what it points to (see servingScratch).
-		r.release()
+		r.Release()
 		clear(vals)
 		clear(fields)
 		sc.vals, sc.fields = vals[:0], fields[:0]
@@ -997,43 +998,43 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 	// protocol encodes them from text shifted by 0 too).
 	var shift []bool
 	var tsBuf []byte
-	for j, c := range pl.cols {
-		if snap.Fields[c].Type == mysql.MYSQL_TYPE_TIMESTAMP && (env.tzOffset != 0 || binaryProto) {
+	for j, c := range pl.Cols {
+		if snap.Fields[c].Type == mysql.MYSQL_TYPE_TIMESTAMP && (env.TZOffset != 0 || binaryProto) {
 			if shift == nil {
-				shift = make([]bool, len(pl.cols))
+				shift = make([]bool, len(pl.Cols))
 			}
 			shift[j] = true
 		}
 	}
 	// FLOAT and DOUBLE columns are sent from their exact values.
 	var exact []bool
-	if binaryProto && snap.floats != nil {
-		exact = make([]bool, len(pl.cols))
-		for j, c := range pl.cols {
-			exact[j] = snap.floats[c] != nil
+	if binaryProto && snap.Floats != nil {
+		exact = make([]bool, len(pl.Cols))
+		for j, c := range pl.Cols {
+			exact[j] = snap.Floats[c] != nil
 		}
 	}
 	for _, i := range rows {
-		if !r.setRow(snap.Rows[i]) {
+		if !r.SetRow(snap.Rows[i]) {
 			return errCorruptRow
 		}
 		buf = buf[:0]
 		tsBuf = tsBuf[:0]
 		if binaryProto {
-			for j, c := range pl.cols {
-				v, null, _ := r.field(c)
+			for j, c := range pl.Cols {
+				v, null, _ := r.Field(c)
 				if null {
 					v = nil
 				} else if exact != nil && exact[j] {
 					start := len(tsBuf)
-					tsBuf = appendFloat(tsBuf, snap.Fields[c].Type, snap.floats[c][i])
+					tsBuf = appendFloat(tsBuf, snap.Fields[c].Type, snap.Floats[c][i])
 					v = tsBuf[start:]
 				} else if v == nil {
 					v = []byte{} // an empty value, not NULL
 				} else if shift != nil && shift[j] {
 					start := len(tsBuf)
 					var ok bool
-					if tsBuf, ok = shiftTimestamp(tsBuf, v, env.tzOffset); !ok {
+					if tsBuf, ok = eval.ShiftTimestamp(tsBuf, v, env.TZOffset); !ok {
 						return errCorruptRow
 					}
 					v = tsBuf[start:]
@@ -1045,12 +1046,12 @@ func writeCached(w plugins.ResponseWriter, meta *learned, pl *plan, snap *Snapsh
 				return errCorruptRow
 			}
 		} else {
-			for j, c := range pl.cols {
-				v, null, raw := r.field(c)
+			for j, c := range pl.Cols {
+				v, null, raw := r.Field(c)
 				if shift != nil && shift[j] && !null {
 					tsBuf = tsBuf[:0]
 					var ok bool
-					if tsBuf, ok = shiftTimestamp(tsBuf, v, env.tzOffset); !ok {
+					if tsBuf, ok = eval.ShiftTimestamp(tsBuf, v, env.TZOffset); !ok {
 						return errCorruptRow
 					}
 					buf = mysqlwire.AppendLenEncBytes(buf, tsBuf)
@@ -1149,7 +1150,7 @@ func appendBinaryRow(buf []byte, vals [][]byte, fields []*mysql.Field, encoded [
 			continue
 		}
 		var ok bool
-		if buf, ok = appendBinaryValue(buf, fields[j], v); !ok {
+		if buf, ok = eval.AppendBinaryValue(buf, fields[j], v); !ok {
 			return buf, false
 		}
 	}

@@ -3,6 +3,7 @@ package cache
 import (
 	"strings"
 
+	"tableproxy/cache/eval"
 	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
@@ -113,7 +114,7 @@ func (p *Plugin) shadowed(st *plugins.Statement, si *sessionInfo, id lease.Table
 		return true
 	}
 	defer r.Close()
-	def := resultString(r, 0, 1)
+	def := eval.ResultString(r, 0, 1)
 	if strings.HasPrefix(def, "CREATE TEMPORARY TABLE") {
 		if t.known == nil {
 			t.known = map[string]bool{}

@@ -76,5 +76,5 @@ func TestUnguardedWriteIsNotServedAround(t *testing.T) {
 // begins now does.
 func (f *resultsFixture) reloadAtEpoch() {
 	f.reload()
-	f.ts.snap.Load().epoch = f.ts.epoch.Load()
+	f.ts.snap.Load().Epoch = f.ts.epoch.Load()
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"tableproxy/cache/eval"
 	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
@@ -18,34 +19,38 @@ import (
 // evaluator does not cover is refused with 1235, never sent to the
 // backend, which has no such tables.
 
+// Snapshot is a table in memory (see eval.Snapshot): the virtual tables'
+// callers build theirs with NewVirtualSnapshot.
+type Snapshot = eval.Snapshot
+
 // virtualSchema is the virtual schema's name.
 const virtualSchema = "tableproxy"
 
 // virtualCollation is how the virtual tables' strings compare: by their
 // bytes, as their declared collation utf8mb4_bin does (without its
 // trailing-space padding).
-var virtualCollation = func() *collation {
-	c := &collation{name: "utf8mb4_bin", charset: "utf8mb4", binary: true}
-	c.learned.Store(&map[rune][]byte{})
+var virtualCollation = func() *eval.Collation {
+	c := &eval.Collation{Name: "utf8mb4_bin", Charset: "utf8mb4", Binary: true}
+	c.Learned.Store(&map[rune][]byte{})
 	return c
 }()
 
 // virtualEnv is what a run over virtual tables assumes of the session,
 // which the proxy does not ask the backend about for them: a utf8mb4
 // client, and the backend's defaults for AVG's scale and the sort length.
-var virtualEnv = runEnv{asciiArgs: true, utf8Args: true, defaultParse: true, tzFixed: true,
-	divPrecision: 4, maxSortLength: 1024, plainValues: true}
+var virtualEnv = eval.RunEnv{ASCIIArgs: true, UTF8Args: true, DefaultParse: true, TZFixed: true,
+	DivPrecision: 4, MaxSortLength: 1024, PlainValues: true}
 
 // NewVirtualSnapshot returns a snapshot of a table the proxy provides:
 // its columns in order, BIGINT where numeric says and VARCHAR otherwise,
 // and rows of int64 (or other integer), string and nil (NULL) values.
-func NewVirtualSnapshot(schema, table string, columns []string, numeric map[string]bool, rows [][]any) *Snapshot {
-	s := &Snapshot{ID: lease.TableID{Schema: schema, Table: table}, anyOrder: true}
-	s.colls = make([]*collation, len(columns))
+func NewVirtualSnapshot(schema, table string, columns []string, numeric map[string]bool, rows [][]any) *eval.Snapshot {
+	s := &eval.Snapshot{ID: lease.TableID{Schema: schema, Table: table}, AnyOrder: true}
+	s.Colls = make([]*eval.Collation, len(columns))
 	for i, c := range columns {
 		s.Fields = append(s.Fields, virtualField(schema, table, c, numeric[c]))
 		if !numeric[c] {
-			s.colls[i] = virtualCollation
+			s.Colls[i] = virtualCollation
 		}
 	}
 	s.Rows = make([][]byte, len(rows))
@@ -64,10 +69,10 @@ func NewVirtualSnapshot(schema, table string, columns []string, numeric map[stri
 		}
 		s.Rows[i] = b
 	}
-	s.buildIndexes()
-	s.scanCharsets()
-	s.reserveStringIndexes()
-	s.layout = layoutOf(s)
+	s.BuildIndexes()
+	s.ScanCharsets()
+	s.ReserveStringIndexes()
+	s.Layout = eval.LayoutOf(s)
 	return s
 }
 
@@ -100,41 +105,41 @@ func virtualValue(v any) []byte {
 // from NewVirtualSnapshot), for statement st (text or binary protocol):
 // the responder that writes its result, or the error to refuse it with
 // (1235 naming what the evaluator does not cover).
-func SelectVirtual(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot, st *plugins.Statement) (plugins.Responder, *mysql.MyError) {
-	pl, snap, why := buildPlan(sel, db, lookup)
+func SelectVirtual(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *eval.Snapshot, st *plugins.Statement) (plugins.Responder, *mysql.MyError) {
+	pl, snap, why := eval.BuildPlan(sel, db, lookup)
 	if pl == nil {
 		return nil, notSupported(why.Text)
 	}
-	var args []arg
+	var args []eval.Arg
 	binaryProto := st.Command == plugins.ComStmtExecute
 	if binaryProto {
 		var ok bool
-		if pl.nparams != st.ParamCount {
+		if pl.NParams != st.ParamCount {
 			return nil, notSupported("a parameter marker is in a place the evaluator does not cover")
 		}
-		if args, ok = decodeParams(st.Params, st.ParamCount, st.ParamTypes, nil); !ok {
+		if args, ok = eval.DecodeParams(st.Params, st.ParamCount, st.ParamTypes, nil); !ok {
 			return nil, notSupported("a parameter of this type (integers and strings are covered)")
 		}
-	} else if pl.nparams != 0 {
+	} else if pl.NParams != 0 {
 		return nil, notSupported("parameter markers outside a prepared statement")
 	}
-	if !pl.argsMatch(args) {
+	if !pl.ArgsMatch(args) {
 		return nil, notSupported("a string compared with a BIGINT column, or a number with a VARCHAR column")
 	}
-	if pl.join != nil {
-		a, b := lookup(pl.tables[0]), lookup(pl.tables[1])
-		joined, why := pl.joinRows(a, b, args, virtualEnv)
+	if pl.Join != nil {
+		a, b := lookup(pl.Tables[0]), lookup(pl.Tables[1])
+		joined, why := pl.JoinRows(a, b, args, virtualEnv)
 		if why.Declined() {
 			return nil, notSupported(why.Text)
 		}
-		snap = joinSnapshot(a, b, joined)
+		snap = eval.JoinSnapshot(a, b, joined)
 	}
-	rows, why := pl.run((&rowCtx{}).reuse(snap, args, virtualEnv), nil)
+	rows, why := pl.Run((&eval.RowCtx{}).Reuse(snap, args, virtualEnv), nil)
 	if why.Declined() {
 		return nil, notSupported(why.Text)
 	}
-	meta := composedMeta(pl.resultFields(snap), st.ExtendedMetadata)
-	resp, why := pl.answer(snap, rows, args, virtualEnv, meta, binaryProto, &servingScratch{})
+	meta := composedMeta(resultFields(pl, snap), st.ExtendedMetadata)
+	resp, why := answer(pl, snap, rows, args, virtualEnv, meta, binaryProto, &servingScratch{})
 	if why.Declined() {
 		return nil, notSupported(why.Text)
 	}
@@ -145,18 +150,18 @@ func SelectVirtual(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *S
 // the names of its result columns, so that a prepare can describe them,
 // or the error SelectVirtual would answer with. params is how many
 // parameter markers the statement has.
-func VirtualColumns(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot, params int) ([]string, *mysql.MyError) {
-	pl, snap, why := buildPlan(sel, db, lookup)
+func VirtualColumns(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *eval.Snapshot, params int) ([]string, *mysql.MyError) {
+	pl, snap, why := eval.BuildPlan(sel, db, lookup)
 	if pl == nil {
 		return nil, notSupported(why.Text)
 	}
-	if pl.nparams != params {
+	if pl.NParams != params {
 		return nil, notSupported("a parameter marker is in a place the evaluator does not cover")
 	}
-	if pl.join != nil {
-		snap = joinSnapshot(lookup(pl.tables[0]), lookup(pl.tables[1]), nil)
+	if pl.Join != nil {
+		snap = eval.JoinSnapshot(lookup(pl.Tables[0]), lookup(pl.Tables[1]), nil)
 	}
-	fields := pl.resultFields(snap)
+	fields := resultFields(pl, snap)
 	names := make([]string, len(fields))
 	for i, f := range fields {
 		names[i] = string(f.Name)
@@ -177,33 +182,33 @@ func VirtualUnsupported(what string) *mysql.MyError {
 // (under the name it is selected as), COUNT and arithmetic a BIGINT, SUM
 // a DECIMAL without fraction, AVG one with 4 digits of fraction, MIN and
 // MAX the column's type.
-func (p *plan) resultFields(snap *Snapshot) []*mysql.Field {
-	fields := make([]*mysql.Field, len(p.items))
-	for i, it := range p.items {
+func resultFields(p *eval.Plan, snap *eval.Snapshot) []*mysql.Field {
+	fields := make([]*mysql.Field, len(p.Items))
+	for i, it := range p.Items {
 		var f mysql.Field
 		switch {
-		case it.col >= 0:
-			f = *snap.Fields[it.col]
-		case it.expr != nil:
+		case it.Col >= 0:
+			f = *snap.Fields[it.Col]
+		case it.Expr != nil:
 			f = mysql.Field{Type: mysql.MYSQL_TYPE_LONGLONG, Charset: charsetBinary, ColumnLength: 21,
 				Flag: mysql.BINARY_FLAG | mysql.NUM_FLAG}
 		default:
-			switch g := p.aggs[it.agg]; g.fn {
+			switch g := p.Aggs[it.Agg]; g.Fn {
 			case "count":
 				f = mysql.Field{Type: mysql.MYSQL_TYPE_LONGLONG, Charset: charsetBinary, ColumnLength: 21,
 					Flag: mysql.NOT_NULL_FLAG | mysql.BINARY_FLAG | mysql.NUM_FLAG}
 			case "sum", "avg":
 				f = mysql.Field{Type: mysql.MYSQL_TYPE_NEWDECIMAL, Charset: charsetBinary, ColumnLength: 42,
 					Flag: mysql.BINARY_FLAG | mysql.NUM_FLAG}
-				if g.fn == "avg" {
-					f.Decimal, f.ColumnLength = uint8(virtualEnv.divPrecision), 25
+				if g.Fn == "avg" {
+					f.Decimal, f.ColumnLength = uint8(virtualEnv.DivPrecision), 25
 				}
 			default:
-				f = *snap.Fields[g.col]
+				f = *snap.Fields[g.Col]
 				f.Schema, f.Table, f.OrgTable, f.OrgName = nil, nil, nil, nil
 			}
 		}
-		f.Name = []byte(it.name)
+		f.Name = []byte(it.Name)
 		fields[i] = &f
 	}
 	return fields

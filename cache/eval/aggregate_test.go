@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"math/big"

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"math"
@@ -26,7 +26,7 @@ var (
 
 // arith evaluates an arithmetic operand: its value, or false for NULL
 // (and for a value the proxy leaves to the backend, with r.fail set).
-func (r *rowCtx) arith(o operand) (num, bool) {
+func (r *RowCtx) arith(o operand) (num, bool) {
 	v, _, null := r.arithValue(o)
 	if null || r.fail {
 		return num{}, false
@@ -39,7 +39,7 @@ func (r *rowCtx) arith(o operand) (num, bool) {
 
 // arithValue returns o's exact value, whether its type is UNSIGNED, and
 // whether it is NULL.
-func (r *rowCtx) arithValue(o operand) (v *big.Int, unsigned, null bool) {
+func (r *RowCtx) arithValue(o operand) (v *big.Int, unsigned, null bool) {
 	switch o.kind {
 	case opColumn:
 		n, ok := r.operand(o)
@@ -84,7 +84,7 @@ func (r *rowCtx) arithValue(o operand) (v *big.Int, unsigned, null bool) {
 		res.Add(a, b)
 	case opcode.Minus:
 		res.Sub(a, b)
-		unsigned = unsigned && !r.env.noUnsignedSubtraction
+		unsigned = unsigned && !r.env.NoUnsignedSubtraction
 	case opcode.Mul:
 		res.Mul(a, b)
 	}
@@ -93,7 +93,7 @@ func (r *rowCtx) arithValue(o operand) (v *big.Int, unsigned, null bool) {
 
 // fit returns v if it is in the range of its type, and otherwise sets
 // r.fail: the backend reports the overflow.
-func (r *rowCtx) fit(v *big.Int, unsigned bool) *big.Int {
+func (r *RowCtx) fit(v *big.Int, unsigned bool) *big.Int {
 	if unsigned && (v.Sign() < 0 || v.Cmp(maxUnsigned) > 0) || !unsigned && (v.Cmp(minSigned) < 0 || v.Cmp(maxSigned) > 0) {
 		r.fail = true
 	}
@@ -110,7 +110,7 @@ func (a num) big() *big.Int {
 
 // resultUnsigned reports whether arithmetic o's type is BIGINT UNSIGNED
 // (literals and parameters in arithmetic are always signed: see above).
-func (o operand) resultUnsigned(noUnsignedSubtraction bool) bool {
+func (o operand) ResultUnsigned(noUnsignedSubtraction bool) bool {
 	switch o.kind {
 	case opColumn:
 		return o.unsigned
@@ -118,7 +118,7 @@ func (o operand) resultUnsigned(noUnsignedSubtraction bool) bool {
 		if len(o.args) == 1 {
 			return false
 		}
-		u := o.args[0].resultUnsigned(noUnsignedSubtraction) || o.args[1].resultUnsigned(noUnsignedSubtraction)
+		u := o.args[0].ResultUnsigned(noUnsignedSubtraction) || o.args[1].ResultUnsigned(noUnsignedSubtraction)
 		if o.arith == opcode.Minus && noUnsignedSubtraction {
 			return false
 		}
@@ -129,32 +129,32 @@ func (o operand) resultUnsigned(noUnsignedSubtraction bool) bool {
 
 // computeRows evaluates a plan's select list over rows: values as the
 // text protocol prints them, nil for NULL.
-func (p *plan) computeRows(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][]byte, Why) {
-	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
+func (p *Plan) computeRows(snap *Snapshot, rows []int, args []Arg, env RunEnv) ([][][]byte, Why) {
+	r := &RowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
 	out := make([][][]byte, 0, len(rows))
 	for _, i := range rows {
-		if !r.setRow(snap.Rows[i]) {
-			return nil, because(UnreadableRow, "a stored row could not be read")
+		if !r.SetRow(snap.Rows[i]) {
+			return nil, Because(UnreadableRow, "a stored row could not be read")
 		}
-		row := make([][]byte, len(p.items))
-		for j, it := range p.items {
-			if it.expr == nil {
-				v, null, _ := r.field(it.col)
+		row := make([][]byte, len(p.Items))
+		for j, it := range p.Items {
+			if it.Expr == nil {
+				v, null, _ := r.Field(it.Col)
 				switch {
 				case null:
-				case snap.Fields[it.col].Type == mysql.MYSQL_TYPE_TIMESTAMP:
+				case snap.Fields[it.Col].Type == mysql.MYSQL_TYPE_TIMESTAMP:
 					var ok bool
-					if row[j], ok = shiftTimestamp(nil, v, env.tzOffset); !ok {
-						return nil, because(UnreadableRow, "a stored row could not be read")
+					if row[j], ok = ShiftTimestamp(nil, v, env.TZOffset); !ok {
+						return nil, Because(UnreadableRow, "a stored row could not be read")
 					}
 				default:
 					row[j] = append([]byte{}, v...)
 				}
 				continue
 			}
-			n, ok := r.operand(*it.expr)
+			n, ok := r.operand(*it.Expr)
 			if r.fail {
-				return nil, because(ArithmeticOverflow, "integer arithmetic overflows (the backend reports the error), or has a literal beyond BIGINT or a prepared statement's parameter")
+				return nil, Because(ArithmeticOverflow, "integer arithmetic overflows (the backend reports the error), or has a literal beyond BIGINT or a prepared statement's parameter")
 			}
 			if ok {
 				row[j] = n.print()
@@ -173,18 +173,18 @@ func (a num) print() []byte {
 // checkArith evaluates the WHERE clause's arithmetic on every row of the
 // table: a statement whose arithmetic overflows on any row is the
 // backend's (see plan.whereArith).
-func (p *plan) checkArith(r *rowCtx) Why {
+func (p *Plan) checkArith(r *RowCtx) Why {
 	if len(r.snap.Rows) > maxScanRows {
-		return because(TooManyRows, "arithmetic in WHERE on a table of more than 1024 rows")
+		return Because(TooManyRows, "arithmetic in WHERE on a table of more than 1024 rows")
 	}
 	for _, row := range r.snap.Rows {
-		if !r.setRow(row) {
-			return because(UnreadableRow, "a stored row could not be read")
+		if !r.SetRow(row) {
+			return Because(UnreadableRow, "a stored row could not be read")
 		}
 		for _, o := range p.whereArith {
 			r.arith(o)
 			if r.fail {
-				return because(ArithmeticOverflow, "integer arithmetic in WHERE overflows on a row (the backend may report the error), or has a literal beyond BIGINT or a prepared statement's parameter")
+				return Because(ArithmeticOverflow, "integer arithmetic in WHERE overflows on a row (the backend may report the error), or has a literal beyond BIGINT or a prepared statement's parameter")
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"bytes"
@@ -38,45 +38,45 @@ var weightedCollations = map[string]bool{
 
 // stringTypes are the column types compared as strings (ENUM, SET and JSON
 // compare and sort otherwise).
-var stringTypes = map[string]bool{
+var StringTypes = map[string]bool{
 	"char": true, "varchar": true, "tinytext": true, "text": true, "mediumtext": true, "longtext": true,
 	"binary": true, "varbinary": true, "tinyblob": true, "blob": true, "mediumblob": true, "longblob": true,
 }
 
 // collation compares strings as one backend collation does.
-type collation struct {
-	name     string
-	charset  string // the column's character set ("binary" for binary strings)
-	binary   bool   // compare bytes as they are (binary strings)
+type Collation struct {
+	Name     string
+	Charset  string // the column's character set ("binary" for binary strings)
+	Binary   bool   // compare bytes as they are (binary strings)
 	padSpace bool
 	unicode  bool   // a UCA collation
 	space    []byte // the weight of ' ', for PAD SPACE
 
 	ascii   [128][]byte // weights of the ASCII characters, learned first
 	mu      sync.Mutex  // serialises learning
-	learned atomic.Pointer[map[rune][]byte]
+	Learned atomic.Pointer[map[rune][]byte]
 }
 
 // collations holds the collations the proxy has learned from its backend.
-type collations struct {
+type Collations struct {
 	mu sync.Mutex
-	by map[string]*collation
+	by map[string]*Collation
 }
 
-func newCollations() *collations { return &collations{by: map[string]*collation{}} }
+func NewCollations() *Collations { return &Collations{by: map[string]*Collation{}} }
 
 // get returns the named collation, learning its ASCII weights on first use,
 // or nil if it is not compared in-proxy.
-func (cs *collations) get(conn *client.Conn, name, charset string) (*collation, error) {
+func (cs *Collations) Get(conn *client.Conn, name, charset string) (*Collation, error) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if c, ok := cs.by[name]; ok {
 		return c, nil
 	}
-	c := &collation{name: name, charset: charset}
+	c := &Collation{Name: name, Charset: charset}
 	switch {
 	case name == "binary":
-		c.binary = true
+		c.Binary = true
 	case !weightedCollations[name]:
 		cs.by[name] = nil
 		return nil, nil
@@ -100,20 +100,20 @@ func (cs *collations) get(conn *client.Conn, name, charset string) (*collation, 
 		}
 	}
 	m := map[rune][]byte{}
-	c.learned.Store(&m)
+	c.Learned.Store(&m)
 	cs.by[name] = c
 	return c, nil
 }
 
 // learn asks the backend for the weights of the characters of vals it does
 // not know yet.
-func (c *collation) learn(conn *client.Conn, vals [][]byte) error {
-	if c.binary {
+func (c *Collation) learn(conn *client.Conn, vals [][]byte) error {
+	if c.Binary {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	known := *c.learned.Load()
+	known := *c.Learned.Load()
 	seen := map[rune]bool{}
 	var missing []rune
 	for _, v := range vals {
@@ -148,7 +148,7 @@ func (c *collation) learn(conn *client.Conn, vals [][]byte) error {
 		}
 		missing = missing[n:]
 	}
-	c.learned.Store(&next)
+	c.Learned.Store(&next)
 	return nil
 }
 
@@ -163,7 +163,7 @@ func contracting(r rune) bool {
 // query reads the weights of chars from the backend, one WEIGHT_STRING
 // each, the character converted from UTF-8 to the collation's character
 // set. A character the set cannot hold gets no weight (nil).
-func (c *collation) query(conn *client.Conn, chars []rune) ([][]byte, error) {
+func (c *Collation) query(conn *client.Conn, chars []rune) ([][]byte, error) {
 	var q strings.Builder
 	q.WriteString("SELECT ")
 	for i, r := range chars {
@@ -172,7 +172,7 @@ func (c *collation) query(conn *client.Conn, chars []rune) ([][]byte, error) {
 		}
 		x := hex.EncodeToString([]byte(string(r)))
 		fmt.Fprintf(&q, "IF(CONVERT(CONVERT(X'%s' USING utf8mb4) USING %s) = CONVERT(X'%s' USING utf8mb4) COLLATE utf8mb4_bin, HEX(WEIGHT_STRING(CONVERT(CONVERT(X'%s' USING utf8mb4) USING %s) COLLATE %s)), NULL)",
-			x, c.charset, x, x, c.charset, c.name)
+			x, c.Charset, x, x, c.Charset, c.Name)
 	}
 	r, err := conn.Execute(q.String())
 	if err != nil {
@@ -180,11 +180,11 @@ func (c *collation) query(conn *client.Conn, chars []rune) ([][]byte, error) {
 	}
 	defer r.Close()
 	if r.RowNumber() != 1 {
-		return nil, fmt.Errorf("collation %s: no weights", c.name)
+		return nil, fmt.Errorf("collation %s: no weights", c.Name)
 	}
 	out := make([][]byte, len(chars))
 	for i := range chars {
-		s := resultString(r, 0, i)
+		s := ResultString(r, 0, i)
 		if s == "" {
 			continue
 		}
@@ -199,7 +199,7 @@ func (c *collation) query(conn *client.Conn, chars []rune) ([][]byte, error) {
 
 // weight returns the weight of the character at the start of s and the
 // character's length, or ok=false when it is not known.
-func (c *collation) weight(s []byte, known map[rune][]byte) (w []byte, n int, ok bool) {
+func (c *Collation) weight(s []byte, known map[rune][]byte) (w []byte, n int, ok bool) {
 	if s[0] < utf8.RuneSelf {
 		w = c.ascii[s[0]]
 		return w, 1, w != nil
@@ -214,11 +214,11 @@ func (c *collation) weight(s []byte, known map[rune][]byte) (w []byte, n int, ok
 
 // key appends the weights of s to buf: s's sort key, as the backend's
 // WEIGHT_STRING would give it (without padding).
-func (c *collation) key(buf, s []byte) ([]byte, bool) {
-	if c.binary {
+func (c *Collation) key(buf, s []byte) ([]byte, bool) {
+	if c.Binary {
 		return append(buf, s...), true
 	}
-	known := *c.learned.Load()
+	known := *c.Learned.Load()
 	for len(s) > 0 {
 		w, n, ok := c.weight(s, known)
 		if !ok {
@@ -232,7 +232,7 @@ func (c *collation) key(buf, s []byte) ([]byte, bool) {
 
 // compareKeys compares two sort keys of this collation: with PAD SPACE the
 // shorter one is compared as if padded with spaces.
-func (c *collation) compareKeys(a, b []byte) int {
+func (c *Collation) compareKeys(a, b []byte) int {
 	n := min(len(a), len(b))
 	if x := bytes.Compare(a[:n], b[:n]); x != 0 || len(a) == len(b) {
 		return x
@@ -263,8 +263,8 @@ func (c *collation) compareKeys(a, b []byte) int {
 // characters, '_' one character; the pattern must have no escapes), each
 // character compared by weight (LIKE never pads). ok is false when a
 // character's weight is unknown.
-func (c *collation) like(s, pat []byte) (match, ok bool) {
-	known := *c.learned.Load()
+func (c *Collation) like(s, pat []byte) (match, ok bool) {
+	known := *c.Learned.Load()
 	// Greedy matching with backtracking to the last '%': the classic
 	// wildcard algorithm, linear in most patterns.
 	si, pi := 0, 0
@@ -310,8 +310,8 @@ func (c *collation) like(s, pat []byte) (match, ok bool) {
 
 // charLen is the length of the character at the start of s (a byte for
 // binary strings), 0 if it is not valid.
-func (c *collation) charLen(s []byte) int {
-	if c.binary || s[0] < utf8.RuneSelf {
+func (c *Collation) charLen(s []byte) int {
+	if c.Binary || s[0] < utf8.RuneSelf {
 		return 1
 	}
 	r, n := utf8.DecodeRune(s)
@@ -322,8 +322,8 @@ func (c *collation) charLen(s []byte) int {
 }
 
 // charEqual compares the first characters of a and b by weight.
-func (c *collation) charEqual(a, b []byte, known map[rune][]byte) (eq bool, bn int, ok bool) {
-	if c.binary {
+func (c *Collation) charEqual(a, b []byte, known map[rune][]byte) (eq bool, bn int, ok bool) {
+	if c.Binary {
 		return a[0] == b[0], 1, true
 	}
 	wa, na, oka := c.weight(a, known)

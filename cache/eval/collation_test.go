@@ -1,11 +1,11 @@
-package cache
+package eval
 
 import "testing"
 
 // asciiCollation builds a collation with MariaDB's latin1_swedish_ci-like
 // case folding for ASCII letters, without a backend.
-func asciiCollation(pad bool) *collation {
-	c := &collation{name: "test_ci", charset: "latin1", padSpace: pad}
+func asciiCollation(pad bool) *Collation {
+	c := &Collation{Name: "test_ci", Charset: "latin1", padSpace: pad}
 	for i := range c.ascii {
 		b := byte(i)
 		if b >= 'a' && b <= 'z' {
@@ -15,7 +15,7 @@ func asciiCollation(pad bool) *collation {
 	}
 	c.space = c.ascii[' ']
 	m := map[rune][]byte{'é': {'E'}}
-	c.learned.Store(&m)
+	c.Learned.Store(&m)
 	return c
 }
 
@@ -34,7 +34,7 @@ func TestCompareKeysPadding(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, x := range []struct {
-			c    *collation
+			c    *Collation
 			want int
 		}{{pad, tc.pad}, {nopad, tc.nopad}} {
 			ka, ok1 := x.c.key(nil, []byte(tc.a))

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"database/sql"
@@ -22,7 +22,7 @@ import (
 	"tableproxy/plugins"
 )
 
-// The evaluator's cases as data: each file of testdata/eval holds tables
+// The evaluator's cases as data: each file of testdata/cases holds tables
 // (columns and rows) and statements, each with the rows MariaDB answers
 // or the reason the evaluator leaves it to the backend. They run on
 // snapshots built in memory, with the collation weights of
@@ -102,7 +102,7 @@ func (c evalColumn) ddl() string {
 // field is the column definition the backend sends for it.
 func (c evalColumn) field(table string) (*mysql.Field, error) {
 	f := &mysql.Field{Schema: []byte(evalSchema), Table: []byte(table), OrgTable: []byte(table),
-		Name: []byte(c.name), OrgName: []byte(c.name), Charset: charsetBinary}
+		Name: []byte(c.name), OrgName: []byte(c.name), Charset: 63} // binary
 	base, _, _ := strings.Cut(c.typ, "(")
 	switch base {
 	case "tinyint":
@@ -169,12 +169,12 @@ func loadWeights(t testing.TB) evalWeights {
 }
 
 // collationOf builds a collation from the fixture's weights.
-func (w evalWeights) collationOf(name string) (*collation, error) {
-	c := &collation{name: name, charset: strings.SplitN(name, "_", 2)[0]}
+func (w evalWeights) collationOf(name string) (*Collation, error) {
+	c := &Collation{Name: name, Charset: strings.SplitN(name, "_", 2)[0]}
 	learned := map[rune][]byte{}
 	if name == "binary" {
-		c.binary = true
-		c.learned.Store(&learned)
+		c.Binary = true
+		c.Learned.Store(&learned)
 		return c, nil
 	}
 	ws, ok := w[name]
@@ -199,7 +199,7 @@ func (w evalWeights) collationOf(name string) (*collation, error) {
 		}
 	}
 	c.space = c.ascii[' ']
-	c.learned.Store(&learned)
+	c.Learned.Store(&learned)
 	return c, nil
 }
 
@@ -236,17 +236,17 @@ func (tb evalTable) snapshot(w evalWeights) (*Snapshot, error) {
 		}
 		s.Rows = append(s.Rows, b)
 	}
-	s.indexPK()
+	s.IndexPK()
 	if len(s.PK) == 1 && s.pkNums != nil {
 		for i := 1; i < len(s.pkNums); i++ {
-			if s.pkNums[i-1].cmp(s.pkNums[i]) >= 0 {
+			if s.pkNums[i-1].Cmp(s.pkNums[i]) >= 0 {
 				return nil, fmt.Errorf("table %s: rows are not in primary-key order", tb.Name)
 			}
 		}
 	}
-	s.buildIndexes()
-	s.scanCharsets()
-	s.colls = make([]*collation, len(cols))
+	s.BuildIndexes()
+	s.ScanCharsets()
+	s.Colls = make([]*Collation, len(cols))
 	for i, c := range cols {
 		if c.collation == "" {
 			continue
@@ -255,30 +255,30 @@ func (tb evalTable) snapshot(w evalWeights) (*Snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.colls[i] = coll
+		s.Colls[i] = coll
 	}
-	s.reserveStringIndexes()
-	s.layout = layoutOf(s)
+	s.ReserveStringIndexes()
+	s.Layout = LayoutOf(s)
 	return s, nil
 }
 
 // evalEnv is the session the cases run in: MariaDB's defaults, utf8mb4.
-var evalEnv = runEnv{asciiArgs: true, utf8Args: true, defaultParse: true, tzFixed: true,
-	divPrecision: 4, maxSortLength: 1024, plainValues: true}
+var evalEnv = RunEnv{ASCIIArgs: true, UTF8Args: true, DefaultParse: true, TZFixed: true,
+	DivPrecision: 4, MaxSortLength: 1024, PlainValues: true}
 
 // evaluate answers sql as the plugin would in a utf8mb4 session with
 // MariaDB's defaults, planned from its template as the text protocol
 // plans it: the rows as text (nil for NULL), or why not.
 func evaluate(sql string, snaps map[lease.TableID]*Snapshot) ([][]*string, Why, error) {
 	text := sql
-	var args []arg
-	if tmpl, lits, ok := templateOf(sql, nil, nil); ok {
+	var args []Arg
+	if tmpl, lits, ok := TemplateOf(sql, nil, nil); ok {
 		text = string(tmpl)
 		for _, l := range lits {
-			if l.isInt {
-				args = append(args, arg{v: l.n})
+			if l.IsInt {
+				args = append(args, Arg{V: l.N})
 			} else {
-				args = append(args, arg{str: true, s: []byte(l.s)})
+				args = append(args, Arg{Str: true, S: []byte(l.S)})
 			}
 		}
 	}
@@ -289,41 +289,41 @@ func evaluate(sql string, snaps map[lease.TableID]*Snapshot) ([][]*string, Why, 
 	}
 	sel, ok := pd.Stmts[0].(*ast.SelectStmt)
 	if !ok {
-		return nil, because(NotPlainSelect, "not a SELECT"), nil
+		return nil, Because(NotPlainSelect, "not a SELECT"), nil
 	}
 	lookup := func(id lease.TableID) *Snapshot { return snaps[id] }
-	pl, snap, why := buildPlan(sel, evalSchema, lookup)
+	pl, snap, why := BuildPlan(sel, evalSchema, lookup)
 	if pl == nil {
 		return nil, why, nil
 	}
-	if len(args) != pl.nparams {
-		return nil, because(ParamsMismatch, "the statement's literals do not match its plan"), nil
+	if len(args) != pl.NParams {
+		return nil, Because(ParamsMismatch, "the statement's literals do not match its plan"), nil
 	}
-	if !pl.argsMatch(args) {
-		return nil, because(ParamType, "a string is compared with an integer column, or a number with a string column"), nil
+	if !pl.ArgsMatch(args) {
+		return nil, Because(ParamType, "a string is compared with an integer column, or a number with a string column"), nil
 	}
-	if pl.join != nil {
-		a, b := lookup(pl.tables[0]), lookup(pl.tables[1])
-		joined, why := pl.joinRows(a, b, args, evalEnv)
+	if pl.Join != nil {
+		a, b := lookup(pl.Tables[0]), lookup(pl.Tables[1])
+		joined, why := pl.JoinRows(a, b, args, evalEnv)
 		if why.Declined() {
 			return nil, why, nil
 		}
-		snap = joinSnapshot(a, b, joined)
+		snap = JoinSnapshot(a, b, joined)
 	}
-	r := (&rowCtx{}).reuse(snap, args, evalEnv)
-	rows, why := pl.run(r, nil)
+	r := (&RowCtx{}).Reuse(snap, args, evalEnv)
+	rows, why := pl.Run(r, nil)
 	if why.Declined() {
 		return nil, why, nil
 	}
 	var out [][][]byte
-	if pl.plainRows() {
+	if pl.PlainRows() {
 		for _, i := range rows {
-			if !r.setRow(snap.Rows[i]) {
+			if !r.SetRow(snap.Rows[i]) {
 				return nil, Why{}, fmt.Errorf("row %d does not decode", i)
 			}
 			var vals [][]byte
-			for _, c := range pl.cols {
-				v, null, _ := r.field(c)
+			for _, c := range pl.Cols {
+				v, null, _ := r.Field(c)
 				if null {
 					v = nil
 				} else if v == nil {
@@ -333,7 +333,7 @@ func evaluate(sql string, snaps map[lease.TableID]*Snapshot) ([][]*string, Why, 
 			}
 			out = append(out, vals)
 		}
-	} else if out, why = pl.valueRows(snap, rows, args, evalEnv); why.Declined() {
+	} else if out, why = pl.ValueRows(snap, rows, args, evalEnv); why.Declined() {
 		return nil, why, nil
 	}
 	return textRows(out), Why{}, nil
@@ -397,9 +397,9 @@ func sameRows(a, b [][]*string) bool {
 
 // evalFiles reads every file of cases.
 func evalFiles(t *testing.T) map[string]evalFile {
-	names, err := filepath.Glob(filepath.Join("testdata", "eval", "*.yaml"))
+	names, err := filepath.Glob(filepath.Join("testdata", "cases", "*.yaml"))
 	if err != nil || len(names) == 0 {
-		t.Fatalf("no cases in testdata/eval (%v)", err)
+		t.Fatalf("no cases in testdata/cases (%v)", err)
 	}
 	files := map[string]evalFile{}
 	for _, name := range names {
@@ -421,7 +421,7 @@ func evalFiles(t *testing.T) map[string]evalFile {
 func TestEvalCases(t *testing.T) {
 	w := loadWeights(t)
 	labels := map[string]bool{}
-	for r := NoReason + 1; r < numReasons; r++ {
+	for r := NoReason + 1; r < NumReasons; r++ {
 		labels[r.String()] = true
 	}
 	for name, f := range evalFiles(t) {

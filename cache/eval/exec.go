@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"bytes"
@@ -15,12 +15,12 @@ import (
 )
 
 // rowCtx evaluates a plan's condition on one row.
-type rowCtx struct {
+type RowCtx struct {
 	snap *Snapshot
 	row  []byte
 	offs []int // start of each field's length prefix, plus the row's end
-	args []arg
-	env  runEnv
+	args []Arg
+	env  RunEnv
 	// fail is set when a value cannot be compared exactly: the statement
 	// goes to the backend.
 	fail   bool
@@ -28,42 +28,42 @@ type rowCtx struct {
 }
 
 // runEnv is what a run needs to know of the session.
-type runEnv struct {
+type RunEnv struct {
 	// asciiArgs: the client and connection character sets encode ASCII
 	// as ASCII; utf8Args: both are utf8mb4.
-	asciiArgs, utf8Args bool
+	ASCIIArgs, UTF8Args bool
 	// defaultParse: the session's sql_mode parses statements as the
 	// proxy's parser does.
-	defaultParse bool
+	DefaultParse bool
 	// tzOffset is the session time zone's offset from UTC in seconds,
 	// when it is fixed (tzFixed).
-	tzOffset int
-	tzFixed  bool
+	TZOffset int
+	TZFixed  bool
 	// noUnsignedSubtraction: sql_mode has NO_UNSIGNED_SUBTRACTION.
-	noUnsignedSubtraction bool
+	NoUnsignedSubtraction bool
 	// divPrecision is @@div_precision_increment: the scale of AVG of
 	// integers.
-	divPrecision int
+	DivPrecision int
 	// maxSortLength is @@max_sort_length: the backend sorts by at most
 	// this many bytes of each value's sort key.
-	maxSortLength int
+	MaxSortLength int
 	// plainValues: the sql_mode leaves values as stored (see plainValues).
-	plainValues bool
+	PlainValues bool
 }
 
 // arg is a bound parameter: an integer, a string or NULL.
-type arg struct {
-	null bool
-	v    num
-	str  bool   // a string (s), not an integer (v)
-	s    []byte // the string, as sent
+type Arg struct {
+	Null bool
+	V    num
+	Str  bool   // a string (s), not an integer (v)
+	S    []byte // the string, as sent
 	// bound: a parameter bound to a prepared statement (whose type the
 	// backend infers), not a literal of a statement's text.
 	bound bool
 }
 
 // setRow points the context at a row and indexes its fields.
-func (r *rowCtx) setRow(row []byte) bool {
+func (r *RowCtx) SetRow(row []byte) bool {
 	r.row = row
 	r.offs = r.offs[:0]
 	pos := 0
@@ -88,7 +88,7 @@ func (r *rowCtx) setRow(row []byte) bool {
 
 // field returns column i's value (nil, true for NULL) and its encoded form
 // (length prefix included) as the text protocol carries it.
-func (r *rowCtx) field(i int) (val []byte, null bool, raw []byte) {
+func (r *RowCtx) Field(i int) (val []byte, null bool, raw []byte) {
 	raw = r.row[r.offs[i]:r.offs[i+1]]
 	if raw[0] == 0xfb {
 		return nil, true, raw
@@ -97,10 +97,10 @@ func (r *rowCtx) field(i int) (val []byte, null bool, raw []byte) {
 	return v, false, raw
 }
 
-func (r *rowCtx) operand(o operand) (num, bool) {
+func (r *RowCtx) operand(o operand) (num, bool) {
 	switch o.kind {
 	case opColumn:
-		v, null, _ := r.field(o.col)
+		v, null, _ := r.Field(o.col)
 		if null {
 			return num{}, false
 		}
@@ -109,29 +109,29 @@ func (r *rowCtx) operand(o operand) (num, bool) {
 	case opLiteral:
 		return o.val, true
 	case opParam:
-		if o.param >= len(r.args) || r.args[o.param].null {
+		if o.param >= len(r.args) || r.args[o.param].Null {
 			return num{}, false
 		}
 		if o.negate {
-			return r.args[o.param].v.negated(), true
+			return r.args[o.param].V.negated(), true
 		}
-		return r.args[o.param].v, true
+		return r.args[o.param].V, true
 	case opArith:
 		return r.arith(o)
 	}
 	return num{}, false
 }
 
-func (e cmpExpr) eval(r *rowCtx) tri {
+func (e cmpExpr) eval(r *RowCtx) tri {
 	l, okl := r.operand(e.l)
 	rr, okr := r.operand(e.r)
 	if !okl || !okr {
 		return triNull
 	}
-	return cmpResult(e.op, l.cmp(rr))
+	return cmpResult(e.op, l.Cmp(rr))
 }
 
-func (e andExpr) eval(r *rowCtx) tri {
+func (e andExpr) eval(r *RowCtx) tri {
 	l := e.l.eval(r)
 	if l == triFalse {
 		return triFalse
@@ -146,7 +146,7 @@ func (e andExpr) eval(r *rowCtx) tri {
 	return triTrue
 }
 
-func (e orExpr) eval(r *rowCtx) tri {
+func (e orExpr) eval(r *RowCtx) tri {
 	l := e.l.eval(r)
 	if l == triTrue {
 		return triTrue
@@ -161,17 +161,17 @@ func (e orExpr) eval(r *rowCtx) tri {
 	return triFalse
 }
 
-func (e notExpr) eval(r *rowCtx) tri { return triNot(e.e.eval(r)) }
+func (e notExpr) eval(r *RowCtx) tri { return triNot(e.e.eval(r)) }
 
-func (e isNullExpr) eval(r *rowCtx) tri {
-	_, null, _ := r.field(e.col)
+func (e isNullExpr) eval(r *RowCtx) tri {
+	_, null, _ := r.Field(e.col)
 	if null != e.not {
 		return triTrue
 	}
 	return triFalse
 }
 
-func (e inExpr) eval(r *rowCtx) tri {
+func (e inExpr) eval(r *RowCtx) tri {
 	x, ok := r.operand(e.x)
 	if !ok {
 		return triNull
@@ -183,7 +183,7 @@ func (e inExpr) eval(r *rowCtx) tri {
 			res = triNull
 			continue
 		}
-		if x.cmp(v) == 0 {
+		if x.Cmp(v) == 0 {
 			res = triTrue
 			break
 		}
@@ -194,7 +194,7 @@ func (e inExpr) eval(r *rowCtx) tri {
 	return res
 }
 
-func (e betweenExpr) eval(r *rowCtx) tri {
+func (e betweenExpr) eval(r *RowCtx) tri {
 	ge := cmpExpr{op: opcode.GE, l: e.x, r: e.lo}.eval(r)
 	le := cmpExpr{op: opcode.LE, l: e.x, r: e.hi}.eval(r)
 	res := andExpr{constTri(ge), constTri(le)}.eval(r)
@@ -206,23 +206,23 @@ func (e betweenExpr) eval(r *rowCtx) tri {
 
 type constTri tri
 
-func (c constTri) eval(*rowCtx) tri { return tri(c) }
+func (c constTri) eval(*RowCtx) tri { return tri(c) }
 
 // reuse readies r, scratch kept from statement to statement, for rows of
 // snap: only its offsets' storage survives.
-func (r *rowCtx) reuse(snap *Snapshot, args []arg, env runEnv) *rowCtx {
-	*r = rowCtx{snap: snap, args: args, env: env, offs: r.offs[:0]}
+func (r *RowCtx) Reuse(snap *Snapshot, args []Arg, env RunEnv) *RowCtx {
+	*r = RowCtx{snap: snap, args: args, env: env, offs: r.offs[:0]}
 	return r
 }
 
 // release drops what r refers to, so that scratch kept by an idle session
 // holds no snapshot (an old version of a table) in memory.
-func (r *rowCtx) release() { r.reuse(nil, nil, runEnv{}) }
+func (r *RowCtx) Release() { r.Reuse(nil, nil, RunEnv{}) }
 
 // run selects the plan's rows from the snapshot r is set up for (see
 // reuse): their indexes, in output order, appended to into[:0]. why says,
 // when the answer cannot be computed exactly here, why not.
-func (p *plan) run(r *rowCtx, into []int) (rows []int, why Why) {
+func (p *Plan) Run(r *RowCtx, into []int) (rows []int, why Why) {
 	snap := r.snap
 	if len(p.whereArith) > 0 {
 		if why := p.checkArith(r); why.Declined() {
@@ -232,7 +232,7 @@ func (p *plan) run(r *rowCtx, into []int) (rows []int, why Why) {
 	lo, hi, exact := p.scanRange(snap, r)
 	out := into[:0]
 	check := func(i int) bool {
-		if !r.setRow(snap.Rows[i]) {
+		if !r.SetRow(snap.Rows[i]) {
 			return false
 		}
 		if p.where == nil || p.where.eval(r) == triTrue {
@@ -240,7 +240,7 @@ func (p *plan) run(r *rowCtx, into []int) (rows []int, why Why) {
 		}
 		return !r.fail
 	}
-	if exact && p.join == nil {
+	if exact && p.Join == nil {
 		for i := lo; i < hi; i++ {
 			out = append(out, i)
 		}
@@ -251,8 +251,8 @@ func (p *plan) run(r *rowCtx, into []int) (rows []int, why Why) {
 			}
 		}
 	} else {
-		if p.where != nil && hi-lo > maxScanRows && p.join == nil { // (a join's rows are bounded by maxJoinPairs)
-			return nil, because(TooManyRows, "more than 1024 rows to examine and no index narrows them: the backend has indexes")
+		if p.where != nil && hi-lo > maxScanRows && p.Join == nil { // (a join's rows are bounded by maxJoinPairs)
+			return nil, Because(TooManyRows, "more than 1024 rows to examine and no index narrows them: the backend has indexes")
 		}
 		for i := lo; i < hi; i++ {
 			if !check(i) {
@@ -265,7 +265,7 @@ func (p *plan) run(r *rowCtx, into []int) (rows []int, why Why) {
 			return nil, why
 		}
 	}
-	if len(p.aggs) == 0 && p.groupBy == nil {
+	if len(p.Aggs) == 0 && p.groupBy == nil {
 		from, to, why := p.window(r, len(out))
 		if why.Declined() {
 			return nil, why
@@ -277,16 +277,16 @@ func (p *plan) run(r *rowCtx, into []int) (rows []int, why Why) {
 
 // plainRows reports whether the plan's answer is the selected rows'
 // columns as stored (no arithmetic, aggregate or group to compute).
-func (p *plan) plainRows() bool {
-	return !p.computed && p.groupBy == nil && len(p.aggs) == 0
+func (p *Plan) PlainRows() bool {
+	return !p.Computed && p.groupBy == nil && len(p.Aggs) == 0
 }
 
 // valueRows computes the answer of a plan whose rows are not plain (see
 // plainRows) from the rows run selected: values as the text protocol
 // prints them, nil for NULL; or why it cannot be computed exactly.
-func (p *plan) valueRows(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][]byte, Why) {
+func (p *Plan) ValueRows(snap *Snapshot, rows []int, args []Arg, env RunEnv) ([][][]byte, Why) {
 	switch {
-	case p.computed:
+	case p.Computed:
 		return p.computeRows(snap, rows, args, env)
 	case p.groupBy != nil:
 		return p.groups(snap, rows, args, env)
@@ -294,7 +294,7 @@ func (p *plan) valueRows(snap *Snapshot, rows []int, args []arg, env runEnv) ([]
 	vals, ok := p.aggregate(snap, rows, env)
 	shown, ok2 := p.aggregateRowShown(args)
 	if !ok || !ok2 {
-		return nil, because(InexactAggregate, "an aggregate's value could not be computed exactly")
+		return nil, Because(InexactAggregate, "an aggregate's value could not be computed exactly")
 	}
 	if !shown {
 		return nil, Why{}
@@ -304,29 +304,29 @@ func (p *plan) valueRows(snap *Snapshot, rows []int, args []arg, env runEnv) ([]
 
 // zeroLimit reports whether the statement has LIMIT 0, which the backend
 // answers without reading the table (so without index-use status bits).
-func (p *plan) zeroLimit(args []arg) bool {
+func (p *Plan) ZeroLimit(args []Arg) bool {
 	if p.limit.kind == opNone {
 		return false
 	}
-	var r rowCtx
+	var r RowCtx
 	r.args = args
 	n, ok := r.operand(p.limit)
 	return ok && !n.neg && n.mag == 0
 }
 
 // window applies LIMIT and OFFSET to n results: the range to keep.
-func (p *plan) window(r *rowCtx, n int) (from, to int, why Why) {
+func (p *Plan) window(r *RowCtx, n int) (from, to int, why Why) {
 	if p.limit.kind == opNone {
 		return 0, n, Why{}
 	}
 	count, ok := r.operand(p.limit)
 	if !ok || count.neg {
-		return 0, 0, because(BadLimit, "LIMIT or OFFSET is negative or NULL")
+		return 0, 0, Because(BadLimit, "LIMIT or OFFSET is negative or NULL")
 	}
 	off := num{}
 	if p.offset.kind != opNone {
 		if off, ok = r.operand(p.offset); !ok || off.neg {
-			return 0, 0, because(BadLimit, "LIMIT or OFFSET is negative or NULL")
+			return 0, 0, Because(BadLimit, "LIMIT or OFFSET is negative or NULL")
 		}
 	}
 	if off.mag >= uint64(n) {
@@ -343,41 +343,41 @@ func (p *plan) window(r *rowCtx, n int) (from, to int, why Why) {
 // groups computes a GROUP BY's result rows from the matching rows, sorted
 // by the group columns: one row per group, values as the text protocol
 // prints them (nil for NULL), after LIMIT and OFFSET.
-func (p *plan) groups(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][]byte, Why) {
-	r := &rowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
-	first := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
+func (p *Plan) groups(snap *Snapshot, rows []int, args []Arg, env RunEnv) ([][][]byte, Why) {
+	r := &RowCtx{snap: snap, args: args, env: env, offs: make([]int, 0, len(snap.Fields)+1)}
+	first := &RowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
 	var out [][][]byte
 	for start := 0; start < len(rows); {
-		if !first.setRow(snap.Rows[rows[start]]) {
-			return nil, because(UnreadableRow, "a stored row could not be read")
+		if !first.SetRow(snap.Rows[rows[start]]) {
+			return nil, Because(UnreadableRow, "a stored row could not be read")
 		}
 		end := start + 1
 		for ; end < len(rows); end++ {
-			if !r.setRow(snap.Rows[rows[end]]) {
-				return nil, because(UnreadableRow, "a stored row could not be read")
+			if !r.SetRow(snap.Rows[rows[end]]) {
+				return nil, Because(UnreadableRow, "a stored row could not be read")
 			}
 			same, bytesToo, ok := sameGroup(first, r, p.groupBy)
 			if !ok {
-				return nil, because(InexactString, "a group value has a character whose weight is not known")
+				return nil, Because(InexactString, "a group value has a character whose weight is not known")
 			}
 			if !same {
 				break
 			}
 			if !bytesToo {
-				return nil, because(CollationTies, "GROUP BY: values equal by collation but not byte for byte; which one the backend shows is its choice")
+				return nil, Because(CollationTies, "GROUP BY: values equal by collation but not byte for byte; which one the backend shows is its choice")
 			}
 		}
 		vals, ok := p.aggregate(snap, rows[start:end], env)
 		if !ok {
-			return nil, because(InexactAggregate, "an aggregate's value could not be computed exactly")
+			return nil, Because(InexactAggregate, "an aggregate's value could not be computed exactly")
 		}
-		row := make([][]byte, len(p.items))
-		for j, it := range p.items {
-			if it.agg >= 0 {
-				row[j] = vals[it.agg]
+		row := make([][]byte, len(p.Items))
+		for j, it := range p.Items {
+			if it.Agg >= 0 {
+				row[j] = vals[it.Agg]
 				continue
 			}
-			v, null, _ := first.field(it.col)
+			v, null, _ := first.Field(it.Col)
 			if !null {
 				row[j] = append([]byte{}, v...)
 			}
@@ -395,11 +395,11 @@ func (p *plan) groups(snap *Snapshot, rows []int, args []arg, env runEnv) ([][][
 // sameGroup reports whether two rows fall in one group of cols (NULLs
 // group together; strings by collation), and whether their values are
 // also the same bytes.
-func sameGroup(a, b *rowCtx, cols []int) (same, bytesToo, ok bool) {
+func sameGroup(a, b *RowCtx, cols []int) (same, bytesToo, ok bool) {
 	bytesToo = true
 	for _, c := range cols {
-		va, na, _ := a.field(c)
-		vb, nb, _ := b.field(c)
+		va, na, _ := a.Field(c)
+		vb, nb, _ := b.Field(c)
 		if na || nb {
 			if na != nb {
 				return false, false, true
@@ -410,7 +410,7 @@ func sameGroup(a, b *rowCtx, cols []int) (same, bytesToo, ok bool) {
 			continue
 		}
 		bytesToo = false
-		coll := a.snap.colls[c]
+		coll := a.snap.Colls[c]
 		if coll == nil {
 			return false, false, true // integers print one way
 		}
@@ -427,11 +427,11 @@ func sameGroup(a, b *rowCtx, cols []int) (same, bytesToo, ok bool) {
 }
 
 // failure says why a row could not be evaluated.
-func (r *rowCtx) failure() Why {
+func (r *RowCtx) failure() Why {
 	if r.fail {
-		return because(InexactString, "a string could not be compared exactly (a character whose weight is not known, a conversion between character sets, or a LIKE escape)")
+		return Because(InexactString, "a string could not be compared exactly (a character whose weight is not known, a conversion between character sets, or a LIKE escape)")
 	}
-	return because(UnreadableRow, "a stored row could not be read")
+	return Because(UnreadableRow, "a stored row could not be read")
 }
 
 // sortKey is one ORDER BY value of a row.
@@ -479,7 +479,7 @@ func sortPacked(perm []int, keys []sortKey, desc bool) bool {
 // MySQL. Unless the order is total, rows that tie make the answer the
 // backend's to give (false); under DISTINCT, tied rows are duplicates and
 // all but the first are dropped, if they are byte for byte the same.
-func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, Why) {
+func (p *Plan) sortRows(r *RowCtx, rows []int) ([]int, Why) {
 	snap := r.snap
 	m := len(p.order)
 	// Keys are laid out by position in rows (m per row), string keys in
@@ -490,15 +490,15 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, Why) {
 	// snapshot has them, stand for its values: numbers to compare.
 	ranks := make([][]int32, m)
 	for j, o := range p.order {
-		if snap.colls[o.col] != nil {
+		if snap.Colls[o.col] != nil {
 			ranks[j] = snap.ranks(o.col, r.env)
 		}
 	}
 	for n, i := range rows {
-		r.setRow(snap.Rows[i])
+		r.SetRow(snap.Rows[i])
 		for j, o := range p.order {
 			k := &keys[n*m+j]
-			v, null, _ := r.field(o.col)
+			v, null, _ := r.Field(o.col)
 			if null {
 				k.null = true
 				continue
@@ -507,7 +507,7 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, Why) {
 				k.n = num{mag: uint64(ranks[j][i])}
 				continue
 			}
-			if c := snap.colls[o.col]; c != nil {
+			if c := snap.Colls[o.col]; c != nil {
 				start := len(arena)
 				var ok bool
 				arena, ok = c.key(arena, v)
@@ -517,10 +517,10 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, Why) {
 				// sorts rather than reads an index in order: a value that
 				// might reach the limit makes the order the backend's.
 				if !ok {
-					return nil, because(InexactString, "a value to sort by has a character whose weight is not known")
+					return nil, Because(InexactString, "a value to sort by has a character whose weight is not known")
 				}
-				if len(arena)-start > r.env.maxSortLength || len(v) > r.env.maxSortLength/4 {
-					return nil, because(InexactString, "a value to sort by is longer than max_sort_length")
+				if len(arena)-start > r.env.MaxSortLength || len(v) > r.env.MaxSortLength/4 {
+					return nil, Because(InexactString, "a value to sort by is longer than max_sort_length")
 				}
 				// (A full slice: a later append to the arena may move it,
 				// never write over this key.)
@@ -529,7 +529,7 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, Why) {
 			}
 			var ok bool
 			if k.n, ok = parseNum(v); !ok {
-				return nil, because(UnreadableRow, "a stored value could not be read")
+				return nil, Because(UnreadableRow, "a stored value could not be read")
 			}
 		}
 	}
@@ -543,10 +543,10 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, Why) {
 				c = -1
 			case kb[j].null:
 				c = 1
-			case snap.colls[o.col] != nil && ranks[j] == nil:
-				c = snap.colls[o.col].compareKeys(ka[j].w, kb[j].w)
+			case snap.Colls[o.col] != nil && ranks[j] == nil:
+				c = snap.Colls[o.col].compareKeys(ka[j].w, kb[j].w)
 			default:
-				c = ka[j].n.cmp(kb[j].n)
+				c = ka[j].n.Cmp(kb[j].n)
 			}
 			if o.desc {
 				c = -c
@@ -561,7 +561,7 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, Why) {
 	for n := range perm {
 		perm[n] = n
 	}
-	if m != 1 || ranks[0] == nil && snap.colls[p.order[0].col] != nil || !sortPacked(perm, keys, p.order[0].desc) {
+	if m != 1 || ranks[0] == nil && snap.Colls[p.order[0].col] != nil || !sortPacked(perm, keys, p.order[0].desc) {
 		slices.SortStableFunc(perm, cmp)
 	}
 	if p.total && !p.distinct || p.groupBy != nil {
@@ -580,24 +580,24 @@ func (p *plan) sortRows(r *rowCtx, rows []int) ([]int, Why) {
 			continue
 		}
 		if !p.distinct {
-			return nil, because(OrderTies, "rows tie in the ORDER BY: their order is the backend's choice")
+			return nil, Because(OrderTies, "rows tie in the ORDER BY: their order is the backend's choice")
 		}
-		if !sameValues(r, p.cols, snap.Rows[rows[perm[n-1]]], snap.Rows[rows[at]]) {
-			return nil, because(CollationTies, "DISTINCT: values are equal by collation but not byte for byte; which one the backend shows is its choice")
+		if !sameValues(r, p.Cols, snap.Rows[rows[perm[n-1]]], snap.Rows[rows[at]]) {
+			return nil, Because(CollationTies, "DISTINCT: values are equal by collation but not byte for byte; which one the backend shows is its choice")
 		}
 	}
 	return out, Why{}
 }
 
 // sameValues reports whether two rows hold the same bytes in cols.
-func sameValues(r *rowCtx, cols []int, a, b []byte) bool {
-	r2 := &rowCtx{snap: r.snap}
-	if !r.setRow(a) || !r2.setRow(b) {
+func sameValues(r *RowCtx, cols []int, a, b []byte) bool {
+	r2 := &RowCtx{snap: r.snap}
+	if !r.SetRow(a) || !r2.SetRow(b) {
 		return false
 	}
 	for _, c := range cols {
-		_, _, x := r.field(c)
-		_, _, y := r2.field(c)
+		_, _, x := r.Field(c)
+		_, _, y := r2.Field(c)
 		if !bytes.Equal(x, y) {
 			return false
 		}
@@ -610,7 +610,7 @@ func sameValues(r *rowCtx, cols []int, a, b []byte) bool {
 // that the condition is nothing but such bounds: every row in the range
 // matches, and none needs evaluating (the bounds compare integers exactly
 // as cmpExpr and betweenExpr do, and a primary key is never NULL).
-func (p *plan) scanRange(snap *Snapshot, r *rowCtx) (lo, hi int, exact bool) {
+func (p *Plan) scanRange(snap *Snapshot, r *RowCtx) (lo, hi int, exact bool) {
 	lo, hi = 0, len(snap.Rows)
 	if len(snap.pkNums) != len(snap.Rows) || len(snap.PK) != 1 || p.where == nil {
 		return lo, hi, false
@@ -703,7 +703,7 @@ func (s *Snapshot) firstWhere(v num, t int) int {
 	lo, hi := 0, len(s.pkNums)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if s.pkNums[m].cmp(v) < t {
+		if s.pkNums[m].Cmp(v) < t {
 			lo = m + 1
 		} else {
 			hi = m
@@ -716,7 +716,7 @@ func (s *Snapshot) firstWhere(v num, t int) int {
 // primary key, so one search finds it.
 func (s *Snapshot) equalRange(v num) (lo, hi int) {
 	lo = s.lowerBound(v)
-	if lo < len(s.pkNums) && s.pkNums[lo].cmp(v) == 0 {
+	if lo < len(s.pkNums) && s.pkNums[lo].Cmp(v) == 0 {
 		return lo, lo + 1
 	}
 	return lo, lo
@@ -752,7 +752,7 @@ func parseNum(b []byte) (num, bool) {
 // flags (1), iteration count (4), NULL bitmap, new-params-bound flag, the
 // types when bound, then the values, into into[:0]. Any other parameter
 // type makes the execution unservable (false).
-func decodeParams(b []byte, n int, types []byte, into []arg) ([]arg, bool) {
+func DecodeParams(b []byte, n int, types []byte, into []Arg) ([]Arg, bool) {
 	if n == 0 {
 		return nil, true
 	}
@@ -771,10 +771,10 @@ func decodeParams(b []byte, n int, types []byte, into []arg) ([]arg, bool) {
 	if len(types) != 2*n {
 		return nil, false
 	}
-	args := append(into[:0], make([]arg, n)...)
+	args := append(into[:0], make([]Arg, n)...)
 	for i := 0; i < n; i++ {
 		if bitmap[i/8]&(1<<(i%8)) != 0 {
-			args[i].null = true
+			args[i].Null = true
 			continue
 		}
 		t, unsigned := types[2*i], types[2*i+1]&0x80 != 0
@@ -789,7 +789,7 @@ func decodeParams(b []byte, n int, types []byte, into []arg) ([]arg, bool) {
 		case mysql.MYSQL_TYPE_LONGLONG:
 			size = 8
 		case mysql.MYSQL_TYPE_NULL:
-			args[i].null = true
+			args[i].Null = true
 			continue
 		case mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_VARCHAR:
 			// Text in the client's character set. (BLOB-typed parameters
@@ -798,7 +798,7 @@ func decodeParams(b []byte, n int, types []byte, into []arg) ([]arg, bool) {
 			if !ok {
 				return nil, false
 			}
-			args[i] = arg{str: true, s: v, bound: true}
+			args[i] = Arg{Str: true, S: v, bound: true}
 			pos += w
 			continue
 		default:
@@ -814,10 +814,10 @@ func decodeParams(b []byte, n int, types []byte, into []arg) ([]arg, bool) {
 		pos += size
 		args[i].bound = true
 		if unsigned {
-			args[i].v = unsignedNum(u)
+			args[i].V = unsignedNum(u)
 		} else {
 			shift := uint(64 - 8*size)
-			args[i].v = signedNum(int64(u<<shift) >> shift)
+			args[i].V = SignedNum(int64(u<<shift) >> shift)
 		}
 	}
 	return args, true
@@ -827,7 +827,7 @@ func decodeParams(b []byte, n int, types []byte, into []arg) ([]arg, bool) {
 // protocol's encoding, or reports false for a type it does not encode
 // exactly from text (FLOAT, DOUBLE: see encodable). A TIMESTAMP must have
 // been shifted to the session's zone (shiftTimestamp) first.
-func appendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
+func AppendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
 	switch f.Type {
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR, mysql.MYSQL_TYPE_INT24,
 		mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
@@ -968,23 +968,23 @@ func appendBinaryTime(b []byte, v []byte) ([]byte, bool) {
 // aggregate computes the plan's aggregates over rows: one value each, nil
 // for NULL, as the text protocol prints them (COUNT and SUM of integers as
 // integers; MIN and MAX as the column prints the winning value).
-func (p *plan) aggregate(snap *Snapshot, rows []int, env runEnv) ([][]byte, bool) {
-	r := &rowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
-	out := make([][]byte, len(p.aggs))
-	for j, g := range p.aggs {
+func (p *Plan) aggregate(snap *Snapshot, rows []int, env RunEnv) ([][]byte, bool) {
+	r := &RowCtx{snap: snap, offs: make([]int, 0, len(snap.Fields)+1)}
+	out := make([][]byte, len(p.Aggs))
+	for j, g := range p.Aggs {
 		var count int64
 		sum := new(big.Int)
 		var best num
 		var bestRaw []byte
 		for _, i := range rows {
-			if g.col < 0 {
+			if g.Col < 0 {
 				count++
 				continue
 			}
-			if !r.setRow(snap.Rows[i]) {
+			if !r.SetRow(snap.Rows[i]) {
 				return nil, false
 			}
-			v, null, _ := r.field(g.col)
+			v, null, _ := r.Field(g.Col)
 			if null {
 				continue
 			}
@@ -993,7 +993,7 @@ func (p *plan) aggregate(snap *Snapshot, rows []int, env runEnv) ([][]byte, bool
 				return nil, false
 			}
 			count++
-			switch g.fn {
+			switch g.Fn {
 			case "sum", "avg":
 				x := new(big.Int).SetUint64(n.mag)
 				if n.neg {
@@ -1001,13 +1001,13 @@ func (p *plan) aggregate(snap *Snapshot, rows []int, env runEnv) ([][]byte, bool
 				}
 				sum.Add(sum, x)
 			case "min", "max":
-				c := n.cmp(best)
-				if bestRaw == nil || (g.fn == "min" && c < 0) || (g.fn == "max" && c > 0) {
+				c := n.Cmp(best)
+				if bestRaw == nil || (g.Fn == "min" && c < 0) || (g.Fn == "max" && c > 0) {
 					best, bestRaw = n, append([]byte(nil), v...)
 				}
 			}
 		}
-		switch g.fn {
+		switch g.Fn {
 		case "count":
 			out[j] = []byte(big.NewInt(count).String())
 		case "sum":
@@ -1016,13 +1016,13 @@ func (p *plan) aggregate(snap *Snapshot, rows []int, env runEnv) ([][]byte, bool
 			}
 		case "avg":
 			if count > 0 {
-				if env.divPrecision%9 == 0 {
+				if env.DivPrecision%9 == 0 {
 					// At a scale that fills whole 9-digit words (0 among
 					// them) the backend truncates the quotient instead of
 					// rounding it.
 					return nil, false
 				}
-				out[j] = average(sum, count, env.divPrecision)
+				out[j] = average(sum, count, env.DivPrecision)
 			}
 		default:
 			out[j] = bestRaw
@@ -1057,11 +1057,11 @@ func average(sum *big.Int, count int64, scale int) []byte {
 }
 
 // aggregateRowShown applies LIMIT and OFFSET to an aggregate's single row.
-func (p *plan) aggregateRowShown(args []arg) (bool, bool) {
+func (p *Plan) aggregateRowShown(args []Arg) (bool, bool) {
 	if p.limit.kind == opNone {
 		return true, true
 	}
-	r := &rowCtx{args: args}
+	r := &RowCtx{args: args}
 	n, ok := r.operand(p.limit)
 	if !ok || n.neg {
 		return false, false

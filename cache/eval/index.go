@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"sort"
@@ -26,19 +26,19 @@ const maxScanRows = 1024
 
 // buildIndexes indexes every integer column except a single-column
 // primary key (whose order the rows already have).
-func (s *Snapshot) buildIndexes() {
+func (s *Snapshot) BuildIndexes() {
 	s.index = make([][]indexEntry, len(s.Fields))
-	r := &rowCtx{snap: s}
+	r := &RowCtx{snap: s}
 	for c, f := range s.Fields {
 		if !isInteger(f) || (len(s.PK) == 1 && s.PK[0] == c) {
 			continue
 		}
 		idx := make([]indexEntry, 0, len(s.Rows))
 		for i, row := range s.Rows {
-			if !r.setRow(row) {
+			if !r.SetRow(row) {
 				return
 			}
-			v, null, _ := r.field(c)
+			v, null, _ := r.Field(c)
 			if null {
 				continue // NULL matches no comparison, IN or BETWEEN
 			}
@@ -52,7 +52,7 @@ func (s *Snapshot) buildIndexes() {
 		if idx == nil {
 			continue
 		}
-		sort.SliceStable(idx, func(a, b int) bool { return idx[a].v.cmp(idx[b].v) < 0 })
+		sort.SliceStable(idx, func(a, b int) bool { return idx[a].v.Cmp(idx[b].v) < 0 })
 		s.index[c] = idx
 		s.Bytes += int64(len(idx)) * 32
 	}
@@ -63,10 +63,10 @@ func (s *Snapshot) buildIndexes() {
 func lookup(idx []indexEntry, lo, hi *num) []indexEntry {
 	a, b := 0, len(idx)
 	if lo != nil {
-		a = sort.Search(len(idx), func(i int) bool { return idx[i].v.cmp(*lo) >= 0 })
+		a = sort.Search(len(idx), func(i int) bool { return idx[i].v.Cmp(*lo) >= 0 })
 	}
 	if hi != nil {
-		b = sort.Search(len(idx), func(i int) bool { return idx[i].v.cmp(*hi) > 0 })
+		b = sort.Search(len(idx), func(i int) bool { return idx[i].v.Cmp(*hi) > 0 })
 	}
 	if b < a {
 		b = a
@@ -79,7 +79,7 @@ func lookup(idx []indexEntry, lo, hi *num) []indexEntry {
 // BETWEEN on an indexed column or the integer primary key; the smaller
 // side of an AND; the union of both sides of an OR. ok is false when the
 // condition is not narrowed.
-func (p *plan) candidates(snap *Snapshot, r *rowCtx) (rows []int, ok bool) {
+func (p *Plan) candidates(snap *Snapshot, r *RowCtx) (rows []int, ok bool) {
 	if p.where == nil {
 		return nil, false
 	}
@@ -133,7 +133,7 @@ func span(snap *Snapshot, col int, lo, hi *num) ([]int, bool) {
 	return rows, true
 }
 
-func (p *plan) narrow(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
+func (p *Plan) narrow(e expr, snap *Snapshot, r *RowCtx) ([]int, bool) {
 	switch x := e.(type) {
 	case strCmpExpr, strInExpr, strBetweenExpr:
 		return p.narrowString(x, snap, r)

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import "github.com/pingcap/tidb/pkg/parser/opcode"
 
@@ -29,7 +29,7 @@ type joinSpec struct {
 
 // joinSnapshot is a snapshot of the columns of a and b side by side, with
 // rows (nil when only planning).
-func joinSnapshot(a, b *Snapshot, rows [][]byte) *Snapshot {
+func JoinSnapshot(a, b *Snapshot, rows [][]byte) *Snapshot {
 	off := len(a.Fields)
 	s := &Snapshot{ID: a.ID, Version: a.Version, Rows: rows, LoadedAt: a.LoadedAt}
 	s.Fields = append(append(s.Fields, a.Fields...), b.Fields...)
@@ -37,17 +37,17 @@ func joinSnapshot(a, b *Snapshot, rows [][]byte) *Snapshot {
 	for _, c := range b.PK {
 		s.PK = append(s.PK, c+off)
 	}
-	s.ascii = append(append(s.ascii, a.ascii...), b.ascii...)
-	s.bmp = append(append(s.bmp, a.bmp...), b.bmp...)
-	s.colls = make([]*collation, 0, len(s.Fields))
+	s.ASCII = append(append(s.ASCII, a.ASCII...), b.ASCII...)
+	s.BMP = append(append(s.BMP, a.BMP...), b.BMP...)
+	s.Colls = make([]*Collation, 0, len(s.Fields))
 	for _, x := range []*Snapshot{a, b} {
-		if x.colls == nil {
-			s.colls = append(s.colls, make([]*collation, len(x.Fields))...)
+		if x.Colls == nil {
+			s.Colls = append(s.Colls, make([]*Collation, len(x.Fields))...)
 		} else {
-			s.colls = append(s.colls, x.colls...)
+			s.Colls = append(s.Colls, x.Colls...)
 		}
 	}
-	s.layout = a.layout + "\x00" + b.layout
+	s.Layout = a.Layout + "\x00" + b.Layout
 	return s
 }
 
@@ -81,11 +81,11 @@ func equiJoin(where expr, off int) [][2]int {
 // joinRows forms the joined rows of a and b that the plan's equality
 // conditions allow (and, for a LEFT JOIN, its ON), in a's primary-key
 // order, then b's.
-func (p *plan) joinRows(a, b *Snapshot, args []arg, env runEnv) ([][]byte, Why) {
+func (p *Plan) JoinRows(a, b *Snapshot, args []Arg, env RunEnv) ([][]byte, Why) {
 	off := len(a.Fields)
 	var key [2]int
 	useIndex := false
-	for _, e := range p.join.eq {
+	for _, e := range p.Join.eq {
 		if indexed(b, e[1]-off) {
 			key, useIndex = e, true
 			break
@@ -95,11 +95,11 @@ func (p *plan) joinRows(a, b *Snapshot, args []arg, env runEnv) ([][]byte, Why) 
 	for i := range all {
 		all[i] = i
 	}
-	r := &rowCtx{snap: a, offs: make([]int, 0, len(a.Fields)+1)}
-	var on *rowCtx // evaluates a LEFT JOIN's ON on a joined row
+	r := &RowCtx{snap: a, offs: make([]int, 0, len(a.Fields)+1)}
+	var on *RowCtx // evaluates a LEFT JOIN's ON on a joined row
 	var nulls []byte
-	if p.join.left {
-		on = &rowCtx{snap: joinSnapshot(a, b, nil), args: args, env: env, offs: make([]int, 0, len(a.Fields)+len(b.Fields)+1)}
+	if p.Join.left {
+		on = &RowCtx{snap: JoinSnapshot(a, b, nil), args: args, env: env, offs: make([]int, 0, len(a.Fields)+len(b.Fields)+1)}
 		nulls = make([]byte, len(b.Fields))
 		for i := range nulls {
 			nulls[i] = 0xfb // NULL in a text-protocol row
@@ -110,32 +110,32 @@ func (p *plan) joinRows(a, b *Snapshot, args []arg, env runEnv) ([][]byte, Why) 
 	for _, ra := range a.Rows {
 		cand := all
 		if useIndex {
-			if !r.setRow(ra) {
-				return nil, because(UnreadableRow, "a stored row could not be read")
+			if !r.SetRow(ra) {
+				return nil, Because(UnreadableRow, "a stored row could not be read")
 			}
-			v, null, _ := r.field(key[0])
+			v, null, _ := r.Field(key[0])
 			n, ok := parseNum(v)
 			switch {
 			case null:
 				cand = nil // NULL equals nothing
 			case !ok:
-				return nil, because(UnreadableRow, "a stored row could not be read")
+				return nil, Because(UnreadableRow, "a stored row could not be read")
 			default:
 				cand, _ = span(b, key[1]-off, &n, &n)
 			}
 		}
 		if budget -= len(cand); budget < 0 {
-			return nil, because(TooManyRows, "the join would pair more than 65536 rows: the backend has indexes")
+			return nil, Because(TooManyRows, "the join would pair more than 65536 rows: the backend has indexes")
 		}
 		matched := false
 		for _, j := range cand {
 			row := make([]byte, 0, len(ra)+len(b.Rows[j]))
 			row = append(append(row, ra...), b.Rows[j]...)
 			if on != nil {
-				if !on.setRow(row) {
-					return nil, because(UnreadableRow, "a stored row could not be read")
+				if !on.SetRow(row) {
+					return nil, Because(UnreadableRow, "a stored row could not be read")
 				}
-				t := p.join.on.eval(on)
+				t := p.Join.on.eval(on)
 				if on.fail {
 					return nil, on.failure()
 				}

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"sort"
@@ -11,6 +11,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 
 	"tableproxy/lease"
+	"tableproxy/plugins"
 )
 
 // A plan answers one SELECT from one table's snapshot. It is built from the
@@ -29,17 +30,17 @@ import (
 // the backend. Rows come out in primary-key order (how InnoDB returns a
 // scan or a primary-key range), or in ORDER BY order with primary-key order
 // among equal keys.
-type plan struct {
+type Plan struct {
 	table   lease.TableID   // the (first) table
-	tables  []lease.TableID // every table, in FROM order
-	join    *joinSpec       // for a join of two tables
-	cols    []int           // projected snapshot columns
-	aggs    []agg           // or: aggregates over the matching rows (one result row)
+	Tables  []lease.TableID // every table, in FROM order
+	Join    *joinSpec       // for a join of two tables
+	Cols    []int           // projected snapshot columns
+	Aggs    []agg           // or: aggregates over the matching rows (one result row)
 	where   expr            // nil: every row
 	order   []orderKey
 	limit   operand // count; limit.kind == opNone for no LIMIT
 	offset  operand
-	nparams int
+	NParams int
 	// strParams[i]: parameter i is compared with a string column (else
 	// it is an integer). An argument of the other kind is compared by
 	// other rules (as numbers), so such an execution goes to the backend.
@@ -54,17 +55,17 @@ type plan struct {
 	// with an ORDER BY of exactly those columns; items are the select
 	// list in order.
 	groupBy []int
-	items   []item
+	Items   []item
 	// computed: the select list has arithmetic, so rows are computed
 	// rather than copied.
-	computed bool
+	Computed bool
 	// namesFromText: an item of the select list is an expression without
 	// an alias, so the backend names its column after the text as typed
 	// (spaces and literals included), which the template does not keep.
-	namesFromText bool
+	NamesFromText bool
 	// paramsShown: an item of the select list has a parameter of a
 	// prepared statement, whose type decides the column's definition.
-	paramsShown bool
+	ParamsShown bool
 	// whereArith is the arithmetic in the WHERE clause. The backend may
 	// evaluate it on rows the proxy skips (its access paths are its own),
 	// and an overflow there is an error; so the proxy answers only when it
@@ -77,16 +78,16 @@ type plan struct {
 // the result, for results whose metadata the proxy composes (the virtual
 // schema's).
 type item struct {
-	col, agg int
-	expr     *operand
-	name     string
+	Col, Agg int
+	Expr     *operand
+	Name     string
 }
 
 // agg is COUNT(*), COUNT(col), SUM(col), MIN(col) or MAX(col) over an
 // integer column (col is -1 for COUNT(*)).
 type agg struct {
-	fn  string
-	col int
+	Fn  string
+	Col int
 }
 
 type orderKey struct {
@@ -96,7 +97,7 @@ type orderKey struct {
 
 // expr is a WHERE condition in three-valued logic.
 type expr interface {
-	eval(r *rowCtx) tri
+	eval(r *RowCtx) tri
 }
 
 type tri int8
@@ -253,17 +254,20 @@ func (v *paramOrder) Enter(n ast.Node) (ast.Node, bool) {
 
 func (v *paramOrder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
+// tableID names t, unqualified in db (see plugins.TableOf).
+func tableID(t *ast.TableName, db string) lease.TableID { return lease.TableID(plugins.TableOf(t, db)) }
+
 // buildPlan returns a plan for sel, or nil and why the shape is not
 // covered.
-func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*plan, *Snapshot, Why) {
+func BuildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*Plan, *Snapshot, Why) {
 	if sel.GroupBy != nil && (sel.GroupBy.Rollup || sel.Distinct) || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
 		sel.SelectIntoOpt != nil || sel.With != nil || sel.Kind != ast.SelectStmtKindSelect || sel.IsInBraces ||
 		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil {
-		return nil, nil, because(NotPlainSelect, "only a plain SELECT, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory")
+		return nil, nil, Because(NotPlainSelect, "only a plain SELECT, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory")
 	}
 	if sel.SelectStmtOpts != nil && sel.SelectStmtOpts.CalcFoundRows {
 		// FOUND_ROWS() would then count the rows without the LIMIT.
-		return nil, nil, because(CalcFoundRows, "SQL_CALC_FOUND_ROWS: the backend counts the rows for FOUND_ROWS()")
+		return nil, nil, Because(CalcFoundRows, "SQL_CALC_FOUND_ROWS: the backend counts the rows for FOUND_ROWS()")
 	}
 	// FROM t [AS a], or an inner join of two tables: t1 [AS a] [INNER |
 	// CROSS] JOIN t2 [AS b] [ON ...], or t1, t2.
@@ -273,7 +277,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	left := false
 	if from.Right != nil {
 		if from.Tp != ast.CrossJoin && from.Tp != ast.LeftJoin || from.NaturalJoin || from.StraightJoin || from.Using != nil {
-			return nil, nil, because(UnsupportedJoin, "only inner and left joins are answered in memory (not RIGHT, NATURAL, STRAIGHT_JOIN or USING)")
+			return nil, nil, Because(UnsupportedJoin, "only inner and left joins are answered in memory (not RIGHT, NATURAL, STRAIGHT_JOIN or USING)")
 		}
 		left = from.Tp == ast.LeftJoin
 		sources = append(sources, from.Right)
@@ -287,19 +291,19 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	for _, src := range sources {
 		ts, ok := src.(*ast.TableSource)
 		if !ok {
-			return nil, nil, because(UnsupportedJoin, "only joins of two tables are answered in memory (no derived tables or longer joins)")
+			return nil, nil, Because(UnsupportedJoin, "only joins of two tables are answered in memory (no derived tables or longer joins)")
 		}
 		tn, ok := ts.Source.(*ast.TableName)
 		if !ok {
-			return nil, nil, because(UnsupportedJoin, "only tables are answered in memory (no derived tables or subqueries)")
+			return nil, nil, Because(UnsupportedJoin, "only tables are answered in memory (no derived tables or subqueries)")
 		}
 		if len(tn.IndexHints) > 0 || len(tn.PartitionNames) > 0 || tn.AsOf != nil || tn.TableSample != nil {
-			return nil, nil, because(NotPlainSelect, "index hints, partitions, AS OF and TABLESAMPLE are left to the backend")
+			return nil, nil, Because(NotPlainSelect, "index hints, partitions, AS OF and TABLESAMPLE are left to the backend")
 		}
 		id := tableID(tn, db)
 		snap := lookup(id)
 		if snap == nil {
-			return nil, nil, because(TableNotCached, "a table it reads is not cached")
+			return nil, nil, Because(TableNotCached, "a table it reads is not cached")
 		}
 		ref := tableRef{alias: tn.Name.L, schema: tn.Schema.L}
 		if ts.AsName.L != "" {
@@ -314,9 +318,9 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	snap := snaps[0]
 	if len(snaps) == 2 {
 		if refs[0].alias == refs[1].alias {
-			return nil, nil, because(UnsupportedJoin, "both tables of the join have the same name")
+			return nil, nil, Because(UnsupportedJoin, "both tables of the join have the same name")
 		}
-		snap = joinSnapshot(snaps[0], snaps[1], nil)
+		snap = JoinSnapshot(snaps[0], snaps[1], nil)
 	}
 	id := ids[0]
 	po := &paramOrder{}
@@ -326,7 +330,7 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	for i, off := range po.offsets {
 		pl.order[off] = i
 	}
-	p := &plan{table: id, tables: ids}
+	p := &Plan{table: id, Tables: ids}
 	for _, f := range sel.Fields.Fields {
 		switch {
 		case f.WildCard != nil:
@@ -334,15 +338,15 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			if f.WildCard.Table.L != "" {
 				t := pl.table(f.WildCard.Schema.L, f.WildCard.Table.L)
 				if t == nil {
-					return nil, nil, because(UnsupportedExpression, "* of an unknown table")
+					return nil, nil, Because(UnsupportedExpression, "* of an unknown table")
 				}
 				lo, hi = t.off, t.off+t.n
 			} else if f.WildCard.Schema.L != "" {
-				return nil, nil, because(UnsupportedExpression, "db.* is not covered")
+				return nil, nil, Because(UnsupportedExpression, "db.* is not covered")
 			}
 			for i := lo; i < hi; i++ {
-				p.cols = append(p.cols, i)
-				p.items = append(p.items, item{col: i, agg: -1, name: string(snap.Fields[i].OrgName)})
+				p.Cols = append(p.Cols, i)
+				p.Items = append(p.Items, item{Col: i, Agg: -1, Name: string(snap.Fields[i].OrgName)})
 			}
 		default:
 			name := f.AsName.O
@@ -354,33 +358,33 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			}
 			name = strings.Clone(name) // (the plan outlives the statement's text)
 			if _, col := f.Expr.(*ast.ColumnNameExpr); !col && f.AsName.L == "" {
-				p.namesFromText = true
+				p.NamesFromText = true
 			}
 			if a, ok := f.Expr.(*ast.AggregateFuncExpr); ok {
 				g, ok := pl.aggregate(a)
 				if !ok {
-					return nil, nil, because(UnsupportedAggregate, "aggregate "+restore(a)+" is not covered (COUNT, SUM, AVG, MIN, MAX of an integer column)")
+					return nil, nil, Because(UnsupportedAggregate, "aggregate "+restore(a)+" is not covered (COUNT, SUM, AVG, MIN, MAX of an integer column)")
 				}
-				p.aggs = append(p.aggs, g)
-				p.items = append(p.items, item{col: -1, agg: len(p.aggs) - 1, name: name})
+				p.Aggs = append(p.Aggs, g)
+				p.Items = append(p.Items, item{Col: -1, Agg: len(p.Aggs) - 1, Name: name})
 				continue
 			}
 			c, ok := f.Expr.(*ast.ColumnNameExpr)
 			if !ok {
 				if o, ok := pl.operand(f.Expr); ok && o.kind == opArith {
-					p.items = append(p.items, item{col: -1, agg: -1, expr: &o, name: name})
-					p.computed = true
-					p.paramsShown = p.paramsShown || o.hasParam()
+					p.Items = append(p.Items, item{Col: -1, Agg: -1, Expr: &o, Name: name})
+					p.Computed = true
+					p.ParamsShown = p.ParamsShown || o.hasParam()
 					continue
 				}
-				return nil, nil, because(UnsupportedExpression, "select expression "+restore(f.Expr)+" is not covered (columns, integer arithmetic and aggregates only)")
+				return nil, nil, Because(UnsupportedExpression, "select expression "+restore(f.Expr)+" is not covered (columns, integer arithmetic and aggregates only)")
 			}
 			i := pl.column(c)
 			if i < 0 {
-				return nil, nil, because(UnsupportedExpression, "unknown column in "+restore(f.Expr))
+				return nil, nil, Because(UnsupportedExpression, "unknown column in "+restore(f.Expr))
 			}
-			p.cols = append(p.cols, i)
-			p.items = append(p.items, item{col: i, agg: -1, name: name})
+			p.Cols = append(p.Cols, i)
+			p.Items = append(p.Items, item{Col: i, Agg: -1, Name: name})
 		}
 	}
 	if sel.GroupBy != nil {
@@ -391,28 +395,28 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 				i = pl.column(c)
 			}
 			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
-				return nil, nil, because(UnsupportedAggregate, "GROUP BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
+				return nil, nil, Because(UnsupportedAggregate, "GROUP BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
 			}
 			p.groupBy = append(p.groupBy, i)
 		}
-		for _, c := range p.cols {
+		for _, c := range p.Cols {
 			if indexOfInt(p.groupBy, c) < 0 {
-				return nil, nil, because(UnsupportedAggregate, "a selected column is not in the GROUP BY: its value is the backend's choice")
+				return nil, nil, Because(UnsupportedAggregate, "a selected column is not in the GROUP BY: its value is the backend's choice")
 			}
 		}
 	}
-	if p.computed && (len(p.aggs) > 0 || p.groupBy != nil || sel.Distinct) {
-		return nil, nil, because(UnsupportedAggregate, "arithmetic beside aggregates, GROUP BY or DISTINCT is left to the backend")
+	if p.Computed && (len(p.Aggs) > 0 || p.groupBy != nil || sel.Distinct) {
+		return nil, nil, Because(UnsupportedAggregate, "arithmetic beside aggregates, GROUP BY or DISTINCT is left to the backend")
 	}
-	if len(p.aggs) > 0 && p.groupBy == nil && (len(p.cols) > 0 || sel.OrderBy != nil) {
+	if len(p.Aggs) > 0 && p.groupBy == nil && (len(p.Cols) > 0 || sel.OrderBy != nil) {
 		// Columns beside aggregates without GROUP BY take the value of an
 		// arbitrary row: left to the backend.
-		return nil, nil, because(UnsupportedAggregate, "columns beside aggregates without GROUP BY are left to the backend")
+		return nil, nil, Because(UnsupportedAggregate, "columns beside aggregates without GROUP BY are left to the backend")
 	}
 	if sel.Where != nil {
 		pl.ariths = nil
 		if p.where = pl.cond(sel.Where); p.where == nil {
-			return nil, nil, because(UnsupportedExpression, "WHERE "+restore(pl.failed)+" is not covered")
+			return nil, nil, Because(UnsupportedExpression, "WHERE "+restore(pl.failed)+" is not covered")
 		}
 		p.whereArith = pl.ariths
 	}
@@ -420,18 +424,18 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 	if on != nil {
 		pl.ariths = nil
 		if onCond = pl.cond(on); onCond == nil {
-			return nil, nil, because(UnsupportedExpression, "ON "+restore(pl.failed)+" is not covered")
+			return nil, nil, Because(UnsupportedExpression, "ON "+restore(pl.failed)+" is not covered")
 		}
 		if len(pl.ariths) > 0 {
-			return nil, nil, because(UnsupportedJoin, "arithmetic in ON is left to the backend")
+			return nil, nil, Because(UnsupportedJoin, "arithmetic in ON is left to the backend")
 		}
 	}
 	if len(snaps) == 2 {
 		if len(p.whereArith) > 0 {
-			return nil, nil, because(UnsupportedJoin, "arithmetic in the WHERE of a join is left to the backend")
+			return nil, nil, Because(UnsupportedJoin, "arithmetic in the WHERE of a join is left to the backend")
 		}
-		if sel.OrderBy == nil && len(p.aggs) == 0 && !(snaps[0].anyOrder && snaps[1].anyOrder) {
-			return nil, nil, because(UnsupportedOrder, "a join without ORDER BY: the order of its rows is the backend's choice")
+		if sel.OrderBy == nil && len(p.Aggs) == 0 && !(snaps[0].AnyOrder && snaps[1].AnyOrder) {
+			return nil, nil, Because(UnsupportedOrder, "a join without ORDER BY: the order of its rows is the backend's choice")
 		}
 		switch {
 		case left:
@@ -439,9 +443,9 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			// a row of the first that has none is joined to NULLs. WHERE
 			// applies to the joined rows.
 			if onCond == nil {
-				return nil, nil, because(UnsupportedJoin, "a LEFT JOIN without ON")
+				return nil, nil, Because(UnsupportedJoin, "a LEFT JOIN without ON")
 			}
-			p.join = &joinSpec{left: true, on: onCond, eq: equiJoin(onCond, refs[1].off)}
+			p.Join = &joinSpec{left: true, on: onCond, eq: equiJoin(onCond, refs[1].off)}
 		default:
 			// An inner join's ON is one more condition on the joined rows.
 			if onCond != nil {
@@ -451,25 +455,25 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 					p.where = andExpr{onCond, p.where}
 				}
 			}
-			p.join = &joinSpec{eq: equiJoin(p.where, refs[1].off)}
+			p.Join = &joinSpec{eq: equiJoin(p.where, refs[1].off)}
 		}
 	}
 	if sel.OrderBy != nil {
 		for _, by := range sel.OrderBy.Items {
 			c, ok := by.Expr.(*ast.ColumnNameExpr)
 			if !ok {
-				return nil, nil, because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
+				return nil, nil, Because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
 			}
 			// An unqualified name in ORDER BY means a select-list alias
 			// before it means a column of the tables.
 			if c.Name.Table.L == "" {
 				if c, ok = aliasedColumn(sel.Fields.Fields, c); !ok {
-					return nil, nil, because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" names an alias of an expression")
+					return nil, nil, Because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" names an alias of an expression")
 				}
 			}
 			i := pl.column(c)
 			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
-				return nil, nil, because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
+				return nil, nil, Because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
 			}
 			p.order = append(p.order, orderKey{col: i, desc: by.Desc})
 		}
@@ -495,34 +499,34 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			order[i] = o.col
 		}
 		if !sameSet(p.groupBy, order) {
-			return nil, nil, because(UnsupportedOrder, "GROUP BY is answered only with an ORDER BY of exactly its columns")
+			return nil, nil, Because(UnsupportedOrder, "GROUP BY is answered only with an ORDER BY of exactly its columns")
 		}
 	}
 	if sel.Distinct {
 		// Which of several equal rows DISTINCT keeps, and in what order
 		// the survivors come, is the backend's choice unless an ORDER BY
 		// sorts by every projected column (and nothing else).
-		if len(p.aggs) > 0 || !sameColumns(p.cols, p.order) {
-			return nil, nil, because(UnsupportedOrder, "DISTINCT is answered only with an ORDER BY of exactly its columns")
+		if len(p.Aggs) > 0 || !sameColumns(p.Cols, p.order) {
+			return nil, nil, Because(UnsupportedOrder, "DISTINCT is answered only with an ORDER BY of exactly its columns")
 		}
 		p.distinct = true
 	}
 	if sel.Limit != nil {
 		if p.limit = pl.value(sel.Limit.Count); p.limit.kind == opNone {
-			return nil, nil, because(UnsupportedExpression, "LIMIT "+restore(sel.Limit.Count)+" is not covered")
+			return nil, nil, Because(UnsupportedExpression, "LIMIT "+restore(sel.Limit.Count)+" is not covered")
 		}
 		if sel.Limit.Offset != nil {
 			if p.offset = pl.value(sel.Limit.Offset); p.offset.kind == opNone {
-				return nil, nil, because(UnsupportedExpression, "OFFSET "+restore(sel.Limit.Offset)+" is not covered")
+				return nil, nil, Because(UnsupportedExpression, "OFFSET "+restore(sel.Limit.Offset)+" is not covered")
 			}
 		}
 	}
 	// Every marker of the statement must have been planned (one in an
 	// unplanned place would shift the numbering of the others).
 	if pl.nparams != len(po.offsets) {
-		return nil, nil, because(UnsupportedExpression, "a parameter marker is in a place the evaluator does not cover")
+		return nil, nil, Because(UnsupportedExpression, "a parameter marker is in a place the evaluator does not cover")
 	}
-	p.nparams = pl.nparams
+	p.NParams = pl.nparams
 	p.strParams = make([]bool, pl.nparams)
 	for i := range p.strParams {
 		p.strParams[i] = pl.strParams[i]
@@ -532,9 +536,9 @@ func buildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 
 // argsMatch reports whether each argument is of the kind the plan
 // compares it as (NULL fits both).
-func (p *plan) argsMatch(args []arg) bool {
+func (p *Plan) ArgsMatch(args []Arg) bool {
 	for i, a := range args {
-		if !a.null && a.str != p.strParams[i] {
+		if !a.Null && a.Str != p.strParams[i] {
 			return false
 		}
 	}
@@ -594,7 +598,7 @@ func sameColumns(cols []int, order []orderKey) bool {
 
 // isString reports whether column i is a string column compared in-proxy.
 func (pl *planner) isString(i int) bool {
-	return pl.snap.colls != nil && pl.snap.colls[i] != nil
+	return pl.snap.Colls != nil && pl.snap.Colls[i] != nil
 }
 
 // strColumn resolves e to a string column compared in-proxy, or -1.
@@ -645,7 +649,7 @@ func (pl *planner) strCond(e ast.ExprNode) expr {
 		if c2 := pl.strColumn(other); c2 >= 0 {
 			// Two columns of one collation compare by it; of two, by
 			// coercion rules left to the backend.
-			if pl.snap.colls[c2] != pl.snap.colls[col] {
+			if pl.snap.Colls[c2] != pl.snap.Colls[col] {
 				return nil
 			}
 			return strColsExpr{op: op, l: col, r: c2}
@@ -710,7 +714,7 @@ func (pl *planner) aggregate(a *ast.AggregateFuncExpr) (agg, bool) {
 	if v, ok := a.Args[0].(*test_driver.ValueExpr); ok && fn == ast.AggFuncCount {
 		// COUNT(*) (parsed as COUNT(1)) counts rows.
 		if k := v.Kind(); k == test_driver.KindInt64 || k == test_driver.KindUint64 {
-			return agg{fn: fn, col: -1}, true
+			return agg{Fn: fn, Col: -1}, true
 		}
 		return agg{}, false
 	}
@@ -728,7 +732,7 @@ func (pl *planner) aggregate(a *ast.AggregateFuncExpr) (agg, bool) {
 		// the index): the stored, padded value is not always its answer.
 		return agg{}, false
 	}
-	return agg{fn: fn, col: i}, true
+	return agg{Fn: fn, Col: i}, true
 }
 
 // column resolves a column reference to a snapshot column, or -1 (also
@@ -870,7 +874,7 @@ func (pl *planner) value(e ast.ExprNode) operand {
 	case *test_driver.ValueExpr:
 		switch x.Kind() {
 		case test_driver.KindInt64:
-			return operand{kind: opLiteral, val: signedNum(x.GetInt64())}
+			return operand{kind: opLiteral, val: SignedNum(x.GetInt64())}
 		case test_driver.KindUint64:
 			return operand{kind: opLiteral, val: unsignedNum(x.GetUint64())}
 		}
@@ -994,7 +998,7 @@ type num struct {
 	mag uint64 // absolute value
 }
 
-func signedNum(v int64) num {
+func SignedNum(v int64) num {
 	if v < 0 {
 		return num{neg: true, mag: uint64(-(v + 1)) + 1}
 	}
@@ -1011,7 +1015,7 @@ func (a num) negated() num {
 }
 
 // cmp compares two integers exactly, whatever their signedness.
-func (a num) cmp(b num) int {
+func (a num) Cmp(b num) int {
 	switch {
 	case a.neg && !b.neg:
 		return -1

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 // PassReason is why a statement was not answered from memory: one value
 // per distinct cause, with a short stable label (String) for metrics and
@@ -49,10 +49,10 @@ const (
 	CollationTies                    // values equal by collation but not byte for byte
 	ArithmeticOverflow               // integer arithmetic overflows or is not covered
 	InexactAggregate                 // an aggregate's value could not be computed exactly
-	numReasons
+	NumReasons
 )
 
-var reasonLabels = [numReasons]string{
+var reasonLabels = [NumReasons]string{
 	NoReason:              "none",
 	NotSelect:             "not_select",
 	NothingCached:         "nothing_cached",
@@ -99,7 +99,7 @@ var reasonLabels = [numReasons]string{
 
 // String is the reason's label: snake_case, stable, a metric label value.
 func (r PassReason) String() string {
-	if r < numReasons {
+	if r < NumReasons {
 		return reasonLabels[r]
 	}
 	return "unknown"
@@ -107,8 +107,8 @@ func (r PassReason) String() string {
 
 // PassReasons lists every reason but NoReason, in order.
 func PassReasons() []PassReason {
-	out := make([]PassReason, 0, numReasons-1)
-	for r := NoReason + 1; r < numReasons; r++ {
+	out := make([]PassReason, 0, NumReasons-1)
+	for r := NoReason + 1; r < NumReasons; r++ {
 		out = append(out, r)
 	}
 	return out
@@ -122,7 +122,7 @@ type Why struct {
 }
 
 // because is a Why of reason r, told as text.
-func because(r PassReason, text string) Why { return Why{Reason: r, Text: text} }
+func Because(r PassReason, text string) Why { return Why{Reason: r, Text: text} }
 
 // Declined reports whether w names a reason.
 func (w Why) Declined() bool { return w.Reason != NoReason }

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"math/rand/v2"
@@ -37,7 +37,7 @@ func TestSortPackedIsTheStableSort(t *testing.T) {
 				case kb.null:
 					c = 1
 				default:
-					c = ka.n.cmp(kb.n)
+					c = ka.n.Cmp(kb.n)
 				}
 				if desc {
 					c = -c

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"bytes"
@@ -13,23 +13,23 @@ import (
 // statement goes to the backend.
 
 // strOperand returns a string literal's or a string parameter's bytes.
-func (r *rowCtx) strOperand(o operand) (v []byte, null bool) {
+func (r *RowCtx) strOperand(o operand) (v []byte, null bool) {
 	switch o.kind {
 	case opString:
 		return o.str, false
 	case opParam:
-		if o.param >= len(r.args) || r.args[o.param].null {
+		if o.param >= len(r.args) || r.args[o.param].Null {
 			return nil, true
 		}
-		return r.args[o.param].s, false
+		return r.args[o.param].S, false
 	}
 	return nil, true
 }
 
 // compareStr compares column col's value v with the string w under the
 // column's collation.
-func (r *rowCtx) compareStr(col int, v, w []byte) (int, bool) {
-	c := r.snap.colls[col]
+func (r *RowCtx) compareStr(col int, v, w []byte) (int, bool) {
+	c := r.snap.Colls[col]
 	if !r.env.usable(c, w) {
 		return 0, false
 	}
@@ -48,16 +48,16 @@ func (r *rowCtx) compareStr(col int, v, w []byte) (int, bool) {
 // text only when it is UTF-8 from a utf8mb4 session and the column is
 // utf8mb4 or binary (conversions between character sets are left to the
 // backend).
-func (env runEnv) usable(c *collation, w []byte) bool {
+func (env RunEnv) usable(c *Collation, w []byte) bool {
 	for _, b := range w {
 		if b >= utf8.RuneSelf {
-			if !env.utf8Args {
+			if !env.UTF8Args {
 				return false
 			}
-			if c.binary {
+			if c.Binary {
 				return true
 			}
-			return c.charset == "utf8mb4" && utf8.Valid(w)
+			return c.Charset == "utf8mb4" && utf8.Valid(w)
 		}
 	}
 	return true
@@ -85,8 +85,8 @@ func cmpResult(op opcode.Op, c int) tri {
 	return triFalse
 }
 
-func (e strCmpExpr) eval(r *rowCtx) tri {
-	v, null, _ := r.field(e.col)
+func (e strCmpExpr) eval(r *RowCtx) tri {
+	v, null, _ := r.Field(e.col)
 	w, wnull := r.strOperand(e.val)
 	if null || wnull {
 		return triNull
@@ -99,13 +99,13 @@ func (e strCmpExpr) eval(r *rowCtx) tri {
 	return cmpResult(e.op, c)
 }
 
-func (e strColsExpr) eval(r *rowCtx) tri {
-	v, null, _ := r.field(e.l)
-	w, wnull, _ := r.field(e.r)
+func (e strColsExpr) eval(r *RowCtx) tri {
+	v, null, _ := r.Field(e.l)
+	w, wnull, _ := r.Field(e.r)
 	if null || wnull {
 		return triNull
 	}
-	c := r.snap.colls[e.l]
+	c := r.snap.Colls[e.l]
 	var ok1, ok2 bool
 	r.k1, ok1 = c.key(r.k1[:0], v)
 	r.k2, ok2 = c.key(r.k2[:0], w)
@@ -116,8 +116,8 @@ func (e strColsExpr) eval(r *rowCtx) tri {
 	return cmpResult(e.op, c.compareKeys(r.k1, r.k2))
 }
 
-func (e strInExpr) eval(r *rowCtx) tri {
-	v, null, _ := r.field(e.col)
+func (e strInExpr) eval(r *RowCtx) tri {
+	v, null, _ := r.Field(e.col)
 	if null {
 		return triNull
 	}
@@ -144,7 +144,7 @@ func (e strInExpr) eval(r *rowCtx) tri {
 	return res
 }
 
-func (e strBetweenExpr) eval(r *rowCtx) tri {
+func (e strBetweenExpr) eval(r *RowCtx) tri {
 	ge := strCmpExpr{op: opcode.GE, col: e.col, val: e.lo}.eval(r)
 	le := strCmpExpr{op: opcode.LE, col: e.col, val: e.hi}.eval(r)
 	res := andExpr{constTri(ge), constTri(le)}.eval(r)
@@ -154,13 +154,13 @@ func (e strBetweenExpr) eval(r *rowCtx) tri {
 	return res
 }
 
-func (e likeExpr) eval(r *rowCtx) tri {
-	v, null, _ := r.field(e.col)
+func (e likeExpr) eval(r *RowCtx) tri {
+	v, null, _ := r.Field(e.col)
 	pat, pnull := r.strOperand(e.pat)
 	if null || pnull {
 		return triNull
 	}
-	c := r.snap.colls[e.col]
+	c := r.snap.Colls[e.col]
 	if bytes.IndexByte(pat, '\\') >= 0 || !r.env.usable(c, pat) {
 		r.fail = true // escapes: their meaning depends on sql_mode
 		return triNull

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"sort"
@@ -33,9 +33,9 @@ type lazyIndex struct {
 
 // reserveStringIndexes prepares the string indexes and counts their
 // memory (after learnCollations).
-func (s *Snapshot) reserveStringIndexes() {
+func (s *Snapshot) ReserveStringIndexes() {
 	s.strIndex = make([]lazyIndex, len(s.Fields))
-	for _, coll := range s.colls {
+	for _, coll := range s.Colls {
 		if coll != nil {
 			s.Bytes += int64(len(s.Rows)) * 8 // rows and rank
 		}
@@ -45,7 +45,7 @@ func (s *Snapshot) reserveStringIndexes() {
 // built returns column c's index, building it on first use; nil when
 // the column has none.
 func (s *Snapshot) built(c int) *lazyIndex {
-	if s.strIndex == nil || s.colls[c] == nil {
+	if s.strIndex == nil || s.Colls[c] == nil {
 		return nil
 	}
 	li := &s.strIndex[c]
@@ -69,8 +69,8 @@ func (s *Snapshot) stringIndex(c int) []int32 {
 // collation into li; it leaves li.rows nil if a value has a character
 // whose weight is not known.
 func (s *Snapshot) buildStringIndex(c int, li *lazyIndex) {
-	coll := s.colls[c]
-	r := &rowCtx{snap: s}
+	coll := s.Colls[c]
+	r := &RowCtx{snap: s}
 	type entry struct {
 		key []byte
 		row int32
@@ -78,10 +78,10 @@ func (s *Snapshot) buildStringIndex(c int, li *lazyIndex) {
 	entries := make([]entry, 0, len(s.Rows))
 	maxKey, maxValue := 0, 0
 	for i, row := range s.Rows {
-		if !r.setRow(row) {
+		if !r.SetRow(row) {
 			return
 		}
-		v, null, _ := r.field(c)
+		v, null, _ := r.Field(c)
 		if null {
 			continue
 		}
@@ -108,9 +108,9 @@ func (s *Snapshot) buildStringIndex(c int, li *lazyIndex) {
 
 // ranks returns column c's ranks when they may stand for its values in
 // an ORDER BY under env (every value within max_sort_length), else nil.
-func (s *Snapshot) ranks(c int, env runEnv) []int32 {
+func (s *Snapshot) ranks(c int, env RunEnv) []int32 {
 	li := s.built(c)
-	if li == nil || li.maxKey > env.maxSortLength || li.maxValue > env.maxSortLength/4 {
+	if li == nil || li.maxKey > env.MaxSortLength || li.maxValue > env.MaxSortLength/4 {
 		return nil
 	}
 	return li.rank
@@ -124,8 +124,8 @@ func (s *Snapshot) strSpan(col int, lo, hi []byte, loIncl, hiIncl bool) ([]int, 
 	if idx == nil {
 		return nil, false
 	}
-	coll := s.colls[col]
-	r := &rowCtx{snap: s, offs: make([]int, 0, len(s.Fields)+1)}
+	coll := s.Colls[col]
+	r := &RowCtx{snap: s, offs: make([]int, 0, len(s.Fields)+1)}
 	var kl, kh, buf []byte
 	ok := true
 	if lo != nil {
@@ -139,8 +139,8 @@ func (s *Snapshot) strSpan(col int, lo, hi []byte, loIncl, hiIncl bool) ([]int, 
 	}
 	// cmpAt compares row idx[i]'s value with k.
 	cmpAt := func(i int, k []byte) int {
-		r.setRow(s.Rows[idx[i]])
-		v, _, _ := r.field(col)
+		r.SetRow(s.Rows[idx[i]])
+		v, _, _ := r.Field(col)
 		buf, _ = coll.key(buf[:0], v)
 		return coll.compareKeys(buf, k)
 	}
@@ -169,7 +169,7 @@ func (s *Snapshot) strSpan(col int, lo, hi []byte, loIncl, hiIncl bool) ([]int, 
 }
 
 // narrowString narrows a condition on a string column through its index.
-func (p *plan) narrowString(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
+func (p *Plan) narrowString(e expr, snap *Snapshot, r *RowCtx) ([]int, bool) {
 	// value returns a string operand, whether it is NULL, and whether it
 	// can be compared in-proxy with column col.
 	value := func(col int, o operand) ([]byte, bool, bool) {
@@ -177,7 +177,7 @@ func (p *plan) narrowString(e expr, snap *Snapshot, r *rowCtx) ([]int, bool) {
 		if null {
 			return nil, true, true
 		}
-		return v, false, r.env.usable(snap.colls[col], v)
+		return v, false, r.env.usable(snap.Colls[col], v)
 	}
 	switch x := e.(type) {
 	case strCmpExpr:

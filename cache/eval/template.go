@@ -1,4 +1,4 @@
-package cache
+package eval
 
 // A fast path for the text protocol: instead of parsing every statement
 // (a full parse costs more than answering a point select from memory),
@@ -14,15 +14,15 @@ package cache
 // literals, character-set introducers, and non-ASCII bytes outside strings.
 
 // literal is one literal from a statement's text.
-type literal struct {
-	isInt bool
-	n     num    // when isInt
-	s     string // otherwise: a quoted string's content
+type Literal struct {
+	IsInt bool
+	N     num    // when isInt
+	S     string // otherwise: a quoted string's content
 }
 
 // templateOf returns sql with integer and simple string literals replaced
 // by '?', and the literals in order.
-func templateOf(sql string, buf []byte, lits []literal) ([]byte, []literal, bool) {
+func TemplateOf(sql string, buf []byte, lits []Literal) ([]byte, []Literal, bool) {
 	buf = buf[:0]
 	lits = lits[:0]
 	i := 0
@@ -59,7 +59,7 @@ func templateOf(sql string, buf []byte, lits []literal) ([]byte, []literal, bool
 			if !ok {
 				return nil, nil, false
 			}
-			lits = append(lits, literal{isInt: true, n: n})
+			lits = append(lits, Literal{IsInt: true, N: n})
 			buf = append(buf, '?')
 			i = j
 		case c == '\'':
@@ -73,7 +73,7 @@ func templateOf(sql string, buf []byte, lits []literal) ([]byte, []literal, bool
 			if j >= len(sql) || (j+1 < len(sql) && sql[j+1] == '\'') {
 				return nil, nil, false // unterminated, or a doubled quote
 			}
-			lits = append(lits, literal{s: sql[i+1 : j]})
+			lits = append(lits, Literal{S: sql[i+1 : j]})
 			buf = append(buf, '?')
 			i = j + 1
 		case c == '`':

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import "testing"
 
@@ -27,7 +27,7 @@ func TestTemplateOf(t *testing.T) {
 		{"SELECT t1.c FROM t1", "SELECT t1.c FROM t1", 0, true},
 		{"SELECT ? FROM t", "", 0, false},
 	} {
-		tmpl, lits, ok := templateOf(tc.sql, nil, nil)
+		tmpl, lits, ok := TemplateOf(tc.sql, nil, nil)
 		if ok != tc.ok || (ok && (string(tmpl) != tc.tmpl || len(lits) != tc.lits)) {
 			t.Errorf("%q: got %q %d %v, want %q %d %v", tc.sql, tmpl, len(lits), ok, tc.tmpl, tc.lits, tc.ok)
 		}
@@ -37,7 +37,7 @@ func TestTemplateOf(t *testing.T) {
 func FuzzTemplateOf(f *testing.F) {
 	f.Add("SELECT c FROM t WHERE id IN (1, 2) AND s = 'x' LIMIT 3")
 	f.Fuzz(func(t *testing.T, sql string) {
-		tmpl, lits, ok := templateOf(sql, nil, nil)
+		tmpl, lits, ok := TemplateOf(sql, nil, nil)
 		if !ok {
 			return
 		}

@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import (
 	"time"
@@ -13,12 +13,12 @@ import (
 // TIMESTAMP columns in such sessions go to the backend.
 
 // loaderTimeZone is the time_zone the loader reads tables in.
-const loaderTimeZone = "+00:00"
+const LoaderTimeZone = "+00:00"
 
 // fixedOffset returns the offset from UTC, in seconds, of a session whose
 // @@time_zone is tz on a server whose @@system_time_zone is system, when
 // that offset is fixed.
-func fixedOffset(tz, system string) (int, bool) {
+func FixedOffset(tz, system string) (int, bool) {
 	if tz == "SYSTEM" {
 		// @@system_time_zone is the zone's abbreviation when the server
 		// started: "GMT" may be Europe/London in winter, so only UTC is
@@ -55,7 +55,7 @@ func fixedOffset(tz, system string) (int, bool) {
 // shiftTimestamp appends the UTC TIMESTAMP text v (YYYY-MM-DD hh:mm:ss
 // with an optional fraction) shifted by off seconds, as the backend would
 // print it; the zero value stays zero.
-func shiftTimestamp(b, v []byte, off int) ([]byte, bool) {
+func ShiftTimestamp(b, v []byte, off int) ([]byte, bool) {
 	if len(v) < 19 || v[4] != '-' || v[7] != '-' || v[10] != ' ' || v[13] != ':' || v[16] != ':' {
 		return b, false
 	}

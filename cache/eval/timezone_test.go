@@ -1,4 +1,4 @@
-package cache
+package eval
 
 import "testing"
 
@@ -16,7 +16,7 @@ func TestFixedOffset(t *testing.T) {
 		{"Europe/Paris", "", 0, false}, {"+1:2", "", 0, false}, {"+15:00", "", 0, false}, {"UTC", "", 0, true},
 	}
 	for _, c := range cases {
-		off, ok := fixedOffset(c.tz, c.system)
+		off, ok := FixedOffset(c.tz, c.system)
 		if off != c.off || ok != c.ok {
 			t.Errorf("fixedOffset(%q, %q) = %d, %v; want %d, %v", c.tz, c.system, off, ok, c.off, c.ok)
 		}
@@ -36,12 +36,12 @@ func TestShiftTimestamp(t *testing.T) {
 		{"2038-01-19 03:14:07", 5*3600 + 45*60, "2038-01-19 08:59:07"},
 	}
 	for _, c := range cases {
-		got, ok := shiftTimestamp(nil, []byte(c.in), c.off)
+		got, ok := ShiftTimestamp(nil, []byte(c.in), c.off)
 		if !ok || string(got) != c.want {
 			t.Errorf("shiftTimestamp(%q, %d) = %q, %v; want %q", c.in, c.off, got, ok, c.want)
 		}
 	}
-	if _, ok := shiftTimestamp(nil, []byte("2026-03-01"), 0); ok {
+	if _, ok := ShiftTimestamp(nil, []byte("2026-03-01"), 0); ok {
 		t.Error("a value without a time must be refused")
 	}
 }
