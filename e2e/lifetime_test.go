@@ -63,6 +63,32 @@ func TestLifetimeIdlePastWaitTimeout(t *testing.T) {
 	}
 }
 
+// TestLifetimeMariaDBClientIdlePastWaitTimeout: the mariadb client idles
+// past wait_timeout, then sends its next statement. MariaDB resets such a
+// connection, so the client's write fails and it reports the server gone
+// (2006, after which an interactive client reconnects and sends the
+// statement again), not a connection lost during the query (2013): the
+// same words through the proxy as directly.
+func TestLifetimeMariaDBClientIdlePastWaitTimeout(t *testing.T) {
+	e := newEnv(t, 1)
+	cli := requireTool(t, "mariadb", "mariadb-client")
+	script := []byte("SET SESSION wait_timeout = 2;\nSELECT 1;\n\\! sleep 3\nSELECT 2;\n")
+	var outs [2]cliResult
+	for i, ep := range e.endpoints() {
+		// Without TLS on both (the backend offers it, this proxy does
+		// not): over TLS the client words a closed socket differently.
+		outs[i] = runCLI(t, cli, ep, e.user(), e.db, script, []string{"--skip-ssl"})
+	}
+	direct, proxied := outs[0], outs[1]
+	if !strings.Contains(direct.stderr, "ERROR 2006 (HY000)") {
+		t.Errorf("direct: %q, want the client's error 2006; the client or the backend changed", direct.stderr)
+	}
+	if proxied.stderr != direct.stderr || proxied.code != direct.code || proxied.stdout != direct.stdout {
+		t.Errorf("through the proxy: exit %d, %q, %q; direct: exit %d, %q, %q",
+			proxied.code, proxied.stdout, proxied.stderr, direct.code, direct.stdout, direct.stderr)
+	}
+}
+
 // TestLifetimeIdleSessionKilled: root kills the idle session's backend
 // thread; the client's next query runs on a new session, as directly.
 func TestLifetimeIdleSessionKilled(t *testing.T) {

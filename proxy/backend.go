@@ -313,7 +313,7 @@ func (bp *backendPool) resetAndPool(bc *backendConn) {
 // the runtime's netpoller; the session that takes the connection stops it
 // with a read deadline (unwatch), once per connect, not per statement.
 func (bp *backendPool) watchPooled(bc *backendConn) {
-	lost, _ := readLastWords(bc.Conn.Conn)
+	lost, _, _ := readLastWords(bc.Conn.Conn)
 	if lost && bp.drop(bc) {
 		bc.Conn.Close()
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"tableproxy/internal/mysqlwire"
@@ -54,6 +55,7 @@ type phaseWatch struct {
 	// Set by the watcher before it sends on done.
 	lost  bool   // the backend closed the connection
 	final []byte // its last packet, an ERR, when it sent one before closing
+	reset bool   // it reset the connection rather than closing it in order
 }
 
 // enterPhase moves the session to phase p (phaseBusy, phaseIdle or
@@ -148,7 +150,7 @@ func (s *session) sweep(e *sessionEntry) {
 // and through TLS when the connection has it.
 func (s *session) watchBackend(backend net.Conn) {
 	w := &s.watch
-	w.lost, w.final = readLastWords(backend)
+	w.lost, w.final, w.reset = readLastWords(backend)
 	if w.lost {
 		// Wake the session's read of the client, which then forwards
 		// the last packet and closes the client's connection.
@@ -160,24 +162,25 @@ func (s *session) watchBackend(backend net.Conn) {
 
 // readLastWords reads from an idle connection until it closes or its read
 // deadline passes (a disarm). lost says the peer spoke or closed; final is
-// the ERR packet it sent first, if it sent a whole one.
-func readLastWords(conn net.Conn) (lost bool, final []byte) {
+// the ERR packet it sent first, if it sent a whole one; reset says it
+// reset the connection (MariaDB ends a session idle past wait_timeout so).
+func readLastWords(conn net.Conn) (lost bool, final []byte, reset bool) {
 	var buf []byte
 	tmp := make([]byte, 512)
 	for {
 		n, err := conn.Read(tmp)
 		buf = append(buf, tmp[:n]...)
 		if isErrPacket(buf) {
-			return true, buf
+			return true, buf, false
 		}
 		if err != nil {
 			if len(buf) == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
-				return false, nil // disarmed
+				return false, nil, false // disarmed
 			}
-			return true, nil
+			return true, nil, errors.Is(err, syscall.ECONNRESET)
 		}
 		if len(buf) > 64<<10 {
-			return true, nil // not a final ERR: say nothing of it
+			return true, nil, false // not a final ERR: say nothing of it
 		}
 	}
 }
@@ -194,11 +197,33 @@ func isErrPacket(b []byte) bool {
 // endIdleLost ends a session whose backend connection closed while it was
 // idle: the backend's last packet reaches the client, then the client's
 // connection closes (serveConn closes it), as the backend's own would.
+//
+// A backend that reset its connection has the client's reset too: a
+// client that writes its next statement to a reset connection is told
+// at once that the server has gone away (the mariadb client's 2006), and
+// may reconnect and send it again; written to one closed in order, the
+// statement seems sent, and the client can only report the connection
+// lost during the query (2013).
 func (s *session) endIdleLost() {
 	if f := s.watch.final; len(f) > 0 {
 		_ = s.client.raw.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = s.client.buf.Write(f)
 		_ = s.client.flush()
+		return
+	}
+	if s.watch.reset {
+		resetOnClose(s.client.raw)
+	}
+}
+
+// resetOnClose makes conn's Close reset the connection instead of
+// closing it in order; through TLS, the TCP connection under it.
+func resetOnClose(conn net.Conn) {
+	if tc, ok := conn.(interface{ NetConn() net.Conn }); ok {
+		conn = tc.NetConn()
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
 	}
 }
 

@@ -74,7 +74,7 @@ func TestReadLastWords(t *testing.T) {
 			defer peer.Close()
 			_ = ours.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 			go tc.peer(peer)
-			lost, final := readLastWords(ours)
+			lost, final, _ := readLastWords(ours)
 			if lost != tc.lost || len(final) != tc.finalSize {
 				t.Errorf("lost %v with %d bytes, want %v with %d", lost, len(final), tc.lost, tc.finalSize)
 			}
