@@ -270,7 +270,7 @@ func parsesAsDefault(sqlMode string) bool {
 	return true
 }
 
-// plainValues reports whether values come out of the backend as stored:
+// PlainValues reports whether values come out of the backend as stored:
 // EMPTY_STRING_IS_NULL (MariaDB) turns ” into NULL and
 // PAD_CHAR_TO_FULL_LENGTH pads CHAR values, in results too.
 func plainValues(sqlMode string) bool {
@@ -386,48 +386,17 @@ func opensCursor(st *plugins.Statement) bool {
 	return st.Command == plugins.ComStmtExecute && len(st.Params) > 0 && st.Params[0] != 0
 }
 
-// readWhy is read's decision and the reason for it.
+// readWhy is read's decision and the reason for it: the statement's plan,
+// the snapshots it reads, the session's settings, the learned column
+// metadata, then the run and the answer.
 func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action, eval.Why) {
-	var text string
-	var args []eval.Arg
 	binaryProto := st.Command == plugins.ComStmtExecute
-	if binaryProto {
-		text = st.SQL
-	} else {
-		tmpl, lits, ok := eval.TemplateOf(st.SQL, si.tmpl, si.lits)
-		si.tmpl, si.lits = tmpl, lits
-		if ok {
-			text = unsafe.String(unsafe.SliceData(tmpl), len(tmpl))
-			args = si.args[:0]
-			for _, l := range lits {
-				if l.IsInt {
-					args = append(args, eval.Arg{V: l.N})
-				} else {
-					args = append(args, eval.Arg{Str: true, S: unsafe.Slice(unsafe.StringData(l.S), len(l.S))})
-				}
-			}
-			si.args = args
-		} else {
-			// Comments, escapes, other literals: the statement is planned
-			// as it is, its literals in the plan (one plan per text).
-			text = st.SQL
-		}
-	}
-	memo := si.plans.find(p.planGen.Load(), st.DB, text)
+	text, args := si.statementText(st, binaryProto)
+	memo, text := p.planFor(st, si, text)
 	if memo == nil {
-		ent, ok := p.plans.Get(planKey{db: st.DB, text: text})
-		if !ok {
-			text = strings.Clone(text) // the key outlives the statement
-			if ent = p.planText(text, st.DB); ent == nil {
-				return plugins.Continue, eval.Because(eval.TableLoading, "a cached table it reads is still loading")
-			}
-			ent.key = planKey{db: strings.Clone(st.DB), text: text}
-			p.plans.Add(ent.key, ent)
-		}
-		memo = si.plans.add(ent)
+		return plugins.Continue, eval.Because(eval.TableLoading, "a cached table it reads is still loading")
 	}
 	ent := memo.ent
-	var ok bool
 	if ent.writes {
 		why := ent.why
 		if !why.Declined() {
@@ -459,23 +428,9 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		return p.declinedWhy(st, si, ent, why)
 	}
 	si.usesTables = true
-	if why := si.blocked(st); why.Declined() {
+	snaps, why := p.snapshotsFor(st, si, pl)
+	if why.Declined() {
 		return pass(why)
-	}
-	for _, id := range pl.Tables {
-		if p.shadowed(st, si, id) {
-			return pass(eval.Because(eval.TemporaryTable, "the session has (or may have) a temporary table of the table's name, which hides it"))
-		}
-	}
-	var snaps [2]*eval.Snapshot
-	for i, id := range pl.Tables {
-		if st.InTx {
-			if snaps[i], ok = p.txSnapshot(st, si, id); !ok {
-				return pass(eval.Because(eval.InTransactionBackend, "in this transaction the table is read from the backend (it wrote the table, read it there first, or its isolation is not REPEATABLE READ)"))
-			}
-		} else if snaps[i], ok = p.Servable(id); !ok {
-			return pass(eval.Because(eval.StaleCopy, "the table's newest version is not in memory (a write is in progress, or it is reloading)"))
-		}
 	}
 	snap := snaps[0]
 	if pl.Join != nil {
@@ -485,73 +440,13 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		p.forgetPlan(ent.key) // the table changed shape
 		return pass(eval.Because(eval.LayoutChanged, "the table's columns changed since the statement was planned"))
 	}
-	if binaryProto {
-		if pl.NParams != st.ParamCount {
-			return pass(eval.Because(eval.ParamsMismatch, "the statement's parameters do not match its plan"))
-		}
-		if args, ok = eval.DecodeParams(st.Params, st.ParamCount, st.ParamTypes, si.args); !ok {
-			return pass(eval.Because(eval.ParamType, "a parameter's type is not covered (integers and strings are)"))
-		}
-		si.args = args
-	} else if len(args) != pl.NParams {
-		return pass(eval.Because(eval.ParamsMismatch, "the statement's literals do not match its plan"))
+	if args, why = si.argsFor(st, pl, args, binaryProto); why.Declined() {
+		return pass(why)
 	}
-	if !pl.ArgsMatch(args) {
-		return pass(eval.Because(eval.ParamType, "a string is compared with an integer column, or a number with a string column (compared as numbers)"))
+	if why := p.sessionServes(st, si, pl, snap, binaryProto); why.Declined() {
+		return pass(why)
 	}
-	if !si.probe(st) {
-		return pass(eval.Because(eval.SessionUnknown, "the session's settings could not be read"))
-	}
-	if !p.encodable(pl, snap, si, binaryProto) {
-		return pass(eval.Because(eval.SessionEncoding, "a column's values would be sent otherwise in this session (character set, time zone, sql_mode or protocol)"))
-	}
-	if !si.env.ASCIIArgs {
-		return pass(eval.Because(eval.SessionCharset, "the session's character set is not ASCII-compatible"))
-	}
-	if !st.InTx && !st.Tx.Autocommit() {
-		return pass(eval.Because(eval.AutocommitOff, "autocommit is off: the read starts a transaction in the backend"))
-	}
-	if !si.env.DefaultParse {
-		return pass(eval.Because(eval.SQLModeParse, "the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)"))
-	}
-	if !si.env.PlainValues {
-		return pass(eval.Because(eval.SQLModeValues, "the session's sql_mode changes values in results (EMPTY_STRING_IS_NULL or PAD_CHAR_TO_FULL_LENGTH)"))
-	}
-	if !si.unlimited {
-		return pass(eval.Because(eval.SelectLimit, "the session limits SELECTs (sql_select_limit, or max_join_size with sql_big_selects off), which the backend applies"))
-	}
-	key := defsKey{ent: ent, normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
-	key.privileges = p.privilegesVersion()
-	if binaryProto && pl.ParamsShown {
-		// The types in force and which values are NULL (the backend types
-		// a NULL as NULL, whatever type was bound).
-		key.paramTypes = string(st.ParamTypes) // (a shape that shows a parameter is rare)
-		if n := 5 + (st.ParamCount+7)/8; n <= len(st.Params) {
-			key.paramTypes += "\x00" + string(st.Params[5:n])
-		}
-	}
-	if pl.NamesFromText && !binaryProto {
-		// Column names as typed, literals and spaces included: the select
-		// list's own text is part of the shape (the rest of the statement,
-		// WHERE literals and all, is not).
-		if list, ok := selectListText(st.SQL); ok {
-			key.normalized = text + "\x00" + list
-		} else {
-			key.normalized = st.SQL
-		}
-	}
-	meta := memo.meta
-	if meta == nil || memo.metaKey != key {
-		meta, _ = p.learned.Get(key)
-		memo.meta, memo.metaKey = meta, key
-		// The memo outlives the statement, whose text is in buffers the
-		// next command reuses.
-		if key.normalized == ent.key.text {
-			memo.metaKey.normalized = ent.key.text
-		} else {
-			memo.metaKey.normalized = strings.Clone(key.normalized)
-		}
-	}
+	key, meta := p.learnedFor(st, si, memo, text, binaryProto)
 	zeroLimit := pl.ZeroLimit(args)
 	if meta == nil && zeroLimit {
 		return pass(eval.Because(eval.LimitZero, "LIMIT 0: the backend reads no table, so its answer's status is not what the shape's other executions get"))
@@ -589,6 +484,163 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	}
 	count(true)
 	return plugins.AnswerWith(resp), eval.Why{}
+}
+
+// statementText is the text st is planned by, and its arguments: a
+// text-protocol statement's template, its literals the arguments; or the
+// statement as it is (a prepared text, or a statement whose literals a
+// template does not take). The text and arguments may point into the
+// session's buffers and the statement's.
+func (si *sessionInfo) statementText(st *plugins.Statement, binaryProto bool) (string, []eval.Arg) {
+	if binaryProto {
+		return st.SQL, nil
+	}
+	tmpl, lits, ok := eval.TemplateOf(st.SQL, si.tmpl, si.lits)
+	si.tmpl, si.lits = tmpl, lits
+	if !ok {
+		// Comments, escapes, other literals: the statement is planned
+		// as it is, its literals in the plan (one plan per text).
+		return st.SQL, nil
+	}
+	args := si.args[:0]
+	for _, l := range lits {
+		if l.IsInt {
+			args = append(args, eval.Arg{V: l.N})
+		} else {
+			args = append(args, eval.Arg{Str: true, S: unsafe.Slice(unsafe.StringData(l.S), len(l.S))})
+		}
+	}
+	si.args = args
+	return unsafe.String(unsafe.SliceData(tmpl), len(tmpl)), args
+}
+
+// planFor finds text's plan entry in the session's memo, in the plan
+// cache, or by planning it now, and returns the text as kept (a copy, if
+// it was planned now); nil when a cached table it reads is still loading.
+func (p *Plugin) planFor(st *plugins.Statement, si *sessionInfo, text string) (*memoSlot, string) {
+	if memo := si.plans.find(p.planGen.Load(), st.DB, text); memo != nil {
+		return memo, text
+	}
+	ent, ok := p.plans.Get(planKey{db: st.DB, text: text})
+	if !ok {
+		text = strings.Clone(text) // the key outlives the statement
+		if ent = p.planText(text, st.DB); ent == nil {
+			return nil, text
+		}
+		ent.key = planKey{db: strings.Clone(st.DB), text: text}
+		p.plans.Add(ent.key, ent)
+	}
+	return si.plans.add(ent), text
+}
+
+// snapshotsFor finds the snapshots st reads pl's tables at, or says why
+// the session, or a table's state, sends the read to the backend.
+func (p *Plugin) snapshotsFor(st *plugins.Statement, si *sessionInfo, pl *eval.Plan) ([2]*eval.Snapshot, eval.Why) {
+	var snaps [2]*eval.Snapshot
+	if why := si.blocked(st); why.Declined() {
+		return snaps, why
+	}
+	for _, id := range pl.Tables {
+		if p.shadowed(st, si, id) {
+			return snaps, eval.Because(eval.TemporaryTable, "the session has (or may have) a temporary table of the table's name, which hides it")
+		}
+	}
+	var ok bool
+	for i, id := range pl.Tables {
+		if st.InTx {
+			if snaps[i], ok = p.txSnapshot(st, si, id); !ok {
+				return snaps, eval.Because(eval.InTransactionBackend, "in this transaction the table is read from the backend (it wrote the table, read it there first, or its isolation is not REPEATABLE READ)")
+			}
+		} else if snaps[i], ok = p.Servable(id); !ok {
+			return snaps, eval.Because(eval.StaleCopy, "the table's newest version is not in memory (a write is in progress, or it is reloading)")
+		}
+	}
+	return snaps, eval.Why{}
+}
+
+// argsFor returns the statement's arguments for pl: a prepared
+// statement's parameters, decoded; a template's literals, as they are;
+// or why they do not fit the plan.
+func (si *sessionInfo) argsFor(st *plugins.Statement, pl *eval.Plan, args []eval.Arg, binaryProto bool) ([]eval.Arg, eval.Why) {
+	if binaryProto {
+		if pl.NParams != st.ParamCount {
+			return args, eval.Because(eval.ParamsMismatch, "the statement's parameters do not match its plan")
+		}
+		var ok bool
+		if args, ok = eval.DecodeParams(st.Params, st.ParamCount, st.ParamTypes, si.args); !ok {
+			return args, eval.Because(eval.ParamType, "a parameter's type is not covered (integers and strings are)")
+		}
+		si.args = args
+	} else if len(args) != pl.NParams {
+		return args, eval.Because(eval.ParamsMismatch, "the statement's literals do not match its plan")
+	}
+	if !pl.ArgsMatch(args) {
+		return args, eval.Because(eval.ParamType, "a string is compared with an integer column, or a number with a string column (compared as numbers)")
+	}
+	return args, eval.Why{}
+}
+
+// sessionServes says why the session would not read pl's answer from snap
+// as the evaluator writes it (its settings, character set, sql_mode,
+// transaction mode or limits), if it would not.
+func (p *Plugin) sessionServes(st *plugins.Statement, si *sessionInfo, pl *eval.Plan, snap *eval.Snapshot, binaryProto bool) eval.Why {
+	switch {
+	case !si.probe(st):
+		return eval.Because(eval.SessionUnknown, "the session's settings could not be read")
+	case !p.encodable(pl, snap, si, binaryProto):
+		return eval.Because(eval.SessionEncoding, "a column's values would be sent otherwise in this session (character set, time zone, sql_mode or protocol)")
+	case !si.env.ASCIIArgs:
+		return eval.Because(eval.SessionCharset, "the session's character set is not ASCII-compatible")
+	case !st.InTx && !st.Tx.Autocommit():
+		return eval.Because(eval.AutocommitOff, "autocommit is off: the read starts a transaction in the backend")
+	case !si.env.DefaultParse:
+		return eval.Because(eval.SQLModeParse, "the session's sql_mode changes how statements parse (ANSI_QUOTES, PIPES_AS_CONCAT, HIGH_NOT_PRECEDENCE or NO_BACKSLASH_ESCAPES)")
+	case !si.env.PlainValues:
+		return eval.Because(eval.SQLModeValues, "the session's sql_mode changes values in results (EMPTY_STRING_IS_NULL or PAD_CHAR_TO_FULL_LENGTH)")
+	case !si.unlimited:
+		return eval.Because(eval.SelectLimit, "the session limits SELECTs (sql_select_limit, or max_join_size with sql_big_selects off), which the backend applies")
+	}
+	return eval.Why{}
+}
+
+// learnedFor is the key of the column metadata learned for the
+// statement's shape in these settings, and that metadata (nil: not
+// learned yet), looked up through the session's memo.
+func (p *Plugin) learnedFor(st *plugins.Statement, si *sessionInfo, memo *memoSlot, text string, binaryProto bool) (defsKey, *learned) {
+	ent, pl := memo.ent, memo.ent.plan
+	key := defsKey{ent: ent, normalized: text, binary: binaryProto, ext: st.ExtendedMetadata, settings: si.settings}
+	key.privileges = p.privilegesVersion()
+	if binaryProto && pl.ParamsShown {
+		// The types in force and which values are NULL (the backend types
+		// a NULL as NULL, whatever type was bound).
+		key.paramTypes = string(st.ParamTypes) // (a shape that shows a parameter is rare)
+		if n := 5 + (st.ParamCount+7)/8; n <= len(st.Params) {
+			key.paramTypes += "\x00" + string(st.Params[5:n])
+		}
+	}
+	if pl.NamesFromText && !binaryProto {
+		// Column names as typed, literals and spaces included: the select
+		// list's own text is part of the shape (the rest of the statement,
+		// WHERE literals and all, is not).
+		if list, ok := selectListText(st.SQL); ok {
+			key.normalized = text + "\x00" + list
+		} else {
+			key.normalized = st.SQL
+		}
+	}
+	meta := memo.meta
+	if meta == nil || memo.metaKey != key {
+		meta, _ = p.learned.Get(key)
+		memo.meta, memo.metaKey = meta, key
+		// The memo outlives the statement, whose text is in buffers the
+		// next command reuses.
+		if key.normalized == ent.key.text {
+			memo.metaKey.normalized = ent.key.text
+		} else {
+			memo.metaKey.normalized = strings.Clone(key.normalized)
+		}
+	}
+	return key, meta
 }
 
 // answer is the plan's answer from the rows run selected, written with
@@ -766,7 +818,7 @@ func (si *sessionInfo) pinToBackend(ids []lease.TableID) {
 }
 
 // planText plans a statement text (a template or a prepared text, with
-// '?' markers), or returns nil when it cannot be decided yet because a
+// '?' markers), or returns nil when it cannot be decided yet Because a
 // cached table it reads has no snapshot loaded.
 func (p *Plugin) planText(text, db string) *planEntry {
 	if plugins.HidesCode(text) {

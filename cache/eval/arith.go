@@ -13,7 +13,7 @@ import (
 // unless NO_UNSIGNED_SUBTRACTION is set), BIGINT otherwise, and a result
 // outside its type's range is an error in the backend. The proxy computes
 // the exact result and, when it does not fit, leaves the statement to the
-// backend (rowCtx.fail), so that the client gets the backend's error.
+// backend (RowCtx.fail), so that the client gets the backend's error.
 // Literals above BIGINT's range, which would make a result UNSIGNED by
 // their value, and parameters of prepared statements, whose types the
 // backend infers, are left to the backend too.
@@ -108,7 +108,7 @@ func (a num) big() *big.Int {
 	return v
 }
 
-// resultUnsigned reports whether arithmetic o's type is BIGINT UNSIGNED
+// ResultUnsigned reports whether arithmetic o's type is BIGINT UNSIGNED
 // (literals and parameters in arithmetic are always signed: see above).
 func (o operand) ResultUnsigned(noUnsignedSubtraction bool) bool {
 	switch o.kind {

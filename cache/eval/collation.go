@@ -36,7 +36,7 @@ var weightedCollations = map[string]bool{
 	"ascii_general_ci": true, "ascii_bin": true,
 }
 
-// stringTypes are the column types compared as strings (ENUM, SET and JSON
+// StringTypes are the column types compared as strings (ENUM, SET and JSON
 // compare and sort otherwise).
 var StringTypes = map[string]bool{
 	"char": true, "varchar": true, "tinytext": true, "text": true, "mediumtext": true, "longtext": true,

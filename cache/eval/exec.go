@@ -14,7 +14,7 @@ import (
 	"tableproxy/internal/mysqlwire"
 )
 
-// rowCtx evaluates a plan's condition on one row.
+// RowCtx evaluates a plan's condition on one row.
 type RowCtx struct {
 	snap *Snapshot
 	row  []byte
@@ -27,27 +27,28 @@ type RowCtx struct {
 	k1, k2 []byte // scratch for sort keys
 }
 
-// runEnv is what a run needs to know of the session.
+// RunEnv is what a run needs to know of the session.
 type RunEnv struct {
-	// asciiArgs: the client and connection character sets encode ASCII
-	// as ASCII; utf8Args: both are utf8mb4.
+	// ASCIIArgs: the client and connection character sets encode ASCII
+	// as ASCII; UTF8Args: both are utf8mb4.
 	ASCIIArgs, UTF8Args bool
-	// defaultParse: the session's sql_mode parses statements as the
+	// DefaultParse: the session's sql_mode parses statements as the
 	// proxy's parser does.
 	DefaultParse bool
-	// tzOffset is the session time zone's offset from UTC in seconds,
-	// when it is fixed (tzFixed).
+	// TZOffset is the session time zone's offset from UTC in seconds,
+	// when it is fixed (TZFixed).
 	TZOffset int
 	TZFixed  bool
-	// noUnsignedSubtraction: sql_mode has NO_UNSIGNED_SUBTRACTION.
+	// NoUnsignedSubtraction: sql_mode has NO_UNSIGNED_SUBTRACTION.
 	NoUnsignedSubtraction bool
-	// divPrecision is @@div_precision_increment: the scale of AVG of
+	// DivPrecision is @@div_precision_increment: the scale of AVG of
 	// integers.
 	DivPrecision int
-	// maxSortLength is @@max_sort_length: the backend sorts by at most
+	// MaxSortLength is @@max_sort_length: the backend sorts by at most
 	// this many bytes of each value's sort key.
 	MaxSortLength int
-	// plainValues: the sql_mode leaves values as stored (see plainValues).
+	// PlainValues: the sql_mode leaves values as stored (see package
+	// cache's plainValues).
 	PlainValues bool
 }
 
@@ -62,7 +63,7 @@ type Arg struct {
 	bound bool
 }
 
-// setRow points the context at a row and indexes its fields.
+// SetRow points the context at a row and indexes its fields.
 func (r *RowCtx) SetRow(row []byte) bool {
 	r.row = row
 	r.offs = r.offs[:0]
@@ -275,14 +276,14 @@ func (p *Plan) Run(r *RowCtx, into []int) (rows []int, why Why) {
 	return out, Why{}
 }
 
-// plainRows reports whether the plan's answer is the selected rows'
+// PlainRows reports whether the plan's answer is the selected rows'
 // columns as stored (no arithmetic, aggregate or group to compute).
 func (p *Plan) PlainRows() bool {
 	return !p.Computed && p.groupBy == nil && len(p.Aggs) == 0
 }
 
-// valueRows computes the answer of a plan whose rows are not plain (see
-// plainRows) from the rows run selected: values as the text protocol
+// ValueRows computes the answer of a plan whose rows are not plain (see
+// PlainRows) from the rows run selected: values as the text protocol
 // prints them, nil for NULL; or why it cannot be computed exactly.
 func (p *Plan) ValueRows(snap *Snapshot, rows []int, args []Arg, env RunEnv) ([][][]byte, Why) {
 	switch {
@@ -302,7 +303,7 @@ func (p *Plan) ValueRows(snap *Snapshot, rows []int, args []Arg, env RunEnv) ([]
 	return [][][]byte{vals}, Why{}
 }
 
-// zeroLimit reports whether the statement has LIMIT 0, which the backend
+// ZeroLimit reports whether the statement has LIMIT 0, which the backend
 // answers without reading the table (so without index-use status bits).
 func (p *Plan) ZeroLimit(args []Arg) bool {
 	if p.limit.kind == opNone {
@@ -748,7 +749,7 @@ func parseNum(b []byte) (num, bool) {
 	return n, true
 }
 
-// decodeParams reads the integer, string (or NULL) parameters of a COM_STMT_EXECUTE:
+// DecodeParams reads the integer, string (or NULL) parameters of a COM_STMT_EXECUTE:
 // flags (1), iteration count (4), NULL bitmap, new-params-bound flag, the
 // types when bound, then the values, into into[:0]. Any other parameter
 // type makes the execution unservable (false).
@@ -823,10 +824,10 @@ func DecodeParams(b []byte, n int, types []byte, into []Arg) ([]Arg, bool) {
 	return args, true
 }
 
-// appendBinaryValue appends column f's text value v in the binary
+// AppendBinaryValue appends column f's text value v in the binary
 // protocol's encoding, or reports false for a type it does not encode
 // exactly from text (FLOAT, DOUBLE: see encodable). A TIMESTAMP must have
-// been shifted to the session's zone (shiftTimestamp) first.
+// been shifted to the session's zone (ShiftTimestamp) first.
 func AppendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
 	switch f.Type {
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR, mysql.MYSQL_TYPE_INT24,

@@ -24,7 +24,7 @@ type indexEntry struct {
 // no index narrows below it goes to the backend, which has its own indexes.
 const maxScanRows = 1024
 
-// buildIndexes indexes every integer column except a single-column
+// BuildIndexes indexes every integer column except a single-column
 // primary key (whose order the rows already have).
 func (s *Snapshot) BuildIndexes() {
 	s.index = make([][]indexEntry, len(s.Fields))

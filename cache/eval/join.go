@@ -27,7 +27,7 @@ type joinSpec struct {
 	on   expr
 }
 
-// joinSnapshot is a snapshot of the columns of a and b side by side, with
+// JoinSnapshot is a snapshot of the columns of a and b side by side, with
 // rows (nil when only planning).
 func JoinSnapshot(a, b *Snapshot, rows [][]byte) *Snapshot {
 	off := len(a.Fields)
@@ -78,7 +78,7 @@ func equiJoin(where expr, off int) [][2]int {
 	return eq
 }
 
-// joinRows forms the joined rows of a and b that the plan's equality
+// JoinRows forms the joined rows of a and b that the plan's equality
 // conditions allow (and, for a LEFT JOIN, its ON), in a's primary-key
 // order, then b's.
 func (p *Plan) JoinRows(a, b *Snapshot, args []Arg, env RunEnv) ([][]byte, Why) {

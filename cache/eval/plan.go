@@ -56,14 +56,14 @@ type Plan struct {
 	// list in order.
 	groupBy []int
 	Items   []item
-	// computed: the select list has arithmetic, so rows are computed
+	// Computed: the select list has arithmetic, so rows are computed
 	// rather than copied.
 	Computed bool
-	// namesFromText: an item of the select list is an expression without
+	// NamesFromText: an item of the select list is an expression without
 	// an alias, so the backend names its column after the text as typed
 	// (spaces and literals included), which the template does not keep.
 	NamesFromText bool
-	// paramsShown: an item of the select list has a parameter of a
+	// ParamsShown: an item of the select list has a parameter of a
 	// prepared statement, whose type decides the column's definition.
 	ParamsShown bool
 	// whereArith is the arithmetic in the WHERE clause. The backend may
@@ -257,96 +257,149 @@ func (v *paramOrder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 // tableID names t, unqualified in db (see plugins.TableOf).
 func tableID(t *ast.TableName, db string) lease.TableID { return lease.TableID(plugins.TableOf(t, db)) }
 
-// buildPlan returns a plan for sel, or nil and why the shape is not
-// covered.
+// BuildPlan returns a plan for sel, or nil and why the shape is not
+// covered. It plans in steps, each of which may decline: the statement's
+// shape, its tables, the select list, GROUP BY, WHERE and ON (and the
+// join), ORDER BY (and what depends on it), then LIMIT and parameters.
 func BuildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snapshot) (*Plan, *Snapshot, Why) {
+	if why := plainSelect(sel); why.Declined() {
+		return nil, nil, why
+	}
+	from, why := resolveFrom(sel.From.TableRefs, db, lookup)
+	if why.Declined() {
+		return nil, nil, why
+	}
+	snap := from.snaps[0]
+	if len(from.snaps) == 2 {
+		snap = JoinSnapshot(from.snaps[0], from.snaps[1], nil)
+	}
+	po := &paramOrder{}
+	sel.Accept(po)
+	sort.Ints(po.offsets)
+	pl := &planner{snap: snap, tables: from.refs, order: map[int]int{}, strParams: map[int]bool{}}
+	for i, off := range po.offsets {
+		pl.order[off] = i
+	}
+	p := &Plan{table: from.ids[0], Tables: from.ids}
+	if why := pl.selectList(p, sel.Fields.Fields); why.Declined() {
+		return nil, nil, why
+	}
+	if why := pl.grouping(p, sel); why.Declined() {
+		return nil, nil, why
+	}
+	if why := pl.filters(p, sel, from); why.Declined() {
+		return nil, nil, why
+	}
+	if why := pl.ordering(p, sel); why.Declined() {
+		return nil, nil, why
+	}
+	if why := pl.limits(p, sel.Limit); why.Declined() {
+		return nil, nil, why
+	}
+	// Every marker of the statement must have been planned (one in an
+	// unplanned place would shift the numbering of the others).
+	if pl.nparams != len(po.offsets) {
+		return nil, nil, Because(UnsupportedExpression, "a parameter marker is in a place the evaluator does not cover")
+	}
+	p.NParams = pl.nparams
+	p.strParams = make([]bool, pl.nparams)
+	for i := range p.strParams {
+		p.strParams[i] = pl.strParams[i]
+	}
+	return p, snap, Why{}
+}
+
+// plainSelect declines the clauses the evaluator leaves to the backend.
+func plainSelect(sel *ast.SelectStmt) Why {
 	if sel.GroupBy != nil && (sel.GroupBy.Rollup || sel.Distinct) || sel.Having != nil || sel.WindowSpecs != nil || sel.LockInfo != nil ||
 		sel.SelectIntoOpt != nil || sel.With != nil || sel.Kind != ast.SelectStmtKindSelect || sel.IsInBraces ||
 		len(sel.TableHints) > 0 || sel.From == nil || sel.From.TableRefs == nil {
-		return nil, nil, Because(NotPlainSelect, "only a plain SELECT, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory")
+		return Because(NotPlainSelect, "only a plain SELECT, without HAVING, WITH ROLLUP, window, locking clause, INTO, WITH or hints, is answered in memory")
 	}
 	if sel.SelectStmtOpts != nil && sel.SelectStmtOpts.CalcFoundRows {
 		// FOUND_ROWS() would then count the rows without the LIMIT.
-		return nil, nil, Because(CalcFoundRows, "SQL_CALC_FOUND_ROWS: the backend counts the rows for FOUND_ROWS()")
+		return Because(CalcFoundRows, "SQL_CALC_FOUND_ROWS: the backend counts the rows for FOUND_ROWS()")
 	}
-	// FROM t [AS a], or an inner join of two tables: t1 [AS a] [INNER |
-	// CROSS] JOIN t2 [AS b] [ON ...], or t1, t2.
-	from := sel.From.TableRefs
+	return Why{}
+}
+
+// fromTables are the tables a SELECT reads, in FROM order, and its join.
+type fromTables struct {
+	ids   []lease.TableID
+	snaps []*Snapshot
+	refs  []tableRef
+	on    ast.ExprNode // the join's ON condition (nil: none)
+	left  bool         // a LEFT JOIN
+}
+
+// resolveFrom finds the snapshots of FROM t [AS a], or of an inner or
+// left join of two tables: t1 [AS a] [INNER | CROSS | LEFT] JOIN t2 [AS
+// b] [ON ...].
+func resolveFrom(from *ast.Join, db string, lookup func(lease.TableID) *Snapshot) (fromTables, Why) {
+	var f fromTables
 	sources := []ast.ResultSetNode{from.Left}
-	var on ast.ExprNode
-	left := false
 	if from.Right != nil {
 		if from.Tp != ast.CrossJoin && from.Tp != ast.LeftJoin || from.NaturalJoin || from.StraightJoin || from.Using != nil {
-			return nil, nil, Because(UnsupportedJoin, "only inner and left joins are answered in memory (not RIGHT, NATURAL, STRAIGHT_JOIN or USING)")
+			return f, Because(UnsupportedJoin, "only inner and left joins are answered in memory (not RIGHT, NATURAL, STRAIGHT_JOIN or USING)")
 		}
-		left = from.Tp == ast.LeftJoin
+		f.left = from.Tp == ast.LeftJoin
 		sources = append(sources, from.Right)
 		if from.On != nil {
-			on = from.On.Expr
+			f.on = from.On.Expr
 		}
 	}
-	var ids []lease.TableID
-	var snaps []*Snapshot
-	var refs []tableRef
 	for _, src := range sources {
 		ts, ok := src.(*ast.TableSource)
 		if !ok {
-			return nil, nil, Because(UnsupportedJoin, "only joins of two tables are answered in memory (no derived tables or longer joins)")
+			return f, Because(UnsupportedJoin, "only joins of two tables are answered in memory (no derived tables or longer joins)")
 		}
 		tn, ok := ts.Source.(*ast.TableName)
 		if !ok {
-			return nil, nil, Because(UnsupportedJoin, "only tables are answered in memory (no derived tables or subqueries)")
+			return f, Because(UnsupportedJoin, "only tables are answered in memory (no derived tables or subqueries)")
 		}
 		if len(tn.IndexHints) > 0 || len(tn.PartitionNames) > 0 || tn.AsOf != nil || tn.TableSample != nil {
-			return nil, nil, Because(NotPlainSelect, "index hints, partitions, AS OF and TABLESAMPLE are left to the backend")
+			return f, Because(NotPlainSelect, "index hints, partitions, AS OF and TABLESAMPLE are left to the backend")
 		}
 		id := tableID(tn, db)
 		snap := lookup(id)
 		if snap == nil {
-			return nil, nil, Because(TableNotCached, "a table it reads is not cached")
+			return f, Because(TableNotCached, "a table it reads is not cached")
 		}
 		ref := tableRef{alias: tn.Name.L, schema: tn.Schema.L}
 		if ts.AsName.L != "" {
 			ref.alias, ref.schema = ts.AsName.L, ""
 		}
-		if len(refs) > 0 {
-			ref.off = refs[0].n
+		if len(f.refs) > 0 {
+			ref.off = f.refs[0].n
 		}
 		ref.n = len(snap.Fields)
-		ids, snaps, refs = append(ids, id), append(snaps, snap), append(refs, ref)
+		f.ids, f.snaps, f.refs = append(f.ids, id), append(f.snaps, snap), append(f.refs, ref)
 	}
-	snap := snaps[0]
-	if len(snaps) == 2 {
-		if refs[0].alias == refs[1].alias {
-			return nil, nil, Because(UnsupportedJoin, "both tables of the join have the same name")
-		}
-		snap = JoinSnapshot(snaps[0], snaps[1], nil)
+	if len(f.snaps) == 2 && f.refs[0].alias == f.refs[1].alias {
+		return f, Because(UnsupportedJoin, "both tables of the join have the same name")
 	}
-	id := ids[0]
-	po := &paramOrder{}
-	sel.Accept(po)
-	sort.Ints(po.offsets)
-	pl := &planner{snap: snap, tables: refs, order: map[int]int{}, strParams: map[int]bool{}}
-	for i, off := range po.offsets {
-		pl.order[off] = i
-	}
-	p := &Plan{table: id, Tables: ids}
-	for _, f := range sel.Fields.Fields {
+	return f, Why{}
+}
+
+// selectList plans the select list: columns (and *), aggregates, and
+// integer arithmetic.
+func (pl *planner) selectList(p *Plan, fields []*ast.SelectField) Why {
+	for _, f := range fields {
 		switch {
 		case f.WildCard != nil:
-			lo, hi := 0, len(snap.Fields)
+			lo, hi := 0, len(pl.snap.Fields)
 			if f.WildCard.Table.L != "" {
 				t := pl.table(f.WildCard.Schema.L, f.WildCard.Table.L)
 				if t == nil {
-					return nil, nil, Because(UnsupportedExpression, "* of an unknown table")
+					return Because(UnsupportedExpression, "* of an unknown table")
 				}
 				lo, hi = t.off, t.off+t.n
 			} else if f.WildCard.Schema.L != "" {
-				return nil, nil, Because(UnsupportedExpression, "db.* is not covered")
+				return Because(UnsupportedExpression, "db.* is not covered")
 			}
 			for i := lo; i < hi; i++ {
 				p.Cols = append(p.Cols, i)
-				p.Items = append(p.Items, item{Col: i, Agg: -1, Name: string(snap.Fields[i].OrgName)})
+				p.Items = append(p.Items, item{Col: i, Agg: -1, Name: string(pl.snap.Fields[i].OrgName)})
 			}
 		default:
 			name := f.AsName.O
@@ -363,7 +416,7 @@ func BuildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			if a, ok := f.Expr.(*ast.AggregateFuncExpr); ok {
 				g, ok := pl.aggregate(a)
 				if !ok {
-					return nil, nil, Because(UnsupportedAggregate, "aggregate "+restore(a)+" is not covered (COUNT, SUM, AVG, MIN, MAX of an integer column)")
+					return Because(UnsupportedAggregate, "aggregate "+restore(a)+" is not covered (COUNT, SUM, AVG, MIN, MAX of an integer column)")
 				}
 				p.Aggs = append(p.Aggs, g)
 				p.Items = append(p.Items, item{Col: -1, Agg: len(p.Aggs) - 1, Name: name})
@@ -377,16 +430,22 @@ func BuildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 					p.ParamsShown = p.ParamsShown || o.hasParam()
 					continue
 				}
-				return nil, nil, Because(UnsupportedExpression, "select expression "+restore(f.Expr)+" is not covered (columns, integer arithmetic and aggregates only)")
+				return Because(UnsupportedExpression, "select expression "+restore(f.Expr)+" is not covered (columns, integer arithmetic and aggregates only)")
 			}
 			i := pl.column(c)
 			if i < 0 {
-				return nil, nil, Because(UnsupportedExpression, "unknown column in "+restore(f.Expr))
+				return Because(UnsupportedExpression, "unknown column in "+restore(f.Expr))
 			}
 			p.Cols = append(p.Cols, i)
 			p.Items = append(p.Items, item{Col: i, Agg: -1, Name: name})
 		}
 	}
+	return Why{}
+}
+
+// grouping plans GROUP BY, and declines what an aggregate or a group
+// would leave to the backend's choice.
+func (pl *planner) grouping(p *Plan, sel *ast.SelectStmt) Why {
 	if sel.GroupBy != nil {
 		for _, by := range sel.GroupBy.Items {
 			c, ok := by.Expr.(*ast.ColumnNameExpr)
@@ -394,58 +453,63 @@ func BuildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			if ok {
 				i = pl.column(c)
 			}
-			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
-				return nil, nil, Because(UnsupportedAggregate, "GROUP BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
+			if i < 0 || !isInteger(pl.snap.Fields[i]) && !pl.isString(i) {
+				return Because(UnsupportedAggregate, "GROUP BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
 			}
 			p.groupBy = append(p.groupBy, i)
 		}
 		for _, c := range p.Cols {
 			if indexOfInt(p.groupBy, c) < 0 {
-				return nil, nil, Because(UnsupportedAggregate, "a selected column is not in the GROUP BY: its value is the backend's choice")
+				return Because(UnsupportedAggregate, "a selected column is not in the GROUP BY: its value is the backend's choice")
 			}
 		}
 	}
 	if p.Computed && (len(p.Aggs) > 0 || p.groupBy != nil || sel.Distinct) {
-		return nil, nil, Because(UnsupportedAggregate, "arithmetic beside aggregates, GROUP BY or DISTINCT is left to the backend")
+		return Because(UnsupportedAggregate, "arithmetic beside aggregates, GROUP BY or DISTINCT is left to the backend")
 	}
 	if len(p.Aggs) > 0 && p.groupBy == nil && (len(p.Cols) > 0 || sel.OrderBy != nil) {
 		// Columns beside aggregates without GROUP BY take the value of an
 		// arbitrary row: left to the backend.
-		return nil, nil, Because(UnsupportedAggregate, "columns beside aggregates without GROUP BY are left to the backend")
+		return Because(UnsupportedAggregate, "columns beside aggregates without GROUP BY are left to the backend")
 	}
+	return Why{}
+}
+
+// filters plans WHERE and ON, and the join of two tables.
+func (pl *planner) filters(p *Plan, sel *ast.SelectStmt, from fromTables) Why {
 	if sel.Where != nil {
 		pl.ariths = nil
 		if p.where = pl.cond(sel.Where); p.where == nil {
-			return nil, nil, Because(UnsupportedExpression, "WHERE "+restore(pl.failed)+" is not covered")
+			return Because(UnsupportedExpression, "WHERE "+restore(pl.failed)+" is not covered")
 		}
 		p.whereArith = pl.ariths
 	}
 	var onCond expr
-	if on != nil {
+	if from.on != nil {
 		pl.ariths = nil
-		if onCond = pl.cond(on); onCond == nil {
-			return nil, nil, Because(UnsupportedExpression, "ON "+restore(pl.failed)+" is not covered")
+		if onCond = pl.cond(from.on); onCond == nil {
+			return Because(UnsupportedExpression, "ON "+restore(pl.failed)+" is not covered")
 		}
 		if len(pl.ariths) > 0 {
-			return nil, nil, Because(UnsupportedJoin, "arithmetic in ON is left to the backend")
+			return Because(UnsupportedJoin, "arithmetic in ON is left to the backend")
 		}
 	}
-	if len(snaps) == 2 {
+	if len(from.snaps) == 2 {
 		if len(p.whereArith) > 0 {
-			return nil, nil, Because(UnsupportedJoin, "arithmetic in the WHERE of a join is left to the backend")
+			return Because(UnsupportedJoin, "arithmetic in the WHERE of a join is left to the backend")
 		}
-		if sel.OrderBy == nil && len(p.Aggs) == 0 && !(snaps[0].AnyOrder && snaps[1].AnyOrder) {
-			return nil, nil, Because(UnsupportedOrder, "a join without ORDER BY: the order of its rows is the backend's choice")
+		if sel.OrderBy == nil && len(p.Aggs) == 0 && !(from.snaps[0].AnyOrder && from.snaps[1].AnyOrder) {
+			return Because(UnsupportedOrder, "a join without ORDER BY: the order of its rows is the backend's choice")
 		}
 		switch {
-		case left:
+		case from.left:
 			// A LEFT JOIN's ON picks the matching rows of the second table;
 			// a row of the first that has none is joined to NULLs. WHERE
 			// applies to the joined rows.
 			if onCond == nil {
-				return nil, nil, Because(UnsupportedJoin, "a LEFT JOIN without ON")
+				return Because(UnsupportedJoin, "a LEFT JOIN without ON")
 			}
-			p.Join = &joinSpec{left: true, on: onCond, eq: equiJoin(onCond, refs[1].off)}
+			p.Join = &joinSpec{left: true, on: onCond, eq: equiJoin(onCond, from.refs[1].off)}
 		default:
 			// An inner join's ON is one more condition on the joined rows.
 			if onCond != nil {
@@ -455,25 +519,30 @@ func BuildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 					p.where = andExpr{onCond, p.where}
 				}
 			}
-			p.Join = &joinSpec{eq: equiJoin(p.where, refs[1].off)}
+			p.Join = &joinSpec{eq: equiJoin(p.where, from.refs[1].off)}
 		}
 	}
+	return Why{}
+}
+
+// ordering plans ORDER BY, and what needs one: GROUP BY and DISTINCT.
+func (pl *planner) ordering(p *Plan, sel *ast.SelectStmt) Why {
 	if sel.OrderBy != nil {
 		for _, by := range sel.OrderBy.Items {
 			c, ok := by.Expr.(*ast.ColumnNameExpr)
 			if !ok {
-				return nil, nil, Because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
+				return Because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
 			}
 			// An unqualified name in ORDER BY means a select-list alias
 			// before it means a column of the tables.
 			if c.Name.Table.L == "" {
 				if c, ok = aliasedColumn(sel.Fields.Fields, c); !ok {
-					return nil, nil, Because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" names an alias of an expression")
+					return Because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" names an alias of an expression")
 				}
 			}
 			i := pl.column(c)
-			if i < 0 || !isInteger(snap.Fields[i]) && !pl.isString(i) {
-				return nil, nil, Because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
+			if i < 0 || !isInteger(pl.snap.Fields[i]) && !pl.isString(i) {
+				return Because(UnsupportedOrder, "ORDER BY "+restore(by.Expr)+" is not covered (integer or string columns only)")
 			}
 			p.order = append(p.order, orderKey{col: i, desc: by.Desc})
 		}
@@ -482,7 +551,7 @@ func BuildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		// includes the primary key is total. Others are checked for ties
 		// when they run.
 		p.total = true
-		for _, pk := range snap.PK {
+		for _, pk := range pl.snap.PK {
 			has := false
 			for _, o := range p.order {
 				has = has || o.col == pk
@@ -499,7 +568,7 @@ func BuildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 			order[i] = o.col
 		}
 		if !sameSet(p.groupBy, order) {
-			return nil, nil, Because(UnsupportedOrder, "GROUP BY is answered only with an ORDER BY of exactly its columns")
+			return Because(UnsupportedOrder, "GROUP BY is answered only with an ORDER BY of exactly its columns")
 		}
 	}
 	if sel.Distinct {
@@ -507,34 +576,29 @@ func BuildPlan(sel *ast.SelectStmt, db string, lookup func(lease.TableID) *Snaps
 		// the survivors come, is the backend's choice unless an ORDER BY
 		// sorts by every projected column (and nothing else).
 		if len(p.Aggs) > 0 || !sameColumns(p.Cols, p.order) {
-			return nil, nil, Because(UnsupportedOrder, "DISTINCT is answered only with an ORDER BY of exactly its columns")
+			return Because(UnsupportedOrder, "DISTINCT is answered only with an ORDER BY of exactly its columns")
 		}
 		p.distinct = true
 	}
-	if sel.Limit != nil {
-		if p.limit = pl.value(sel.Limit.Count); p.limit.kind == opNone {
-			return nil, nil, Because(UnsupportedExpression, "LIMIT "+restore(sel.Limit.Count)+" is not covered")
+	return Why{}
+}
+
+// limits plans LIMIT and OFFSET.
+func (pl *planner) limits(p *Plan, limit *ast.Limit) Why {
+	if limit != nil {
+		if p.limit = pl.value(limit.Count); p.limit.kind == opNone {
+			return Because(UnsupportedExpression, "LIMIT "+restore(limit.Count)+" is not covered")
 		}
-		if sel.Limit.Offset != nil {
-			if p.offset = pl.value(sel.Limit.Offset); p.offset.kind == opNone {
-				return nil, nil, Because(UnsupportedExpression, "OFFSET "+restore(sel.Limit.Offset)+" is not covered")
+		if limit.Offset != nil {
+			if p.offset = pl.value(limit.Offset); p.offset.kind == opNone {
+				return Because(UnsupportedExpression, "OFFSET "+restore(limit.Offset)+" is not covered")
 			}
 		}
 	}
-	// Every marker of the statement must have been planned (one in an
-	// unplanned place would shift the numbering of the others).
-	if pl.nparams != len(po.offsets) {
-		return nil, nil, Because(UnsupportedExpression, "a parameter marker is in a place the evaluator does not cover")
-	}
-	p.NParams = pl.nparams
-	p.strParams = make([]bool, pl.nparams)
-	for i := range p.strParams {
-		p.strParams[i] = pl.strParams[i]
-	}
-	return p, snap, Why{}
+	return Why{}
 }
 
-// argsMatch reports whether each argument is of the kind the plan
+// ArgsMatch reports whether each argument is of the kind the plan
 // compares it as (NULL fits both).
 func (p *Plan) ArgsMatch(args []Arg) bool {
 	for i, a := range args {

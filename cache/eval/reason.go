@@ -121,7 +121,7 @@ type Why struct {
 	Text   string
 }
 
-// because is a Why of reason r, told as text.
+// Because is a Why of reason r, told as text.
 func Because(r PassReason, text string) Why { return Why{Reason: r, Text: text} }
 
 // Declined reports whether w names a reason.

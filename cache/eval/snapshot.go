@@ -37,7 +37,7 @@ type Snapshot struct {
 	// bmp[i]: no value needs 4 bytes in UTF-8 (so utf8mb3 encodes it the
 	// same as utf8mb4, the character set the snapshot is read in).
 	ASCII, BMP []bool
-	// anyOrder: no backend's order to match (a virtual table's rows), so a
+	// AnyOrder: no backend's order to match (a virtual table's rows), so a
 	// join may return its rows in the order it builds them.
 	AnyOrder bool
 	// layout fingerprints the columns and key a plan is built against.
@@ -66,7 +66,7 @@ type Snapshot struct {
 	LoadDuration time.Duration
 }
 
-// learnCollations attaches each string column's collation and learns the
+// LearnCollations attaches each string column's collation and learns the
 // weights of the characters its values use.
 func (s *Snapshot) LearnCollations(conn *client.Conn, byName map[string]*Collation) error {
 	s.Colls = make([]*Collation, len(s.Fields))
@@ -95,7 +95,7 @@ func (s *Snapshot) LearnCollations(conn *client.Conn, byName map[string]*Collati
 	return nil
 }
 
-// indexPK fills pkNums for a single integer primary key.
+// IndexPK fills pkNums for a single integer primary key.
 func (s *Snapshot) IndexPK() {
 	if len(s.PK) != 1 || !isInteger(s.Fields[s.PK[0]]) {
 		return
@@ -117,7 +117,7 @@ func (s *Snapshot) IndexPK() {
 	s.Bytes += int64(len(nums)) * 16
 }
 
-// scanCharsets fills ascii and bmp.
+// ScanCharsets fills ascii and bmp.
 func (s *Snapshot) ScanCharsets() {
 	s.ASCII = make([]bool, len(s.Fields))
 	s.BMP = make([]bool, len(s.Fields))
@@ -143,7 +143,7 @@ func (s *Snapshot) ScanCharsets() {
 	}
 }
 
-// layoutOf fingerprints what a plan and the column metadata learned for it
+// LayoutOf fingerprints what a plan and the column metadata learned for it
 // depend on: column names, types, flags, character sets, lengths and
 // decimals, and the primary key.
 func LayoutOf(s *Snapshot) string {
@@ -161,7 +161,7 @@ func LayoutOf(s *Snapshot) string {
 	return b.String()
 }
 
-// resultString reads a string from a go-mysql result as a copy: go-mysql
+// ResultString reads a string from a go-mysql result as a copy: go-mysql
 // returns strings that point into buffers it reuses once the result is
 // closed.
 func ResultString(r *mysql.Result, row, col int) string {

@@ -9,7 +9,7 @@ import (
 
 // Evaluating conditions on string columns. A value that cannot be
 // compared exactly (a character whose weight is unknown, text in a
-// character set the session would convert) sets rowCtx.fail, and the
+// character set the session would convert) sets RowCtx.fail, and the
 // statement goes to the backend.
 
 // strOperand returns a string literal's or a string parameter's bytes.

@@ -31,8 +31,8 @@ type lazyIndex struct {
 	maxKey, maxValue int
 }
 
-// reserveStringIndexes prepares the string indexes and counts their
-// memory (after learnCollations).
+// ReserveStringIndexes prepares the string indexes and counts their
+// memory (after LearnCollations).
 func (s *Snapshot) ReserveStringIndexes() {
 	s.strIndex = make([]lazyIndex, len(s.Fields))
 	for _, coll := range s.Colls {

@@ -20,7 +20,7 @@ type Literal struct {
 	S     string // otherwise: a quoted string's content
 }
 
-// templateOf returns sql with integer and simple string literals replaced
+// TemplateOf returns sql with integer and simple string literals replaced
 // by '?', and the literals in order.
 func TemplateOf(sql string, buf []byte, lits []Literal) ([]byte, []Literal, bool) {
 	buf = buf[:0]

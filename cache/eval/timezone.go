@@ -12,10 +12,10 @@ import (
 // daylight saving or other rules are the backend's to apply: reads of
 // TIMESTAMP columns in such sessions go to the backend.
 
-// loaderTimeZone is the time_zone the loader reads tables in.
+// LoaderTimeZone is the time_zone the loader reads tables in.
 const LoaderTimeZone = "+00:00"
 
-// fixedOffset returns the offset from UTC, in seconds, of a session whose
+// FixedOffset returns the offset from UTC, in seconds, of a session whose
 // @@time_zone is tz on a server whose @@system_time_zone is system, when
 // that offset is fixed.
 func FixedOffset(tz, system string) (int, bool) {
@@ -52,7 +52,7 @@ func FixedOffset(tz, system string) (int, bool) {
 	return off, true
 }
 
-// shiftTimestamp appends the UTC TIMESTAMP text v (YYYY-MM-DD hh:mm:ss
+// ShiftTimestamp appends the UTC TIMESTAMP text v (YYYY-MM-DD hh:mm:ss
 // with an optional fraction) shifted by off seconds, as the backend would
 // print it; the zero value stays zero.
 func ShiftTimestamp(b, v []byte, off int) ([]byte, bool) {
