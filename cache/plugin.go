@@ -40,6 +40,7 @@ import (
 
 	"tableproxy/binlog"
 	"tableproxy/cache/eval"
+	"tableproxy/cache/results"
 	"tableproxy/configs"
 	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
@@ -130,7 +131,7 @@ type Plugin struct {
 	// binary log's end, and the log said so (once per process).
 	warnedUnchecked atomic.Bool
 
-	results *resultCache // nil when turned off
+	results *results.Cache // nil when turned off
 	gens    atomic.Uint64
 }
 
@@ -313,7 +314,7 @@ func (p *Plugin) Close() error {
 	close(p.stop)
 	p.loaderWG.Wait()
 	if p.results != nil {
-		p.results.store.Close()
+		p.results.Store.Close()
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 
@@ -14,82 +13,10 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 
 	"tableproxy/cache/eval"
+	"tableproxy/cache/results"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
-
-func TestResultShapeEligibility(t *testing.T) {
-	rates := lease.TableID{Schema: "shop", Table: "rates"}
-	other := lease.TableID{Schema: "other", Table: "t"}
-	for _, tc := range []struct {
-		sql    string
-		tables []lease.TableID // nil: not eligible
-	}{
-		{"SELECT CONCAT(code, '-', UPPER(code)) FROM rates WHERE id > 1", []lease.TableID{rates}},
-		{"SELECT code, COUNT(*), SUM(rate), GROUP_CONCAT(id ORDER BY id) FROM rates GROUP BY code HAVING COUNT(*) > 0", []lease.TableID{rates}},
-		{"SELECT r.code, t.x FROM rates r JOIN other.t t ON t.id = r.id ORDER BY 1", []lease.TableID{rates, other}},
-		{"SELECT DISTINCT code FROM rates WHERE code LIKE 'E%' AND code REGEXP '^[A-Z]+$'", []lease.TableID{rates}},
-		{"SELECT * FROM rates WHERE id IN (SELECT id FROM other.t WHERE x IS NOT NULL)", []lease.TableID{rates, other}},
-		{"SELECT code FROM rates UNION SELECT x FROM other.t", []lease.TableID{rates, other}},
-		{"SELECT DATE_FORMAT(d, '%W'), DATABASE(), CAST(rate AS CHAR) FROM rates", []lease.TableID{rates}},
-		{"SELECT CASE WHEN id = ? THEN 'a' ELSE 'b' END, IF(rate > ?, 1, 0) FROM rates LIMIT ?", []lease.TableID{rates}},
-		{"SELECT UNIX_TIMESTAMP(d) FROM rates", []lease.TableID{rates}},
-		{"SELECT code COLLATE utf8mb4_bin FROM rates", []lease.TableID{rates}},
-
-		{"SELECT 1", nil}, // no table
-		{"SELECT * FROM rates FOR UPDATE", nil},
-		{"SELECT * FROM rates LOCK IN SHARE MODE", nil},
-		{"SELECT * FROM rates INTO OUTFILE '/tmp/x'", nil},
-		{"SELECT id INTO @x FROM rates LIMIT 1", nil},
-		{"SELECT SQL_CALC_FOUND_ROWS * FROM rates LIMIT 1", nil},
-		{"SELECT @x, code FROM rates", nil},
-		{"SELECT @@time_zone, code FROM rates", nil},
-		{"SELECT NOW(), code FROM rates", nil},
-		{"SELECT CURRENT_TIMESTAMP, code FROM rates", nil},
-		{"SELECT CURDATE(), code FROM rates", nil},
-		{"SELECT UNIX_TIMESTAMP(), code FROM rates", nil},
-		{"SELECT RAND(), code FROM rates", nil},
-		{"SELECT UUID(), code FROM rates", nil},
-		{"SELECT CONNECTION_ID(), code FROM rates", nil},
-		{"SELECT LAST_INSERT_ID(), code FROM rates", nil},
-		{"SELECT FOUND_ROWS(), code FROM rates", nil},
-		{"SELECT USER(), code FROM rates", nil},
-		{"SELECT CURRENT_USER(), code FROM rates", nil},
-		{"SELECT VERSION(), code FROM rates", nil},
-		{"SELECT SLEEP(1), code FROM rates", nil},
-		{"SELECT GET_LOCK('a', 1), code FROM rates", nil},
-		{"SELECT NEXTVAL(s), code FROM rates", nil},
-		{"SELECT NEXT VALUE FOR s, code FROM rates", nil},
-		{"SELECT my_func(code) FROM rates", nil},
-		{"SELECT shop.fn(code) FROM rates", nil},
-		{"SELECT CAST(rate AS TIME) FROM rates", nil},
-		{"SELECT SEC_TO_TIME(id) FROM rates", nil},
-		{"SELECT ROW_NUMBER() OVER (ORDER BY id) FROM rates", nil},
-		{"WITH x AS (SELECT * FROM rates) SELECT * FROM x", nil},
-		{"SELECT DEFAULT(code) FROM rates", nil},
-		{"SELECT * FROM rates AS OF TIMESTAMP '2020-01-01 00:00:00'", nil},
-		{"SELECT LOAD_FILE('/etc/passwd'), code FROM rates", nil},
-	} {
-		pr := parser.New()
-		stmts, _, err := pr.ParseSQL(tc.sql)
-		if err != nil {
-			// Unparsable statements are never eligible.
-			if tc.tables != nil {
-				t.Errorf("%s: %v", tc.sql, err)
-			}
-			continue
-		}
-		shape := resultShapeOf(stmts[0], "shop")
-		switch {
-		case tc.tables == nil && shape != nil:
-			t.Errorf("%s: eligible (tables %v), want not", tc.sql, shape.tables)
-		case tc.tables != nil && shape == nil:
-			t.Errorf("%s: not eligible", tc.sql)
-		case tc.tables != nil && !slices.Equal(shape.tables, tc.tables):
-			t.Errorf("%s: tables %v, want %v", tc.sql, shape.tables, tc.tables)
-		}
-	}
-}
 
 // response encodes a result set as the relay records it: column count,
 // definitions, EOF, rows, EOF.
@@ -171,7 +98,7 @@ func TestResultEntryChecksTheResponse(t *testing.T) {
 		c := &plugins.Capture{Results: 1}
 		c.Data, c.Ends = response(2, []string{"a", "b"}, 0, 0, inTx|noIndex, inTx)
 		tc.edit(c)
-		e, ok := newResultEntry("k", c)
+		e, ok := results.NewEntry("k", c)
 		if ok != tc.ok {
 			t.Errorf("%s: stored %v, want %v", tc.name, ok, tc.ok)
 			continue
@@ -182,7 +109,7 @@ func TestResultEntryChecksTheResponse(t *testing.T) {
 		// Replayed to a session in autocommit mode outside a transaction:
 		// its status, with the backend's index-use bit.
 		w := &recorder{status: mysql.SERVER_STATUS_AUTOCOMMIT}
-		if err := e.replay(w); err != nil {
+		if err := e.Replay(w); err != nil {
 			t.Fatal(err)
 		}
 		if len(w.packets) != len(c.Ends) || w.rows != 2 {
@@ -223,7 +150,7 @@ func (f *fakeSession) Query(q string) (*mysql.Result, error) {
 	switch {
 	case q == settingsQuery:
 		row = []string{"utf8mb4", f.sqlMode, "utf8mb4", "utf8mb4", "1024", "SYSTEM", "UTC", "4"}
-	case q == resultSettingsQuery:
+	case q == results.SettingsQuery:
 		for range strings.Count(q, "@@") {
 			row = append(row, "x")
 		}
@@ -262,11 +189,11 @@ type resultsFixture struct {
 
 func newResultsFixture(t *testing.T) *resultsFixture {
 	t.Helper()
-	rc, err := newResultCache(1<<20, 64<<10)
+	rc, err := results.NewCache(1<<20, 64<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(rc.store.Close)
+	t.Cleanup(rc.Store.Close)
 	p := &Plugin{log: slog.Default(), leases: newMemLeases(),
 		held: map[uint32][]heldWrite{}, opts: Options{AcceptStaleRisk: true}, results: rc}
 	f := &resultsFixture{p: p, id: lease.TableID{Schema: "shop", Table: "rates"},
@@ -301,7 +228,7 @@ func (f *resultsFixture) reload() {
 func (f *resultsFixture) run(t *testing.T, answer []string, between func()) (hit, recorded bool, w *recorder) {
 	t.Helper()
 	si := session(&f.st)
-	a := f.p.declined(&f.st, si, &resultShape{tables: []lease.TableID{f.id}}, []lease.TableID{f.id})
+	a := f.p.declined(&f.st, si, &results.Shape{Tables: []lease.TableID{f.id}}, []lease.TableID{f.id})
 	out := &plugins.Outcome{Source: plugins.FromBackend, Status: mysql.SERVER_STATUS_AUTOCOMMIT}
 	switch a.Verdict {
 	case plugins.Answer:
@@ -327,7 +254,7 @@ func (f *resultsFixture) run(t *testing.T, answer []string, between func()) (hit
 		between()
 	}
 	f.p.OnResult(&f.st, out)
-	f.p.results.store.Wait()
+	f.p.results.Store.Wait()
 	return hit, recorded, w
 }
 
@@ -368,13 +295,13 @@ func TestResultCacheHitsAndGuards(t *testing.T) {
 	// A write that begins and ends while the statement is at the backend:
 	// the answer may predate it, so it is not stored.
 	f.st.Reset(plugins.ComQuery, "SELECT LOWER(code) FROM rates")
-	stores, rejects := rc.stores.Load(), rc.rejects.Load()
+	stores, rejects := rc.Stores.Load(), rc.Rejects.Load()
 	_, rec, _ := f.run(t, want, func() {
 		in, _ := f.p.leases.BeginWrite(context.Background(), f.id)
 		in.End()
 	})
-	if !rec || rc.stores.Load() != stores || rc.rejects.Load() != rejects+1 {
-		t.Errorf("a write during the statement: recorded %v, stores %d->%d, rejects %d->%d", rec, stores, rc.stores.Load(), rejects, rc.rejects.Load())
+	if !rec || rc.Stores.Load() != stores || rc.Rejects.Load() != rejects+1 {
+		t.Errorf("a write during the statement: recorded %v, stores %d->%d, rejects %d->%d", rec, stores, rc.Stores.Load(), rejects, rc.Rejects.Load())
 	}
 	f.reload()
 	// One that is still open when the answer arrives: the same.
@@ -382,7 +309,7 @@ func TestResultCacheHitsAndGuards(t *testing.T) {
 	f.run(t, want, func() { open, _ = f.p.leases.BeginWrite(context.Background(), f.id) })
 	open.End()
 	f.reload()
-	if rc.stores.Load() != stores {
+	if rc.Stores.Load() != stores {
 		t.Errorf("an answer read while the table was written was stored")
 	}
 	if hit, _, _ := f.run(t, want, nil); hit {
@@ -424,8 +351,8 @@ func TestResultCacheKey(t *testing.T) {
 	hitWith("other text", func() { f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates ") },
 		func() { f.st.Reset(plugins.ComQuery, "SELECT UPPER(code) FROM rates") })
 	hitWith("extended metadata", func() { f.st.ExtendedMetadata = true }, func() { f.st.ExtendedMetadata = false })
-	hitWith("another time zone", func() { f.sess.timeZone = "+01:00"; si.rc.known = false },
-		func() { f.sess.timeZone = "SYSTEM"; si.rc.known = false })
+	hitWith("another time zone", func() { f.sess.timeZone = "+01:00"; si.rc.Known = false },
+		func() { f.sess.timeZone = "SYSTEM"; si.rc.Known = false })
 
 	// SET makes the settings be read again.
 	q := f.sess.queries
@@ -474,7 +401,7 @@ func TestResultCacheKey(t *testing.T) {
 
 	// sql_auto_is_null = 1 rules the cache out.
 	f.sess.autoNull = "1"
-	si.rc.known = false
+	si.rc.Known = false
 	if hit, rec, _ := f.run(t, nil, nil); hit || rec {
 		t.Errorf("with sql_auto_is_null: hit %v, recorded %v", hit, rec)
 	}
@@ -554,7 +481,7 @@ func TestResultCacheParams(t *testing.T) {
 func TestResultCacheTruncatedNotStored(t *testing.T) {
 	f := newResultsFixture(t)
 	si := session(&f.st)
-	a := f.p.declined(&f.st, si, &resultShape{tables: []lease.TableID{f.id}}, []lease.TableID{f.id})
+	a := f.p.declined(&f.st, si, &results.Shape{Tables: []lease.TableID{f.id}}, []lease.TableID{f.id})
 	c := a.Capture
 	if c == nil {
 		t.Fatal("no capture")
@@ -562,9 +489,9 @@ func TestResultCacheTruncatedNotStored(t *testing.T) {
 	// What the relay leaves past the cap.
 	c.Data, c.Ends, c.Truncated, c.Results = nil, nil, true, 1
 	f.p.OnResult(&f.st, &plugins.Outcome{Source: plugins.FromBackend})
-	f.p.results.store.Wait()
-	if f.p.results.rejects.Load() != 1 || f.p.results.stores.Load() != 0 {
-		t.Errorf("stores %d, rejects %d", f.p.results.stores.Load(), f.p.results.rejects.Load())
+	f.p.results.Store.Wait()
+	if f.p.results.Rejects.Load() != 1 || f.p.results.Stores.Load() != 0 {
+		t.Errorf("stores %d, rejects %d", f.p.results.Stores.Load(), f.p.results.Rejects.Load())
 	}
 }
 
@@ -593,12 +520,12 @@ func TestResultTimeColumns(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
-		shape := resultShapeOf(stmts[0], "shop")
+		shape := results.ShapeOf(stmts[0], "shop")
 		if shape == nil {
 			t.Errorf("%s: not eligible at all", sql)
 			continue
 		}
-		if got := timeSafe(snap, shape); got != safe {
+		if got := results.TimeSafe(snap, shape); got != safe {
 			t.Errorf("%s: safe with a TIME column %v, want %v", sql, got, safe)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"tableproxy/cache/eval"
+	"tableproxy/cache/results"
 	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
@@ -85,8 +86,10 @@ type sessionInfo struct {
 	// not started in the backend yet (see begin.go).
 	deferred bool
 
-	rc    resultSession // the result cache's part
-	plans planMemo      // the plan entries it used last
+	rc    results.Session // the result cache's part
+	plans planMemo        // the plan entries it used last
+	// resultPending is an answer being recorded for the result cache.
+	resultPending *pendingResult
 
 	// Scratch space reused by every statement of the session.
 	tmpl  []byte
@@ -322,7 +325,7 @@ type planEntry struct {
 	why    eval.Why        // when plan is nil: why
 	// results: the statement may be answered from the result cache
 	// (nil: it may not).
-	results *resultShape
+	results *results.Shape
 }
 
 // planMemo holds the plan entries a session used last, with the column
@@ -404,7 +407,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		}
 		return p.unknownRead(st), why
 	}
-	si.pureRead = ent.plan != nil || ent.results != nil && !ent.results.reparse
+	si.pureRead = ent.plan != nil || ent.results != nil && !ent.results.Reparse
 	if ent.plan == nil {
 		return p.declinedWhy(st, si, ent, ent.why)
 	}
@@ -830,7 +833,7 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	if err != nil {
 		// Perhaps a literal where the grammar takes no marker: the result
 		// cache decides on the full text.
-		return &planEntry{why: eval.Because(eval.ParseFailed, "the statement is not one statement the parser reads"), results: &resultShape{reparse: true}}
+		return &planEntry{why: eval.Because(eval.ParseFailed, "the statement is not one statement the parser reads"), results: &results.Shape{Reparse: true}}
 	}
 	if len(stmts) != 1 {
 		return &planEntry{why: eval.Because(eval.ParseFailed, "the statement is not one statement the parser reads")}
@@ -845,7 +848,7 @@ func (p *Plugin) planText(text, db string) *planEntry {
 		// the same statement.
 		return &planEntry{why: eval.Because(eval.ExecutableComment, "it has an executable comment (/*! ... */), which the backend reads or skips by its version")}
 	}
-	shape := resultShapeOf(stmts[0], db)
+	shape := results.ShapeOf(stmts[0], db)
 	sel, ok := stmts[0].(*ast.SelectStmt)
 	if !ok {
 		return &planEntry{why: eval.Because(eval.NotPlainSelect, "only SELECT is answered in memory (UNION, TABLE and VALUES are not)"), results: shape}
@@ -880,7 +883,7 @@ func (p *Plugin) planText(text, db string) *planEntry {
 // unknownRead handles a SELECT that calls a stored function, which may
 // write any table: it is a write of every cached table.
 func (p *Plugin) unknownRead(st *plugins.Statement) plugins.Action {
-	session(st).rc.known = false // a stored function may change settings too
+	session(st).rc.Known = false // a stored function may change settings too
 	session(st).temps.opaque()   // or create temporary tables
 	if ids := p.cachedIDs(); len(ids) > 0 {
 		p.beginWrite(st, ids)
@@ -1132,19 +1135,12 @@ func writeHead(w plugins.ResponseWriter, meta *learned, scratch []byte) error {
 			return err
 		}
 	}
-	return writeEOF(w, meta.midStatus, scratch)
+	return results.WriteEOF(w, meta.midStatus, scratch)
 }
 
 // writeTail writes the EOF that ends the rows.
 func writeTail(w plugins.ResponseWriter, meta *learned, scratch []byte) error {
-	return writeEOF(w, meta.finalStatus, scratch)
-}
-
-// writeEOF writes an EOF packet; scratch (nil or any buffer whose contents
-// are no longer needed) is where it is composed.
-func writeEOF(w plugins.ResponseWriter, learnedStatus uint16, scratch []byte) error {
-	s := w.Status() | learnedStatus&plugins.IndexUsageStatus
-	return w.WritePacket(mysqlwire.AppendEOF(scratch[:0], 0, s))
+	return results.WriteEOF(w, meta.finalStatus, scratch)
 }
 
 var errCorruptRow = corruptRowError{}
