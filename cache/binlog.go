@@ -150,7 +150,7 @@ type logReader struct {
 	// bumped are the tables bumped for the transaction being read: its
 	// rows events often name a table many times, and one bump is enough,
 	// since a load after it waits until its snapshot holds the whole
-	// transaction (see startSnapshot).
+	// transaction (see cache/load's startSnapshot).
 	bumped   map[lease.TableID]bool
 	catching catchUp
 }

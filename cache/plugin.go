@@ -3,10 +3,13 @@
 // current version, the admin SQL that turns caching on and off, and the
 // bookkeeping that makes every write to a cached table bump its version.
 //
-// The evaluator that plans a read and computes its answer from a copy is
-// package cache/eval, which imports nothing of this one; this package
-// decides per statement whether to use it, loads the copies, keeps the
-// result cache, and answers the client.
+// Its subpackages each do one job and import nothing of this one:
+// cache/eval plans a read and computes its answer from a copy, cache/load
+// reads a copy from the backend, cache/results stores the backend's
+// answers for replay. This package decides per statement which of them
+// answers (and records why, for EXPLAIN LAST STATEMENT and the metrics),
+// keeps the catalog and the copies at their versions, and answers the
+// client.
 //
 // The cache is a plugin on the proxy's chain. Whether a copy may be served
 // is the lease package's decision; this package never serves a copy whose
@@ -40,6 +43,7 @@ import (
 
 	"tableproxy/binlog"
 	"tableproxy/cache/eval"
+	"tableproxy/cache/load"
 	"tableproxy/cache/results"
 	"tableproxy/configs"
 	"tableproxy/internal/mysqlwire"
@@ -67,7 +71,7 @@ type Options struct {
 	BinlogUser string `json:"binlog_user"`
 	// ResultCacheSize is the memory the result cache may hold ("64MB" by
 	// default; "0" turns it off), and ResultCacheEntryMax the largest
-	// answer it stores ("1MB" by default). See results.go.
+	// answer it stores ("1MB" by default). See package cache/results.
 	ResultCacheSize     string `json:"result_cache_size"`
 	ResultCacheEntryMax string `json:"result_cache_entry_max"`
 }
@@ -800,7 +804,7 @@ func (p *Plugin) load(id lease.TableID) {
 	}
 	defer conn.Close()
 	// The in-memory form may cost up to twice the data it holds.
-	s, err := loadSnapshot(ctx, conn, id, v, p.maxBytes*2, p.colls)
+	s, err := load.Snapshot(ctx, conn, id, v, p.maxBytes*2, p.colls)
 	if err != nil {
 		p.loadFailed(ts, err)
 		return
@@ -825,7 +829,7 @@ func (p *Plugin) loadFailed(ts *tableState, err error) {
 	msg := err.Error()
 	ts.lastErr.Store(&msg)
 	ts.snap.Store(nil)
-	var tooLarge *errTooLarge
+	var tooLarge *load.ErrTooLarge
 	if errors.As(err, &tooLarge) {
 		// The table grew past the cap since it was cached: stop caching it
 		// (writes are never refused on the cache's account).
@@ -931,12 +935,12 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 	if size, _ := r.GetInt(0, 1); size > p.maxBytes {
 		return errUnsupported("table too large")
 	}
-	if pk, err := primaryKey(conn, id); err != nil {
+	if pk, err := load.PrimaryKey(conn, id); err != nil {
 		return backendError(err)
 	} else if len(pk) == 0 {
 		return errUnsupported("table without a primary key")
 	}
-	if why, err := unservableShape(conn, id); err != nil {
+	if why, err := load.UnservableShape(conn, id); err != nil {
 		return backendError(err)
 	} else if why != "" {
 		return errUnsupported(why)

@@ -56,9 +56,9 @@ type Snapshot struct {
 	// stringIndex); nil for a snapshot without string indexes.
 	strIndex []lazyIndex
 
-	// unchecked says why the load could not make sure that its snapshot
-	// holds every write the binary log showed before it (see
-	// startSnapshot); empty when it did, or when the log is off.
+	// Unchecked says why the load could not make sure that its snapshot
+	// holds every write the binary log showed before it (see package
+	// load's startSnapshot); empty when it did, or when the log is off.
 	Unchecked string
 
 	Bytes        int64 // memory held by the snapshot, accounted

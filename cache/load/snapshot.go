@@ -1,4 +1,4 @@
-package cache
+package load
 
 import (
 	"context"
@@ -15,37 +15,37 @@ import (
 	"tableproxy/lease"
 )
 
-// errTooLarge says a table's data exceeds the cache's size cap.
-type errTooLarge struct {
+// ErrTooLarge says a table's data exceeds the cache's size cap.
+type ErrTooLarge struct {
 	id    lease.TableID
 	bytes int64
 	limit int64
 }
 
-func (e *errTooLarge) Error() string {
+func (e *ErrTooLarge) Error() string {
 	return fmt.Sprintf("%s holds %d bytes, more than the cache limit of %d", e.id, e.bytes, e.limit)
 }
 
-// loadSnapshot reads the whole table in one consistent snapshot on conn.
+// Snapshot reads the whole table in one consistent snapshot on conn.
 // The caller reads the table's version before calling (with no write
 // intent open), so the copy holds at least every write that version
 // stands for (a write seen in the binary log, once the snapshot has
 // reached the log's end: see startSnapshot); a write that lands during the
 // load bumps the version past the tag, and the copy is never served.
-func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.Version, limit int64, colls *eval.Collations) (*eval.Snapshot, error) {
+func Snapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.Version, limit int64, colls *eval.Collations) (*eval.Snapshot, error) {
 	start := time.Now()
 	if err := conn.Conn.SetDeadline(deadlineOf(ctx)); err != nil {
 		return nil, err
 	}
 	defer conn.Conn.SetDeadline(time.Time{})
-	pk, err := primaryKey(conn, id)
+	pk, err := PrimaryKey(conn, id)
 	if err != nil {
 		return nil, err
 	}
 	if len(pk) == 0 {
 		return nil, fmt.Errorf("%s has no primary key", id)
 	}
-	if why, err := unservableShape(conn, id); err != nil || why != "" {
+	if why, err := UnservableShape(conn, id); err != nil || why != "" {
 		if err == nil {
 			err = fmt.Errorf("%s: %s", id, why)
 		}
@@ -108,7 +108,7 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 		s.Rows[i] = append([]byte(nil), row...)
 		s.Bytes += int64(len(row)) + 24
 		if limit > 0 && s.Bytes > limit {
-			return nil, &errTooLarge{id: id, bytes: s.Bytes, limit: limit}
+			return nil, &ErrTooLarge{id: id, bytes: s.Bytes, limit: limit}
 		}
 	}
 	s.Floats = floats
@@ -123,7 +123,7 @@ func loadSnapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v le
 	}
 	s.ReserveStringIndexes()
 	if limit > 0 && s.Bytes > limit { // the indexes count too
-		return nil, &errTooLarge{id: id, bytes: s.Bytes, limit: limit}
+		return nil, &ErrTooLarge{id: id, bytes: s.Bytes, limit: limit}
 	}
 	s.Layout = eval.LayoutOf(s)
 	s.LoadDuration = time.Since(start)
@@ -189,7 +189,8 @@ func columnCollations(conn *client.Conn, id lease.TableID, colls *eval.Collation
 	return out, nil
 }
 
-func primaryKey(conn *client.Conn, id lease.TableID) ([]string, error) {
+// PrimaryKey lists the columns of id's primary key, in key order.
+func PrimaryKey(conn *client.Conn, id lease.TableID) ([]string, error) {
 	r, err := conn.Execute(`SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE
 		WHERE CONSTRAINT_NAME = 'PRIMARY' AND TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, id.Schema, id.Table)
 	if err != nil {
@@ -204,7 +205,7 @@ func primaryKey(conn *client.Conn, id lease.TableID) ([]string, error) {
 	return cols, nil
 }
 
-// unservableShape says why id's rows cannot be served from a copy kept
+// UnservableShape says why id's rows cannot be served from a copy kept
 // in ascending primary-key order and refreshed by the writes the proxy
 // sees, or "": a part of its primary key is descending (MariaDB 10.8 and
 // MySQL 8 keep such an index in descending order, and a scan returns rows
@@ -213,7 +214,7 @@ func primaryKey(conn *client.Conn, id lease.TableID) ([]string, error) {
 // InnoDB makes those changes itself, and neither the statement, which
 // names the parent, nor the binary log, which has the parent's rows only,
 // says that id changed).
-func unservableShape(conn *client.Conn, id lease.TableID) (string, error) {
+func UnservableShape(conn *client.Conn, id lease.TableID) (string, error) {
 	for _, c := range []struct{ why, query string }{
 		{"table with a descending primary key", `SELECT COUNT(*) FROM information_schema.STATISTICS
 			WHERE INDEX_NAME = 'PRIMARY' AND COLLATION = 'D' AND TABLE_SCHEMA = ? AND TABLE_NAME = ?`},
