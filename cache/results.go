@@ -56,7 +56,8 @@ func (p *Plugin) declinedWhy(st *plugins.Statement, si *sessionInfo, ent *planEn
 }
 
 // fromResults answers st from the result cache (hit), or returns the
-// action to send it on with.
+// action to send it on with: the shape's tables, the session, the key,
+// then the store; a miss is recorded to be stored (recordResult).
 func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *results.Shape) (plugins.Action, bool) {
 	rc := p.results
 	if rc == nil || shape == nil {
@@ -71,18 +72,9 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 		}
 	}
 	si.usesTables = true
-	for _, id := range shape.Tables {
-		if !p.mayServe(st, si, id) {
-			// The common case while the tables are written: skip the
-			// session checks and the key.
-			return plugins.Continue, false
-		}
-	}
-	tss := make([]*tableState, len(shape.Tables))
-	for i, id := range shape.Tables {
-		if tss[i] = p.table(id); tss[i] == nil {
-			return plugins.Continue, false // reads a table that is not cached
-		}
+	tss, ok := p.resultTables(st, si, shape)
+	if !ok {
+		return plugins.Continue, false
 	}
 	rs := &si.rc
 	si.usesTables = true
@@ -95,52 +87,11 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 		// it to the backend.
 		return plugins.Continue, false
 	}
-	binaryProto := st.Command == plugins.ComStmtExecute
-	key := rs.Key[:0]
-	if binaryProto {
-		key = append(key, 'b')
-	} else {
-		key = append(key, 't')
-	}
-	if st.ExtendedMetadata {
-		key = append(key, 'x')
-	} else {
-		key = append(key, '-')
-	}
-	key = results.AppendKeyField(key, st.User)
-	key = results.AppendKeyField(key, st.DB)
-	key = results.AppendKeyField(key, si.settings)
-	key = results.AppendKeyField(key, rs.Settings)
-	key = results.AppendKeyField(key, st.SQL)
-	if binaryProto {
-		var ok bool
-		if key, ok = results.AppendParamsKey(key, st); !ok {
-			rs.Key = key
-			return plugins.Continue, false
-		}
-	}
-	versions := make([]lease.Version, len(shape.Tables))
-	for i, id := range shape.Tables {
-		ts := tss[i]
-		var snap *eval.Snapshot
-		var ok bool
-		if st.InTx {
-			snap, ok = p.txSnapshot(st, si, id)
-		} else {
-			snap, ok = p.Servable(id)
-		}
-		if !ok || !results.TimeSafe(snap, shape) {
-			rs.Key = key
-			return plugins.Continue, false
-		}
-		versions[i] = snap.Version
-		key = results.AppendKeyField(key, id.Schema)
-		key = results.AppendKeyField(key, id.Table)
-		key = binary.AppendUvarint(key, ts.gen)
-		key = binary.AppendUvarint(key, uint64(snap.Version))
-		key = binary.AppendUvarint(key, snap.Epoch) // see tableState.epoch
-	}
+	key, versions, ok := p.resultKey(st, si, shape, tss)
 	rs.Key = key
+	if !ok {
+		return plugins.Continue, false
+	}
 	k := unsafe.String(unsafe.SliceData(key), len(key))
 	if e, ok := rc.Store.Get(k); ok && e.Key == k {
 		rc.Hits.Add(1)
@@ -151,22 +102,79 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 		return plugins.AnswerWith(plugins.ResponderFunc(e.Replay)), true
 	}
 	rc.Misses.Add(1)
-	// Only an answer read outside a transaction, at an isolation level
-	// that reads committed rows, stands for the tables' versions: inside
-	// one the backend answers from the transaction's read view, which may
-	// be older; READ UNCOMMITTED may see rows a transaction later rolls
-	// back; and after SET TRANSACTION the next statement's isolation is
-	// unknown.
+	return p.recordResult(st, si, key, tss, versions), false
+}
+
+// resultTables are the states of the shape's tables, or false when one
+// is not cached, or surely cannot answer st from memory now (the common
+// case while the tables are written: the session checks and the key are
+// skipped).
+func (p *Plugin) resultTables(st *plugins.Statement, si *sessionInfo, shape *results.Shape) ([]*tableState, bool) {
+	for _, id := range shape.Tables {
+		if !p.mayServe(st, si, id) {
+			return nil, false
+		}
+	}
+	tss := make([]*tableState, len(shape.Tables))
+	for i, id := range shape.Tables {
+		if tss[i] = p.table(id); tss[i] == nil {
+			return nil, false // reads a table that is not cached
+		}
+	}
+	return tss, true
+}
+
+// resultKey is st's key in the result cache, built in the session's
+// buffer: the statement and its session (results.Session's
+// AppendStatementKey), then each table's name, generation, version and
+// epoch as st reads it now; and those versions. ok is false when the
+// statement cannot be keyed, or a table cannot be read from memory now
+// or could make a TIME column meet a date.
+func (p *Plugin) resultKey(st *plugins.Statement, si *sessionInfo, shape *results.Shape, tss []*tableState) (key []byte, versions []lease.Version, ok bool) {
+	if key, ok = si.rc.AppendStatementKey(si.rc.Key[:0], st, si.settings); !ok {
+		return key, nil, false
+	}
+	versions = make([]lease.Version, len(shape.Tables))
+	for i, id := range shape.Tables {
+		ts := tss[i]
+		var snap *eval.Snapshot
+		if st.InTx {
+			snap, ok = p.txSnapshot(st, si, id)
+		} else {
+			snap, ok = p.Servable(id)
+		}
+		if !ok || !results.TimeSafe(snap, shape) {
+			return key, nil, false
+		}
+		versions[i] = snap.Version
+		key = results.AppendKeyField(key, id.Schema)
+		key = results.AppendKeyField(key, id.Table)
+		key = binary.AppendUvarint(key, ts.gen)
+		key = binary.AppendUvarint(key, uint64(snap.Version))
+		key = binary.AppendUvarint(key, snap.Epoch) // see tableState.epoch
+	}
+	return key, versions, true
+}
+
+// recordResult sends a statement the result cache had no answer for to
+// the backend, recording the answer to store under key if the tables are
+// still at versions when it has arrived (resultsAfter). Only an answer
+// read outside a transaction, at an isolation level that reads committed
+// rows, stands for the tables' versions: inside one the backend answers
+// from the transaction's read view, which may be older; READ UNCOMMITTED
+// may see rows a transaction later rolls back; and after SET TRANSACTION
+// the next statement's isolation is unknown.
+func (p *Plugin) recordResult(st *plugins.Statement, si *sessionInfo, key []byte, tss []*tableState, versions []lease.Version) plugins.Action {
 	if st.InTx || st.Tx.NextTxPending() {
-		return plugins.Continue, false
+		return plugins.Continue
 	}
 	if iso := st.Tx.Isolation(); strings.EqualFold(iso, "READ-UNCOMMITTED") || iso == "" {
-		return plugins.Continue, false
+		return plugins.Continue
 	}
 	pend := &pendingResult{key: string(key), tables: tss, versions: versions}
-	pend.capture.Full, pend.capture.MaxBytes = true, rc.MaxEntry
+	pend.capture.Full, pend.capture.MaxBytes = true, p.results.MaxEntry
 	si.resultPending = pend
-	return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture}, false
+	return plugins.Action{Verdict: plugins.Pass, Capture: &pend.capture}
 }
 
 // mayServe is false when table id surely cannot answer st from memory now:

@@ -287,6 +287,35 @@ func (rs *Session) Probe(st *plugins.Statement) bool {
 	return true
 }
 
+// AppendStatementKey appends to key what a key holds of st and its
+// session: the protocol and metadata flavour, the user, the current
+// database, the evaluator's settings (evalSettings) and the session's
+// own, the statement's text and, for an execute, its parameters. It
+// fails for an execute whose parameters cannot be keyed (see
+// AppendParamsKey).
+func (s *Session) AppendStatementKey(key []byte, st *plugins.Statement, evalSettings string) ([]byte, bool) {
+	binaryProto := st.Command == plugins.ComStmtExecute
+	if binaryProto {
+		key = append(key, 'b')
+	} else {
+		key = append(key, 't')
+	}
+	if st.ExtendedMetadata {
+		key = append(key, 'x')
+	} else {
+		key = append(key, '-')
+	}
+	key = AppendKeyField(key, st.User)
+	key = AppendKeyField(key, st.DB)
+	key = AppendKeyField(key, evalSettings)
+	key = AppendKeyField(key, s.Settings)
+	key = AppendKeyField(key, st.SQL)
+	if binaryProto {
+		return AppendParamsKey(key, st)
+	}
+	return key, true
+}
+
 // AppendKeyField appends s, length first, so that no two different lists
 // of fields encode alike.
 func AppendKeyField(b []byte, s string) []byte {
