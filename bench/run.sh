@@ -3,7 +3,8 @@
 # private MariaDB and through tableproxy (and, with --floor, through a plain
 # TCP relay as a reference), and prints the proxy/direct ratios. With --cache,
 # the proxy runs with the cache plugin and answers covered reads of the sbtest
-# tables from memory; --latency puts a delaying relay in front of MariaDB and
+# tables from memory, and --floor also runs bench/floorserver, which replays
+# recorded answers: the least any server can do per query; --latency puts a delaying relay in front of MariaDB and
 # compares p95 latencies; --rw-cache compares oltp_read_write through the
 # proxy with the tables cached and not cached.
 # See bench/README.md for the options and how to read the results.
@@ -30,6 +31,7 @@ DEFAULT_PROXY_PORT="${TABLEPROXY_BENCH_PROXY_PORT:-6034}"
 DEFAULT_METRICS_PORT="${TABLEPROXY_BENCH_METRICS_PORT:-9105}"
 DEFAULT_RELAY_PORT="${TABLEPROXY_BENCH_RELAY_PORT:-6044}"
 DEFAULT_DELAY_PORT="${TABLEPROXY_BENCH_DELAY_PORT:-6054}"
+DEFAULT_FLOORSRV_PORT="${TABLEPROXY_BENCH_FLOORSRV_PORT:-6064}"
 PROFILE_SECONDS=15
 READY_TIMEOUT=30
 CACHE_TIMEOUT=60
@@ -52,9 +54,12 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
                         select_random_points select_random_ranges oltp_read_write)
   --ps "auto disable"   sysbench --db-ps-mode values to run (default: auto disable)
   --floor               also run each workload through bench/tcprelay, a plain TCP
-                        relay, and print relay qps, relay/direct and proxy/relay
-                        (default in a full run; off with --quick or --direct-only)
-  --no-floor            do not run the tcprelay reference
+                        relay, and print relay qps, relay/direct and proxy/relay;
+                        with --cache, also run each workload against
+                        bench/floorserver, which replays recorded answers, and
+                        print floor qps and proxy/floor (default in a full run;
+                        off with --quick or --direct-only)
+  --no-floor            do not run the tcprelay and floorserver references
   --profile             capture a CPU profile of the proxy during each proxied run
                         into .run/bench/<workload>-<ps>.pprof (with --rw-cache:
                         <workload>-ps<N>-<ps>-<cached|uncached>.pprof)
@@ -97,9 +102,10 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
 
 Environment: TABLEPROXY_RUN_DIR and TABLEPROXY_MARIADB_PORT choose the private
 MariaDB instance (see scripts/mariadb.sh); TABLEPROXY_BENCH_PROXY_PORT,
-TABLEPROXY_BENCH_METRICS_PORT, TABLEPROXY_BENCH_RELAY_PORT and
-TABLEPROXY_BENCH_DELAY_PORT the first ports tried for the proxy, its metrics,
-the --floor relay and the --latency relay (defaults 6034, 9105, 6044, 6054).
+TABLEPROXY_BENCH_METRICS_PORT, TABLEPROXY_BENCH_RELAY_PORT,
+TABLEPROXY_BENCH_DELAY_PORT and TABLEPROXY_BENCH_FLOORSRV_PORT the first ports
+tried for the proxy, its metrics, the --floor relay, the --latency relay and
+the --cache --floor floor server (defaults 6034, 9105, 6044, 6054, 6064).
   --proxy-bin PATH      benchmark this proxy binary instead of building bin/tableproxy
   --compare-bin PATH    also run each workload through this second proxy binary (an
                         older build, say), started as the first on its own port
@@ -152,7 +158,7 @@ while (($# > 0)); do
 	shift
 done
 
-for v in "$DEFAULT_PROXY_PORT" "$DEFAULT_METRICS_PORT" "$DEFAULT_RELAY_PORT" "$DEFAULT_DELAY_PORT"; do
+for v in "$DEFAULT_PROXY_PORT" "$DEFAULT_METRICS_PORT" "$DEFAULT_RELAY_PORT" "$DEFAULT_DELAY_PORT" "$DEFAULT_FLOORSRV_PORT"; do
 	[[ "$v" =~ ^[1-9][0-9]*$ ]] || die "TABLEPROXY_BENCH_*_PORT must be port numbers, got '$v'"
 done
 
@@ -197,6 +203,10 @@ if ((SOCKET)); then
 	FLOOR=0
 fi
 : "${FLOOR:=1}"
+# The floor server stands in for a proxy that answers every read from memory,
+# so it is only a reference for the cached runs.
+FLOORSRV=0
+((FLOOR && CACHE)) && FLOORSRV=1
 : "${TIME:=20}" "${THREADS:=8}" "${TABLES:=1}" "${TABLE_SIZE:=5000}"
 : "${WORKLOADS:=$DEFAULT_WORKLOADS}" "${PS_MODES:=auto disable}"
 
@@ -248,7 +258,7 @@ done
 
 if ((FLOOR || LATENCY)) || { ((!DIRECT_ONLY)) && [[ -z "$PROXY_BIN" ]]; }; then
 	command -v go >/dev/null 2>&1 || [[ -x /usr/local/go/bin/go ]] ||
-		die "Go is required to build the proxy and bench/tcprelay: install Go and put 'go' on PATH (or pass --proxy-bin --no-floor)"
+		die "Go is required to build the proxy, bench/tcprelay and bench/floorserver: install Go and put 'go' on PATH (or pass --proxy-bin --no-floor)"
 	command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
 fi
 
@@ -274,6 +284,7 @@ STARTED_DB=0
 PROXY_PID=""
 RELAY_PID=""
 DELAY_PID=""
+FLOORSRV_PID=""
 PROFILE_PID=""
 
 # stop_process PID NAME: SIGTERM, then SIGKILL after STOP_TIMEOUT seconds.
@@ -307,6 +318,8 @@ stop_relay() {
 	RELAY_PID=""
 	stop_process "$DELAY_PID" "tcprelay -delay"
 	DELAY_PID=""
+	stop_process "$FLOORSRV_PID" floorserver
+	FLOORSRV_PID=""
 }
 
 cleanup() {
@@ -614,6 +627,24 @@ if ((FLOOR)); then
 	RELAY_PID=$STARTED_PID
 fi
 
+# bench/floorserver forwards each statement shape to MariaDB once and then
+# answers every statement of that shape with the recorded packets, in one
+# write after one read: the least any MySQL-protocol server can do per query
+# here, and so the floor of a read answered from the proxy's cache.
+FLOORSRV_PORT=""
+if ((FLOORSRV)); then
+	FLOORSRV_BIN="$BENCH_DIR/floorserver"
+	FLOORSRV_LOG="$BENCH_DIR/floorserver.log"
+	log "building bench/floorserver"
+	(cd "$ROOT" && go build -o "$FLOORSRV_BIN" ./bench/floorserver) || die "go build ./bench/floorserver failed"
+	FLOORSRV_PORT="$(free_port "$DEFAULT_FLOORSRV_PORT")"
+	log "starting floorserver on 127.0.0.1:$FLOORSRV_PORT (log $FLOORSRV_LOG)"
+	"$FLOORSRV_BIN" -listen "127.0.0.1:$FLOORSRV_PORT" -backend "127.0.0.1:$DB_PORT" \
+		-user sbtest -password sbtest -db sbtest </dev/null >"$FLOORSRV_LOG" 2>&1 &
+	FLOORSRV_PID=$!
+	wait_ready "$FLOORSRV_PID" "127.0.0.1:$FLOORSRV_PORT" "$FLOORSRV_LOG" floorserver
+fi
+
 # --- runs ----------------------------------------------------------------
 
 # Field value from a sysbench report, e.g. queries per second from
@@ -681,9 +712,13 @@ run_sysbench() {
 	printf 'bench: %-22s ps=%-8s %-6s %s... ' "$workload" "$ps" "$target" "${suffix:+($suffix) }" >&2
 	# CPU time of sysbench, MariaDB and the proxy over the run, to say
 	# where each query's time goes on a machine they share.
-	local db_pid proxy_pid="${PROXY_PID:-}" sb0 db0 px0
+	local db_pid proxy_pid="${PROXY_PID:-}" proxy_name=proxy sb0 db0 px0
 	db_pid="$(tr -dc '0-9' <"$RUN_DIR/mariadb/mariadb.pid" 2>/dev/null || true)"
-	case "$target" in direct | relay | nodelay) proxy_pid="" ;; baseline) proxy_pid="$BASELINE_PID" ;; esac
+	case "$target" in
+	direct | relay | nodelay) proxy_pid="" ;;
+	baseline) proxy_pid="$BASELINE_PID" ;;
+	floor) proxy_pid="$FLOORSRV_PID" proxy_name=floorserver ;;
+	esac
 	children_ticks
 	sb0="$R_CHILD_TICKS" db0="$(cpu_ticks "$db_pid")" px0="$(cpu_ticks "$proxy_pid")"
 	# With --socket, the runs that would reach MariaDB's or the proxy's port
@@ -741,7 +776,7 @@ run_sysbench() {
 	fi
 	printf '%s qps, %s tps, p95 %s ms\n' "$R_QPS" "$R_TPS" "$R_P95" >&2
 	local cpu="sysbench $(cpu_per_query "$R_CPU_SB" "$R_QUERIES"), MariaDB $(cpu_per_query "$R_CPU_DB" "$R_QUERIES")"
-	[[ -n "$proxy_pid" ]] && cpu+=", proxy $(cpu_per_query "$R_CPU_PX" "$R_QUERIES")"
+	[[ -n "$proxy_pid" ]] && cpu+=", $proxy_name $(cpu_per_query "$R_CPU_PX" "$R_QUERIES")"
 	CPU_ROWS+=("$workload|$ps|$target$suffix|$cpu")
 }
 CPU_ROWS=()
@@ -765,6 +800,14 @@ median() {
 spread() {
 	printf '%s\n' "$@" | awk '$1 ~ /^[0-9.]+$/' | sort -g |
 		awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR == 0) print "-"; else print lo "-" hi }'
+}
+
+# check_alive PID LOG NAME: stops the benchmark, with the end of LOG, if the
+# process PID has exited.
+check_alive() {
+	kill -0 "$1" 2>/dev/null && return 0
+	tail -n 30 "$2" >&2 || true
+	die "$3 is no longer running (log: $2)"
 }
 
 # delay_mark LABEL: with --latency, makes the delay relay log the hold times
@@ -834,10 +877,7 @@ if ((RW_CACHE)); then
 						uncache_tables
 						CACHED_NOW=0
 					fi
-					if ! kill -0 "$PROXY_PID" 2>/dev/null; then
-						tail -n 30 "$PROXY_LOG" >&2 || true
-						die "the proxy is no longer running (log: $PROXY_LOG)"
-					fi
+					check_alive "$PROXY_PID" "$PROXY_LOG" "the proxy"
 					[[ $state == cached ]] && before="$(cache_counts)"
 					((PROFILE && rep == 1)) && start_profile "$RW_WORKLOAD-ps$n-$ps-$state"
 					run_sysbench "$RW_WORKLOAD" "$ps" "$state" "$PROXY_PORT" "-ps$n-$rep" --point_selects="$n"
@@ -875,7 +915,7 @@ else
 	for workload in "${WORKLOAD_LIST[@]}"; do
 		for ps in "${PS_LIST[@]}"; do
 			D_QPS=() D_P95=() RL_QPS=() P_QPS=() P_P95=() RATIOS=() RELAY_RATIOS=() PR_RATIOS=() P95_RATIOS=() ND_P95=()
-			B_QPS=() PB_RATIOS=()
+			B_QPS=() PB_RATIOS=() FL_QPS=() PF_RATIOS=()
 			c_queries=0 c_hits=0 c_pass=0 c_ok=1
 			for ((rep = 1; rep <= REPEAT; rep++)); do
 				sfx=""
@@ -888,20 +928,19 @@ else
 				run_sysbench "$workload" "$ps" direct "$DIRECT_PORT" "$sfx"
 				d_qps="$R_QPS" d_p95="$R_P95"
 				delay_mark "$workload ps=$ps direct$sfx"
-				r_qps="" p_qps="" p_p95="" b_qps=""
+				r_qps="" p_qps="" p_p95="" b_qps="" f_qps=""
 				if ((FLOOR)); then
-					if ! kill -0 "$RELAY_PID" 2>/dev/null; then
-						tail -n 30 "$RELAY_LOG" >&2 || true
-						die "tcprelay is no longer running (log: $RELAY_LOG)"
-					fi
+					check_alive "$RELAY_PID" "$RELAY_LOG" tcprelay
 					run_sysbench "$workload" "$ps" relay "$RELAY_PORT" "$sfx"
 					r_qps="$R_QPS"
 				fi
+				if ((FLOORSRV)); then
+					check_alive "$FLOORSRV_PID" "$FLOORSRV_LOG" floorserver
+					run_sysbench "$workload" "$ps" floor "$FLOORSRV_PORT" "$sfx"
+					f_qps="$R_QPS"
+				fi
 				if ((!DIRECT_ONLY)); then
-					if ! kill -0 "$PROXY_PID" 2>/dev/null; then
-						tail -n 30 "$PROXY_LOG" >&2 || true
-						die "the proxy is no longer running (log: $PROXY_LOG)"
-					fi
+					check_alive "$PROXY_PID" "$PROXY_LOG" "the proxy"
 					if [[ -n "$BASELINE_BIN" ]]; then
 						kill -0 "$BASELINE_PID" 2>/dev/null || die "the baseline proxy is no longer running (log: $BASELINE_LOG)"
 						run_sysbench "$workload" "$ps" baseline "$BASELINE_PORT" "$sfx"
@@ -931,6 +970,7 @@ else
 				RATIOS+=("$(ratio "$d_qps" "$p_qps")") P95_RATIOS+=("$(ratio "$d_p95" "$p_p95")")
 				RELAY_RATIOS+=("$(ratio "$d_qps" "$r_qps")") PR_RATIOS+=("$(ratio "$r_qps" "$p_qps")")
 				B_QPS+=("$b_qps") PB_RATIOS+=("$(ratio "$b_qps" "$p_qps")")
+				FL_QPS+=("$f_qps") PF_RATIOS+=("$(ratio "$f_qps" "$p_qps")")
 			done
 			# With one run per row these are that run's figures; with
 			# --repeat, medians (of the runs, and of each run's ratio).
@@ -938,6 +978,9 @@ else
 			row+="|$(median "${D_P95[@]}")|$(median "${P_P95[@]}")"
 			if ((FLOOR)); then
 				row+="|$(median "${RL_QPS[@]}")|$(median "${RELAY_RATIOS[@]}")|$(median "${PR_RATIOS[@]}")"
+			fi
+			if ((FLOORSRV)); then
+				row+="|$(median "${FL_QPS[@]}")|$(median "${PF_RATIOS[@]}")"
 			fi
 			if [[ -n "$BASELINE_BIN" ]]; then
 				row+="|$(median "${B_QPS[@]}")|$(median "${PB_RATIOS[@]}")"
@@ -998,6 +1041,10 @@ else
 		HEADERS+=("relay qps" relay/direct "$P/relay")
 		WIDTHS+=(12 12 11)
 	fi
+	if ((FLOORSRV)); then
+		HEADERS+=("floor qps" "$P/floor")
+		WIDTHS+=(12 11)
+	fi
 	if [[ -n "$BASELINE_BIN" ]]; then
 		HEADERS+=("compare-bin qps" "$P/compare-bin")
 		WIDTHS+=(15 17)
@@ -1023,6 +1070,7 @@ for i in "${!HEADERS[@]}"; do
 done
 FORMAT+="\n"
 CACHE_LABEL="proxy: cache plugin, sbtest tables cached (ALTER TABLE ... CACHE); the direct and relay runs are uncached"
+((FLOORSRV)) && CACHE_LABEL+="; floor: bench/floorserver, which answers every statement with the recorded answer to the first one of its shape (the least any server can do per query)"
 if ((LATENCY)); then
 	CACHE_LABEL+="; MariaDB behind bench/tcprelay -delay $DELAY (per direction) for the direct runs and the proxy's backend connections alike; no-delay direct: the same run against MariaDB without the relay, for reference"
 elif ((RW_CACHE)); then
@@ -1032,6 +1080,7 @@ fi
 
 if ((FLOOR)); then
 	SETTINGS="$THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows, with the bench/tcprelay floor"
+	((FLOORSRV)) && SETTINGS+=" and the bench/floorserver floor"
 else
 	SETTINGS="$THREADS threads, ${TIME}s per run, $TABLES table(s) x $TABLE_SIZE rows"
 fi
