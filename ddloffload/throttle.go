@@ -28,6 +28,11 @@ type throttle struct {
 	mu  sync.Mutex // guards why, share, busy, notBefore and replica connections; taken by each chunk
 	why string
 	rc  map[string]*client.Conn
+	// measured is closed once run has measured for the first time (or
+	// given up): no chunk is copied before, so that a replica already
+	// lagging when the stage starts holds the copy from its first chunk,
+	// however fast the copy would be over.
+	measured chan struct{}
 
 	// share is how much of the workers' time the latency check lets the
 	// copy use, in workers: halved when the foreground is too slow,
@@ -82,6 +87,7 @@ func newThrottle(r *runner) *throttle {
 // baseline it found for the job's next stage.
 func (r *runner) startThrottle(ctx context.Context) (th *throttle, stop func()) {
 	th = newThrottle(r)
+	th.measured = make(chan struct{})
 	ctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() {
@@ -162,6 +168,12 @@ func redact(s string) string {
 
 // run measures until ctx ends.
 func (t *throttle) run(ctx context.Context) {
+	first := true
+	defer func() {
+		if first && t.measured != nil {
+			close(t.measured)
+		}
+	}()
 	c, err := t.r.connect(ctx)
 	if err != nil {
 		t.r.log.Warn("ddl: throttle: cannot connect; not throttling", "err", err)
@@ -189,6 +201,10 @@ func (t *throttle) run(ctx context.Context) {
 		if (why == "") != (was == "") {
 			t.logChange(why, byLatency || wasLatency)
 		}
+		if first && t.measured != nil {
+			close(t.measured)
+		}
+		first = false
 		wasLatency = byLatency
 		select {
 		case <-ctx.Done():
@@ -340,6 +356,13 @@ func (t *throttle) acquireBatch(ctx context.Context) (done func(), err error) {
 }
 
 func (t *throttle) take(ctx context.Context, paced bool) (done func(), err error) {
+	if t.measured != nil {
+		select {
+		case <-t.measured:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	for {
 		t.mu.Lock()
 		wait := time.Until(t.notBefore)
