@@ -2,15 +2,14 @@ package cache
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
+	"tableproxy/internal/atomicfile"
 	"tableproxy/lease"
 )
 
@@ -41,16 +40,9 @@ const catalogFile = "cached_tables.json"
 // OpenCatalog reads the catalog in dir, or starts an empty one.
 func OpenCatalog(dir string) (*Catalog, error) {
 	c := &Catalog{path: filepath.Join(dir, catalogFile), entries: map[lease.TableID]Entry{}}
-	data, err := os.ReadFile(c.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return c, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cache catalog: %w", err)
-	}
 	var list []Entry
-	if err := json.Unmarshal(data, &list); err != nil {
-		return nil, fmt.Errorf("cache catalog %s: %w", c.path, err)
+	if _, err := atomicfile.ReadJSON(c.path, &list); err != nil {
+		return nil, fmt.Errorf("cache catalog: %w", err)
 	}
 	for _, e := range list {
 		c.entries[e.ID()] = e

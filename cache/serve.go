@@ -1006,13 +1006,9 @@ func stripExtended(def []byte, ext bool) []byte {
 	if !ext {
 		return def
 	}
-	pos := 0
-	for i := 0; i < 6; i++ {
-		_, n, ok := mysqlwire.ReadLenEncString(def[pos:])
-		if !ok {
-			return def
-		}
-		pos += n
+	pos, ok := mysqlwire.ColumnNamesEnd(def)
+	if !ok {
+		return def
 	}
 	n, w, ok := mysqlwire.ReadLenEncInt(def[pos:])
 	if !ok || pos+w+int(n) > len(def) {

@@ -3,10 +3,7 @@ package ddloffload
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -164,16 +161,9 @@ const jobsFile = "ddl_jobs.json"
 
 func openRegistry(dir string, keep int) (*registry, error) {
 	g := &registry{path: filepath.Join(dir, jobsFile), keep: keep, jobs: map[int64]*jobRec{}, nextID: 1}
-	data, err := os.ReadFile(g.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return g, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ddl jobs: %w", err)
-	}
 	var list []Job
-	if err := json.Unmarshal(data, &list); err != nil {
-		return nil, fmt.Errorf("ddl jobs %s: %w", g.path, err)
+	if _, err := atomicfile.ReadJSON(g.path, &list); err != nil {
+		return nil, fmt.Errorf("ddl jobs: %w", err)
 	}
 	for _, j := range list {
 		rec := &jobRec{job: j}

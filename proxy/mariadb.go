@@ -121,13 +121,9 @@ func appendProgress(b []byte, stage, maxStage int, percent float64, info string)
 // column definition payload (after its six length-encoded strings), for a
 // client that negotiated MARIADB_CLIENT_EXTENDED_METADATA.
 func withEmptyExtendedMetadata(def []byte) []byte {
-	pos := 0
-	for i := 0; i < 6; i++ {
-		_, n, ok := mysqlwire.ReadLenEncString(def[pos:])
-		if !ok {
-			return def
-		}
-		pos += n
+	pos, ok := mysqlwire.ColumnNamesEnd(def)
+	if !ok {
+		return def
 	}
 	out := make([]byte, 0, len(def)+1)
 	out = append(out, def[:pos]...)

@@ -3,6 +3,10 @@
 package atomicfile
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -34,4 +38,20 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+// ReadJSON decodes the JSON file at path into v, as Write left it. A file
+// that does not exist is no error: found is false and v is left as it was.
+func ReadJSON(path string, v any) (found bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return true, fmt.Errorf("%s: %w", path, err)
+	}
+	return true, nil
 }

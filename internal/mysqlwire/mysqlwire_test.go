@@ -197,3 +197,20 @@ func TestAppendersDoNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per run, want 0", allocs)
 	}
 }
+
+// A column definition's names end before its extended metadata, and a
+// definition cut short among its names has no such place.
+func TestColumnNamesEnd(t *testing.T) {
+	var def []byte
+	for _, name := range []string{"def", "db", "t", "t", "c", "c"} {
+		def = AppendLenEncString(def, name)
+	}
+	names := len(def)
+	def = append(def, 0x0c, 0x21, 0)
+	if end, ok := ColumnNamesEnd(def); !ok || end != names {
+		t.Errorf("ColumnNamesEnd = %d, %v; want %d, true", end, ok, names)
+	}
+	if _, ok := ColumnNamesEnd(def[:names-2]); ok {
+		t.Error("a definition cut short among its names has an end")
+	}
+}

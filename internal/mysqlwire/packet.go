@@ -126,3 +126,18 @@ func ParseErr(payload []byte) *mysql.MyError {
 	e.Message = string(rest)
 	return e
 }
+
+// ColumnNamesEnd is where the six length-encoded names that open a column
+// definition (catalog, schema, table, original table, name, original name)
+// end in def: where MariaDB's extended metadata goes, when a client
+// negotiated it. ok is false for a definition cut short.
+func ColumnNamesEnd(def []byte) (end int, ok bool) {
+	for i := 0; i < 6; i++ {
+		_, n, ok := ReadLenEncString(def[end:])
+		if !ok {
+			return 0, false
+		}
+		end += n
+	}
+	return end, true
+}
