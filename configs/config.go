@@ -14,7 +14,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Config is the whole configuration file.
+// Config is the whole configuration file. Every option is described in
+// docs/configuration.md, which docs_test.go keeps in step with these
+// structs and with Default.
 type Config struct {
 	Listen          string        `yaml:"listen"`
 	ListenSocket    string        `yaml:"listen_socket"` // a Unix socket for local clients as well; none when empty
