@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Full check of the repository, as run by CI (.ci/run):
-#   gofmt, go vet, build, go test against a private MariaDB, go test -race on
-#   the concurrent packages, and a short sysbench smoke test through the proxy.
+#   gofmt, the docs' links, go vet, build, go test against a private
+#   MariaDB, go test -race on the concurrent packages, and a short sysbench
+#   smoke test through the proxy.
 #
 # Local shortcuts (CI sets neither):
 #   TABLEPROXY_SKIP_RACE=1    skip the -race step
@@ -142,6 +143,9 @@ check_gofmt() {
 }
 
 step "gofmt" check_gofmt
+# Relative links and #anchors of the Markdown docs, and the commands the
+# README's quick start names (scripts/checkdocs; no network, under a second).
+step "docs links" go run ./scripts/checkdocs
 step "go vet" go vet ./...
 step "go build" go build -o bin/tableproxy ./cmd/tableproxy
 step "go test" go test -count=1 -timeout "$GO_TEST_TIMEOUT" ./...
