@@ -1,5 +1,6 @@
 // Command checkdocs checks the repository's Markdown: every relative link
-// in README.md, docs/*.md, BENCHMARKS.md and each package's README.md must
+// in README.md, docs/*.md, BENCHMARKS.md, bench/results/*.md and each
+// package's README.md must
 // name a file or directory that exists, and every #anchor a heading of the
 // target file (GitHub's slug rules) or an HTML id/name in it. It also checks
 // that the commands README.md's "Quick start" names exist and are
@@ -81,8 +82,9 @@ func main() {
 	fmt.Printf("checkdocs: %d files, %d relative links, all resolve\n", len(files), links)
 }
 
-// markdownFiles lists README.md, BENCHMARKS.md, docs/*.md and every
-// README.md below the root, less those in skip.
+// markdownFiles lists README.md, BENCHMARKS.md, docs/*.md,
+// bench/results/*.md and every README.md below the root, less those in
+// skip.
 func markdownFiles(skip []string) ([]string, error) {
 	set := map[string]bool{}
 	for _, f := range []string{"README.md", "BENCHMARKS.md"} {
@@ -90,9 +92,11 @@ func markdownFiles(skip []string) ([]string, error) {
 			set[f] = true
 		}
 	}
-	docs, _ := filepath.Glob("docs/*.md")
-	for _, f := range docs {
-		set[f] = true
+	for _, g := range []string{"docs/*.md", "bench/results/*.md"} {
+		ms, _ := filepath.Glob(g)
+		for _, f := range ms {
+			set[f] = true
+		}
 	}
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
