@@ -7,6 +7,12 @@
 #
 # Re-running start reloads the sample data and restarts the proxy with a
 # freshly built binary.
+#
+# Environment (the defaults are the quick start's):
+#   TABLEPROXY_RUN_DIR        state and logs (default <repo>/.run)
+#   TABLEPROXY_MARIADB_PORT   the private MariaDB's port (default 3307; scripts/mariadb.sh)
+#   TABLEPROXY_DEMO_PORT      the proxy's port on 127.0.0.1 (default 6033)
+#   TABLEPROXY_DEMO_METRICS   the metrics port on 127.0.0.1 (default 9104)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,8 +21,9 @@ mkdir -p "$RUN_DIR"
 RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 
 PROXY_HOST=127.0.0.1
-PROXY_PORT=6033
-METRICS_ADDR=127.0.0.1:9104
+PROXY_PORT="${TABLEPROXY_DEMO_PORT:-6033}"
+METRICS_PORT="${TABLEPROXY_DEMO_METRICS:-9104}"
+METRICS_ADDR="127.0.0.1:$METRICS_PORT"
 PROXY_BIN="$ROOT/bin/tableproxy"
 PROXY_PID="$RUN_DIR/proxy.pid"
 PROXY_LOG="$RUN_DIR/proxy.log"
@@ -26,6 +33,9 @@ STOP_TIMEOUT=20
 
 log() { printf 'demo.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+[[ "$PROXY_PORT" =~ ^[0-9]+$ ]] || die "TABLEPROXY_DEMO_PORT must be a port number, got '$PROXY_PORT'"
+[[ "$METRICS_PORT" =~ ^[0-9]+$ ]] || die "TABLEPROXY_DEMO_METRICS must be a port number, got '$METRICS_PORT'"
 
 port_in_use() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
@@ -102,9 +112,9 @@ cmd_start() {
 	# A restart picks up the binary that was just built.
 	stop_proxy
 	port_in_use "$PROXY_PORT" &&
-		die "port $PROXY_HOST:$PROXY_PORT is already in use by another process"
-	port_in_use "${METRICS_ADDR##*:}" &&
-		die "metrics port $METRICS_ADDR is already in use by another process"
+		die "port $PROXY_HOST:$PROXY_PORT is already in use by another process; set TABLEPROXY_DEMO_PORT to a free port"
+	port_in_use "$METRICS_PORT" &&
+		die "metrics port $METRICS_ADDR is already in use by another process; set TABLEPROXY_DEMO_METRICS to a free port"
 
 	mkdir -p "$PROXY_DATA"
 	# No config file: the defaults run the product's plugins (metrics, cached

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Full check of the repository, as run by CI (.ci/run):
 #   gofmt, the docs' links, go vet, build, go test against a private
-#   MariaDB, go test -race on the concurrent packages, and a short sysbench
-#   smoke test through the proxy.
+#   MariaDB, the README's quick start and tour (scripts/quickstart-check.sh,
+#   on a MariaDB of its own), go test -race on the concurrent packages, and a
+#   short sysbench smoke test through the proxy.
 #
 # Local shortcuts (CI sets neither):
 #   TABLEPROXY_SKIP_RACE=1    skip the -race step
@@ -149,6 +150,9 @@ step "docs links" go run ./scripts/checkdocs
 step "go vet" go vet ./...
 step "go build" go build -o bin/tableproxy ./cmd/tableproxy
 step "go test" go test -count=1 -timeout "$GO_TEST_TIMEOUT" ./...
+# scripts/demo.sh and the README's tour, twice, with the mariadb client, in a
+# run directory and on a MariaDB port of their own; stops the demo after.
+step "quick start" "$ROOT/scripts/quickstart-check.sh"
 if [[ "${TABLEPROXY_SKIP_RACE:-}" == 1 ]]; then
 	skip "go test -race" "TABLEPROXY_SKIP_RACE=1"
 else
