@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # ADD INDEX benchmark: on one sysbench table (2M rows by default), adds the
-# same index natively (ALTER TABLE directly on MariaDB), as a tableproxy job
-# through the proxy (each copy method), and with pt-online-schema-change,
-# side by side in one run, then the proxy job with 1, 2, 4 and 8 workers.
-# Between runs the index is dropped again, so every run starts from the
-# same table. Prints seconds and ratios, and writes them as Markdown to
+# same index natively (ALTER TABLE directly on MariaDB), as the floor (the
+# backend's own work for the job's design, by hand in one session: a
+# chunked copy into a primary-key-only shadow, then the deferred build of
+# its secondary indexes), as a tableproxy job through the proxy (each copy
+# method), and with pt-online-schema-change, side by side in one run, then
+# the proxy job with 1, 2, 4 and 8 workers. Between runs the index (or the
+# floor's shadow) is dropped again, so every run starts from the same
+# table. Prints seconds and ratios, and writes them as Markdown to
 # $TABLEPROXY_RUN_DIR/bench/addindex-<date>.md. With --foreground, instead
 # measures what a job costs sysbench oltp_read_write running through the
 # proxy on the same table: p99 idle and during the job, errors, and whether
@@ -27,7 +30,9 @@ usage: bench/addindex.sh [options]
   --rows N          rows of the sysbench table (default 2000000)
   --index SQL       the index to add (default: INDEX idx_c (c))
   --workers "1 2 4 8"  worker counts for the scaling table (default: 1 2 4 8)
-  --methods "..."   what to compare, in order (default: native proxy proxy-read-ahead pt-osc)
+  --methods "..."   what to compare, in order (default: native floor proxy proxy-read-ahead
+                    pt-osc); floor: one session copies the table into a key-only
+                    shadow in chunks of the job's size, then builds its indexes
   --reuse           keep the table if it already has N rows (skips sysbench prepare)
   --proxy-bin PATH  use this binary instead of building bin/tableproxy
   -h, --help        show this help
@@ -56,7 +61,7 @@ EOF
 log() { printf 'addindex: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-ROWS=2000000 INDEX="INDEX idx_c (c)" WORKERS="1 2 4 8" METHODS="native proxy proxy-read-ahead pt-osc" REUSE=0 PROXY_BIN=""
+ROWS=2000000 INDEX="INDEX idx_c (c)" WORKERS="1 2 4 8" METHODS="native floor proxy proxy-read-ahead pt-osc" REUSE=0 PROXY_BIN=""
 FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0
 # A backend sized for the table (see --server-vars); the buffer pool resizes
 # in the background, which the sleep waits for.
@@ -204,10 +209,12 @@ done
 
 mysql_proxy() { mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sbtest -psbtest --batch "$DB" "$@"; }
 
-# timed NAME COMMAND...: runs COMMAND, prints its seconds, then drops the index.
+# timed NAME COMMAND...: runs COMMAND, prints its seconds, then drops the
+# index (floor: checks the shadow, then drops it).
 timed() {
-	local name=$1 t0 t1
+	local name=$1 t0 t1 table=sbtest1
 	shift
+	[[ "$name" != floor ]] || table=$FLOOR_TABLE
 	log "$name: adding $INDEX"
 	t0=$(date +%s.%N)
 	if ! "$@" >"$LOG_DIR/addindex-$name.log" 2>&1; then
@@ -215,12 +222,68 @@ timed() {
 		die "$name failed (log $LOG_DIR/addindex-$name.log)"
 	fi
 	t1=$(date +%s.%N)
-	mysql_root -N -e "SHOW CREATE TABLE $DB.sbtest1" | grep -q "KEY \`$INDEX_NAME\`" || die "$name: the index is missing afterwards"
-	mysql_root -e "ALTER TABLE $DB.sbtest1 DROP INDEX $INDEX_NAME"
-	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }'
+	mysql_root -N -e "SHOW CREATE TABLE $DB.$table" | grep -q "KEY \`$INDEX_NAME\`" || die "$name: the index is missing afterwards"
+	if [[ "$name" == floor ]]; then
+		floor_check
+		mysql_root -e "DROP TABLE $DB.$FLOOR_TABLE"
+	else
+		mysql_root -e "ALTER TABLE $DB.sbtest1 DROP INDEX $INDEX_NAME"
+	fi
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'
 }
 
 proxy_job() { mysql_proxy -e "$1 ALTER TABLE sbtest1 ADD $INDEX"; }
+
+# The floor: the backend's own work for the job's design (see the
+# ARCHITECTURE notes, "ADD INDEX on MySQL/MariaDB"), without the job's
+# walker, binary-log stream, checksums and cut-over. One session, under
+# READ COMMITTED: CREATE TABLE ... LIKE the table, its secondary indexes
+# dropped; INSERT ... SELECT ... ORDER BY id over primary-key ranges of the
+# job's chunk size (tableproxy_ddl_batch_size), in key order; then one
+# ALTER TABLE adding the table's secondary indexes and the new one, as the
+# job's deferred build does. floor_sql writes that script (before the
+# clock starts); the session prints when its copy starts, ends, and when
+# the build ends, for the split.
+FLOOR_TABLE=sbtest1_floor FLOOR_SQL="$BENCH_DIR/addindex-floor.sql"
+floor_sql() {
+	local chunk min max secondaries drops adds
+	chunk="$(mysql_proxy -N -e "SELECT @@tableproxy_ddl_batch_size")"
+	[[ "$chunk" =~ ^[1-9][0-9]*$ ]] || die "floor: cannot read the job's chunk size (got '$chunk')"
+	read -r min max < <(mysql_root -N -e "SELECT MIN(id), MAX(id) FROM $DB.sbtest1")
+	secondaries="$(mysql_root -N -e "SHOW CREATE TABLE $DB.sbtest1" | sed 's/\\n/\n/g' |
+		sed -nE 's/^ *((UNIQUE )?KEY `[^`]+` .*[^,]),?$/\1/p')"
+	drops="$(sed -E 's/^(UNIQUE )?KEY (`[^`]+`).*/DROP INDEX \2/' <<<"$secondaries" | paste -sd, -)"
+	adds="$(sed 's/^/ADD /' <<<"$secondaries" | paste -sd, -)"
+	FLOOR_CHUNK=$chunk FLOOR_DEFERRED=$(($(grep -c . <<<"$secondaries" || true) + 1))
+	{
+		echo "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION autocommit = 1;"
+		echo "DROP TABLE IF EXISTS $FLOOR_TABLE; CREATE TABLE $FLOOR_TABLE LIKE sbtest1;"
+		[[ -z "$secondaries" ]] || echo "ALTER TABLE $FLOOR_TABLE $drops;"
+		echo "SELECT 'start', UNIX_TIMESTAMP(NOW(6));"
+		awk -v lo="$((min - 1))" -v max="$max" -v n="$chunk" -v t="$FLOOR_TABLE" 'BEGIN {
+			for (; lo < max; lo += n)
+				printf "INSERT INTO %s SELECT * FROM sbtest1 WHERE id > %d AND id <= %d ORDER BY id;\n", t, lo, lo + n
+		}'
+		echo "SELECT 'copied', UNIX_TIMESTAMP(NOW(6));"
+		echo "ALTER TABLE $FLOOR_TABLE ${adds:+$adds, }ADD $INDEX;"
+		echo "SELECT 'built', UNIX_TIMESTAMP(NOW(6));"
+	} >"$FLOOR_SQL"
+}
+floor_run() { mysql_root -N "$DB" <"$FLOOR_SQL"; }
+# floor_check: the shadow holds every row and every index of the table.
+floor_check() {
+	local a b
+	a="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1")" b="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.$FLOOR_TABLE")"
+	[[ "$a" == "$b" ]] || die "floor: the shadow has $b rows, the table $a"
+	a="$(mysql_root -N -e "SELECT COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = '$DB' AND TABLE_NAME = 'sbtest1'")"
+	b="$(mysql_root -N -e "SELECT COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = '$DB' AND TABLE_NAME = '$FLOOR_TABLE'")"
+	((b == a + 1)) || die "floor: the shadow has $b indexes, the table $a plus the new one"
+}
+# floor_split: "copy X s + build Y s", from the floor session's log.
+floor_split() {
+	awk '$1 == "start" { s = $2 } $1 == "copied" { c = $2 } $1 == "built" { b = $2 }
+		END { if (s && c && b) printf "copy %.2f s + build %.2f s", c - s, b - c }' "$LOG_DIR/addindex-floor.log"
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 DATE="$(date -u +%Y-%m-%d)"
 
@@ -402,6 +465,10 @@ declare -A SECS
 for m in $METHODS; do
 	case "$m" in
 	native) SECS[$m]=$(timed native mysql_root "$DB" -e "ALTER TABLE sbtest1 ADD $INDEX") ;;
+	floor)
+		floor_sql
+		SECS[$m]=$(timed floor floor_run)
+		;;
 	proxy) SECS[$m]=$(timed proxy proxy_job "") ;;
 	proxy-read-ahead) SECS[$m]=$(timed proxy-read-ahead proxy_job "SET tableproxy_ddl_copy_method = read_ahead;") ;;
 	pt-osc) SECS[$m]=$(timed pt-osc pt-online-schema-change --alter "ADD $INDEX" "h=127.0.0.1,P=$DB_PORT,u=$ROOT_USER,p=$ROOT_PASS,D=$DB,t=sbtest1" \
@@ -420,11 +487,21 @@ OUT="$BENCH_DIR/addindex-$DATE.md"
 {
 	echo "ADD $INDEX on $DB.sbtest1: $ROWS rows, $TABLE_MB MB; $(nproc) CPUs, MariaDB $(mysql_root -N -e 'SELECT VERSION()'), $DATE"
 	echo
-	echo "| method | seconds | / native |"
-	echo "|---|---|---|"
+	floor="${SECS[floor]:-}"
+	echo "| method | seconds | / native |${floor:+ / floor |}"
+	echo "|---|---|---|${floor:+---|}"
 	for m in $METHODS; do
-		echo "| $m | ${SECS[$m]} | $(ratio "${SECS[$m]}" "${SECS[native]:-0}") |"
+		echo "| $m | ${SECS[$m]} | $(ratio "${SECS[$m]}" "${SECS[native]:-0}") |${floor:+ $(ratio "${SECS[$m]}" "$floor") |}"
 	done
+	if [[ -n "$floor" ]]; then
+		echo
+		echo "floor: one session, $FLOOR_CHUNK-row chunks into a key-only shadow, then $FLOOR_DEFERRED deferred indexes: $(floor_split)"
+		if [[ -n "${SECS[proxy]:-}" ]]; then
+			r="$(ratio "${SECS[proxy]}" "${SECS[floor]}")"
+			echo
+			echo "proxy/floor: $r (target: at most 1.20, $(awk -v r="$r" 'BEGIN { print (r != "-" && r <= 1.2) ? "met" : "not met" }'))"
+		fi
+	fi
 	if [[ -n "${SECS[pt-osc]:-}" && -n "${SECS[proxy]:-}" ]]; then
 		echo
 		echo "pt-online-schema-change / proxy job: $(ratio "${SECS[pt-osc]}" "${SECS[proxy]}")"
