@@ -4,7 +4,7 @@
 # "Cluster").
 #
 #   bench/cluster.sh                  # --writes, --reads and --rw (~25 min)
-#   bench/cluster.sh --writes         # UPDATE latency, cached vs uncached table (~3 min)
+#   bench/cluster.sh --writes         # UPDATE latency, cached vs uncached, and its fsync floor (~3 min)
 #   bench/cluster.sh --reads          # cached reads: one member of the cluster vs a single-node proxy
 #   bench/cluster.sh --rw             # oltp_read_write --point_selects 10, cached vs uncached, through the cluster
 #
@@ -134,8 +134,11 @@ else
 	REV="$(basename "$PROXY_BIN")"
 fi
 (cd "$ROOT" && go build -o "$BENCH_DIR/writelat" ./bench/writelat && go build -o "$BENCH_DIR/fsyncprobe" ./bench/fsyncprobe)
-# The disk's fsync latency where the Raft logs live, at the start and the end.
+# The disk's fsync latency where the Raft logs live, at the start and the
+# end (and, with --writes, right after the writes, for their floor).
 disk() { "$BENCH_DIR/fsyncprobe" -dir "$BENCH_DIR" -n 100 -gap 20ms; }
+# fsync_p99 PROBE: the p99 in ms from a line of disk's.
+fsync_p99() { sed -nE 's/.*p99 ([0-9.]+) ms.*/\1/p' <<<"$1"; }
 
 # start_proxy I [JOIN]: proxy I (the build START_BIN, default PROXY_BIN) on
 # BASE_PORT+I, Raft on BASE_PORT+10+I.
@@ -222,7 +225,8 @@ OUT="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 {
 	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo),"
 	echo "MariaDB $(mysql_root -N -e 'SELECT VERSION()'), $(sysbench --version), proxy $REV, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "Disk at start: $(disk)."
+	DISK_START="$(disk)"
+	echo "Disk at start: $DISK_START."
 	echo
 	echo "\`bench/cluster.sh $ARGS\`: clients through the $VIA of a three-proxy cluster."
 } >"$OUT"
@@ -279,6 +283,30 @@ if ((WRITES)); then
 				echo "| $pattern | **p99 cached - uncached${label:+ ($label)}, median of $WRITES_REPEAT** | | | **$(median <<<"$diffs")** ($(sort -g <<<"$diffs" | head -1) to $(sort -g <<<"$diffs" | tail -1)) | |" >>"$OUT"
 			done
 		fi
+	done
+	# The floor of a lone cached write (the spaced pattern): its intent is
+	# one Raft commit, an fsync on the leader then the follower's append
+	# and fsync, plus 1 ms for the messages and the revocations. fsync p99:
+	# the mean of the probes just before and just after the writes.
+	DISK_WRITES="$(disk)"
+	p0="$(fsync_p99 "$DISK_START")" p1="$(fsync_p99 "$DISK_WRITES")"
+	floor="$(awk -v a="$p0" -v b="$p1" 'BEGIN { printf "%.2f", 2 * (a + b) / 2 + 1 }')"
+	of=""
+	((WRITES_REPEAT == 1)) || of=", median of $WRITES_REPEAT"
+	{
+		echo
+		echo "Disk right after the writes: $DISK_WRITES."
+		echo
+		echo "Floor of a lone cached write (spaced): 2 x fsync p99 + 1 ms = **$floor ms**, with the mean fsync p99 of the probes before ($p0 ms) and after ($p1 ms) the writes."
+		echo
+		echo "| cluster | added p99 ms (spaced, cached - uncached$of) | floor ms | **added / floor** | target: added <= floor |"
+		echo "|---|---:|---:|---:|---|"
+	} >>"$OUT"
+	cut -f2 "$LOG_DIR/writes-spaced-over.tsv" | awk '!seen[$0]++' | while IFS= read -r label; do
+		added="$(awk -F'\t' -v l="$label" '$2 == l { print $1 }' "$LOG_DIR/writes-spaced-over.tsv" | median)"
+		awk -v c="${label:-$REV}" -v a="$added" -v f="$floor" 'BEGIN {
+			printf "| %s | %.2f | %.2f | **%.2f** | %s |\n", c, a, f, a / f, (a <= f) ? "met" : "not met"
+		}' >>"$OUT"
 	done
 fi
 
