@@ -10,8 +10,8 @@ import (
 	"tableproxy/internal/testdb"
 )
 
-// defaultsEnv is a proxy started as the README's first example starts it:
-// --backend, --user and --admin-user, no plugins section.
+// defaultsEnv is a proxy started as docs/operations.md, "Running the proxy",
+// starts it: --backend, --user and --admin-user, no plugins section.
 type defaultsEnv struct {
 	backend    testdb.Backend
 	db         string

@@ -503,7 +503,7 @@ func (p rawPair) servedFrom() string {
 // execution of the same shape with LIMIT 0 (which reads no table). (An
 // answer from memory carries the bits of its shape's first execution: for
 // values that make the backend choose another plan they may differ; see
-// README, "Session state".)
+// docs/cached-tables.md, "Session state".)
 func TestFidelityStatusWord(t *testing.T) {
 	e, _, _ := fidelityTable(t)
 	p := newRawPair(t, e, e.app)

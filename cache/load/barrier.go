@@ -30,7 +30,7 @@ import (
 // before it takes its snapshot and takes another until the snapshot has
 // reached that point, which the engine's commit reaches within moments.
 // A backend that does not report snapshot positions (MySQL) keeps the
-// window; the README says so.
+// window; docs/cached-tables.md, "Writes that bypass the proxy", says so.
 
 // maxBarrierWait bounds how long a load waits for its snapshot to reach the
 // log's end; past it the load fails, and is retried as any failed load.
