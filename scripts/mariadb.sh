@@ -5,6 +5,9 @@
 #   scripts/mariadb.sh stop     shut it down cleanly
 #   scripts/mariadb.sh status   exit 0 if it is running
 #   scripts/mariadb.sh env      print the environment file for Go tests
+#   scripts/mariadb.sh replica start|stop|status|env
+#                               a second instance replicating from this one
+#                               (GTID, ROW), for replica lag and checksums
 #
 # The instance never touches the system MariaDB: it runs with --no-defaults,
 # keeps all of its state under ${TABLEPROXY_RUN_DIR:-<repo>/.run}/mariadb and
@@ -263,6 +266,56 @@ cmd_env() {
 	cat "$ENV_FILE"
 }
 
+# cmd_replica VERB manages a replica of this instance: the same script with
+# its own run directory ($RUN_DIR/replica), port (TABLEPROXY_MARIADB_REPLICA_PORT,
+# default the primary's + 1) and server id (TABLEPROXY_MARIADB_REPLICA_SERVER_ID,
+# default the primary's + 1). "start" starts it and has it replicate this
+# instance from the beginning of its binary log with GTID (the private
+# instance keeps its whole log), then waits until it has caught up.
+cmd_replica() {
+	local verb="${1:-}" rport="${TABLEPROXY_MARIADB_REPLICA_PORT:-$((PORT + 1))}"
+	local rid="${TABLEPROXY_MARIADB_REPLICA_SERVER_ID:-$((SERVER_ID + 1))}"
+	[[ "$rport" =~ ^[0-9]+$ ]] || die "TABLEPROXY_MARIADB_REPLICA_PORT must be a number, got '$rport'"
+	local self=(env "TABLEPROXY_RUN_DIR=$RUN_DIR/replica" "TABLEPROXY_MARIADB_PORT=$rport"
+		"TABLEPROXY_MARIADB_SERVER_ID=$rid" "$ROOT/scripts/mariadb.sh")
+	case "$verb" in
+	stop | status | env)
+		"${self[@]}" "$verb"
+		return
+		;;
+	start) ;;
+	*) die "usage: $0 replica start|stop|status|env" ;;
+	esac
+	server_pid >/dev/null && ping_server || die "the primary (port $PORT) is not running: '$0 start' first"
+	"${self[@]}" start
+	replica_sql() {
+		"$MARIADB" --no-defaults -h 127.0.0.1 -P "$rport" -u "$ADMIN_USER" "-p$ADMIN_PASS" --batch "$@"
+	}
+	if ! replica_sql -e "SHOW SLAVE STATUS\G" | grep -q "Master_Port: $PORT\$"; then
+		log "replica on port $rport: replicating 127.0.0.1:$PORT with GTID"
+		replica_sql -e "STOP SLAVE; SET GLOBAL gtid_slave_pos = '';
+			CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = $PORT,
+				MASTER_USER = '$ADMIN_USER', MASTER_PASSWORD = '$ADMIN_PASS', MASTER_USE_GTID = slave_pos;
+			START SLAVE;" || die "could not set up replication on port $rport"
+	fi
+	local deadline=$((SECONDS + START_TIMEOUT)) status want
+	want="$(sql_root -N -e "SELECT @@gtid_binlog_pos")"
+	while :; do
+		status="$(replica_sql -e "SHOW SLAVE STATUS\G")"
+		if grep -q "Slave_SQL_Running: No" <<<"$status" && grep -q "Last_SQL_Errno: [1-9]" <<<"$status"; then
+			grep -E "Last_(SQL|IO)_Error" <<<"$status" >&2
+			die "the replica on port $rport stopped replicating"
+		fi
+		if grep -q "Slave_IO_Running: Yes" <<<"$status" && grep -q "Slave_SQL_Running: Yes" <<<"$status" &&
+			[[ "$(replica_sql -N -e "SELECT MASTER_GTID_WAIT('$want', 0)")" == 0 ]]; then
+			break
+		fi
+		((SECONDS < deadline)) || { grep -E "Running|Last_.*Error|Seconds_Behind" <<<"$status" >&2; die "the replica on port $rport did not catch up within ${START_TIMEOUT}s"; }
+		sleep 0.5
+	done
+	log "replica running on 127.0.0.1:$rport (server id $rid), caught up with $want"
+}
+
 resolve_bins() {
 	MARIADBD="$(find_bin mariadbd || true)"
 	MARIADB="$(find_bin mariadb || true)"
@@ -276,8 +329,9 @@ start) cmd_start ;;
 stop) cmd_stop ;;
 status) cmd_status ;;
 env) cmd_env ;;
+replica) cmd_replica "${2:-}" ;;
 *)
-	echo "usage: $0 start|stop|status|env" >&2
+	echo "usage: $0 start|stop|status|env|replica start|stop|status|env" >&2
 	exit 2
 	;;
 esac
