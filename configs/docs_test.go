@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tableproxy/internal/configdoc"
 )
 
 // The configuration reference, docs/configuration.md, is kept honest by
@@ -27,7 +29,7 @@ import (
 // the file; one that begins with words describes a default that Default
 // leaves empty (none, or one that is worked out at start).
 
-const configDocPath = "../docs/configuration.md"
+const configDocPath = configdoc.Name
 
 // docDefaultsElsewhere are options whose default is not in Default, with
 // where it comes from: the page documents it as a value all the same.
@@ -49,67 +51,15 @@ var backquoted = regexp.MustCompile("`([^`]*)`")
 // line, keyed by their first column's backquoted name.
 func readDocTables(t *testing.T, marker string) []docRow {
 	t.Helper()
-	data, err := os.ReadFile(configDocPath)
-	if err != nil {
-		t.Fatalf("the configuration reference: %v", err)
-	}
-	lines := strings.Split(string(data), "\n")
 	var rows []docRow
-	found := 0
-	for i := 0; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != marker {
-			continue
-		}
-		found++
-		j := i + 1
-		for j < len(lines) && strings.TrimSpace(lines[j]) == "" {
-			j++
-		}
-		if j+1 >= len(lines) || !strings.HasPrefix(lines[j], "|") {
-			t.Fatalf("%s:%d: %s is not followed by a table", configDocPath, i+1, marker)
-		}
-		header := splitDocRow(lines[j])
-		for j += 2; j < len(lines) && strings.HasPrefix(lines[j], "|"); j++ {
-			cells := splitDocRow(lines[j])
-			if len(cells) != len(header) {
-				t.Fatalf("%s:%d: %d cells, the header has %d", configDocPath, j+1, len(cells), len(header))
-			}
-			row := docRow{line: j + 1, cells: map[string]string{}}
-			for k, h := range header {
-				row.cells[h] = cells[k]
-			}
-			m := backquoted.FindStringSubmatch(cells[0])
-			if m == nil || strings.TrimSpace(strings.Replace(cells[0], m[0], "", 1)) != "" {
-				t.Fatalf("%s:%d: the first cell must be one name in backquotes, not %q", configDocPath, j+1, cells[0])
-			}
-			row.key, row.typ, row.def, row.flags = m[1], row.cells["type"], row.cells["default"], row.cells["flag"]
-			rows = append(rows, row)
-		}
-		i = j
-	}
-	if found == 0 {
-		t.Fatalf("%s: no %s table", configDocPath, marker)
+	for _, r := range configdoc.Tables(t, marker) {
+		rows = append(rows, docRow{line: r.Line, key: r.Key, typ: r.Type, def: r.Default, flags: r.Cells["flag"], cells: r.Cells})
 	}
 	return rows
 }
 
-func splitDocRow(line string) []string {
-	line = strings.TrimSpace(line)
-	line = strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|")
-	cells := strings.Split(line, "|")
-	for i := range cells {
-		cells[i] = strings.TrimSpace(cells[i])
-	}
-	return cells
-}
-
 // docDefault returns the value a default cell gives, if it begins with one.
-func docDefault(cell string) (string, bool) {
-	if !strings.HasPrefix(cell, "`") {
-		return "", false
-	}
-	return backquoted.FindStringSubmatch(cell)[1], true
-}
+func docDefault(cell string) (string, bool) { return configdoc.Quoted(cell) }
 
 // configLeaf is an option of the file: a field of Config (or of a struct
 // in it) that is not itself a section.
