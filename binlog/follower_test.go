@@ -88,13 +88,20 @@ func (fx *fixture) exec(t *testing.T, q string) {
 	}
 }
 
-// end is where the log ends now.
-func (fx *fixture) end(t *testing.T) mysql.Position {
+// connect opens a connection to the backend as the fixture's user.
+func (fx *fixture) connect(t *testing.T) *client.Conn {
 	t.Helper()
 	c, err := fx.direct.Connect(context.Background(), fx.user, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// end is where the log ends now.
+func (fx *fixture) end(t *testing.T) mysql.Position {
+	t.Helper()
+	c := fx.connect(t)
 	defer c.Close()
 	pos, err := End(c)
 	if err != nil {
@@ -361,10 +368,7 @@ func TestBackendRestart(t *testing.T) {
 // connection runs its next query, which reuses the result's buffer.
 func TestEndOutlivesTheNextQuery(t *testing.T) {
 	fx := newFixture(t, testdb.Get(t))
-	c, err := fx.direct.Connect(context.Background(), fx.user, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := fx.connect(t)
 	defer c.Close()
 	pos, err := End(c)
 	if err != nil {
