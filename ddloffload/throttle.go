@@ -32,7 +32,8 @@ type throttle struct {
 	// given up): no chunk is copied before, so that a replica already
 	// lagging when the stage starts holds the copy from its first chunk,
 	// however fast the copy would be over.
-	measured chan struct{}
+	measured     chan struct{}
+	measuredOnce sync.Once
 
 	// share is how much of the workers' time the latency check lets the
 	// copy use, in workers: halved when the foreground is too slow,
@@ -168,12 +169,7 @@ func redact(s string) string {
 
 // run measures until ctx ends.
 func (t *throttle) run(ctx context.Context) {
-	first := true
-	defer func() {
-		if first && t.measured != nil {
-			close(t.measured)
-		}
-	}()
+	defer t.markMeasured() // also when it gives up before measuring
 	c, err := t.r.connect(ctx)
 	if err != nil {
 		t.r.log.Warn("ddl: throttle: cannot connect; not throttling", "err", err)
@@ -201,10 +197,7 @@ func (t *throttle) run(ctx context.Context) {
 		if (why == "") != (was == "") {
 			t.logChange(why, byLatency || wasLatency)
 		}
-		if first && t.measured != nil {
-			close(t.measured)
-		}
-		first = false
+		t.markMeasured()
 		wasLatency = byLatency
 		select {
 		case <-ctx.Done():
@@ -216,6 +209,13 @@ func (t *throttle) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// markMeasured lets the chunks waiting for the first measurement go.
+func (t *throttle) markMeasured() {
+	if t.measured != nil {
+		t.measuredOnce.Do(func() { close(t.measured) })
 	}
 }
 
