@@ -238,12 +238,23 @@ func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugin
 	if err != nil {
 		return nil, err
 	}
+	if cp, dp := built.cache, built.ddl; cp != nil && dp != nil {
+		// The DDL jobs refuse cached tables.
+		dp.SetCachedFunc(func(schema, table string) bool {
+			for _, st := range cp.Tables() {
+				if st.Schema == schema && st.Table == table {
+					return true
+				}
+			}
+			return false
+		})
+	}
 	vs := virtualSchema(node, built)
 	return plugins.NewChain(append([]plugins.Plugin{vs}, chain.Plugins()...)...), nil
 }
 
 // virtualSchema is the tableproxy schema with the tables of the plugins
-// that are on; it also lets the DDL jobs refuse cached tables.
+// that are on.
 func virtualSchema(node *clusterNode, built builtPlugins) *vschema.Schema {
 	vs := vschema.New()
 	vs.Add("cluster_members", cluster.NewMembersTable(node.node))
@@ -253,16 +264,6 @@ func virtualSchema(node *clusterNode, built builtPlugins) *vschema.Schema {
 	}
 	if dp := built.ddl; dp != nil {
 		vs.Add("ddl_jobs", dp.JobsTable())
-	}
-	if cp, dp := built.cache, built.ddl; cp != nil && dp != nil {
-		dp.SetCachedFunc(func(schema, table string) bool {
-			for _, st := range cp.Tables() {
-				if st.Schema == schema && st.Table == table {
-					return true
-				}
-			}
-			return false
-		})
 	}
 	return vs
 }
