@@ -201,6 +201,12 @@ func (r *logReader) event(ev *replication.BinlogEvent, read mysql.Position) erro
 		if strings.EqualFold(q, "BEGIN") || strings.EqualFold(q, "COMMIT") {
 			break
 		}
+		if w.p.swaps.seen(q) {
+			// An online ADD INDEX's swap: the same rows under the same
+			// name (swaps.go).
+			w.p.log.Info("cache: a cached table's online ADD INDEX swapped its copy in; the cached copy stays", "statement", q)
+			break
+		}
 		a, _ := plugins.Analyze(q, string(e.Schema))
 		if a.Effect == plugins.EffectUnknown || a.Effect == plugins.EffectDDL {
 			w.p.forgetIndirect() // (a view or a trigger may have come or gone)
@@ -209,7 +215,16 @@ func (r *logReader) event(ev *replication.BinlogEvent, read mysql.Position) erro
 		case plugins.EffectUnknown:
 			w.p.invalidateAll() // (privileges too: GRANT, REVOKE, FLUSH PRIVILEGES, ...)
 		case plugins.EffectWrite, plugins.EffectDDL:
-			for _, id := range a.Tables {
+			if a.IndexOnly {
+				break // no row or column changed
+			}
+			tables := a.Tables
+			if a.Effect == plugins.EffectDDL && plugins.SingleStatement(q) {
+				// Only the tables it defines: CREATE TABLE x LIKE t (an
+				// online ADD INDEX's shadow) or ... SELECT FROM t reads t.
+				tables = a.Targets
+			}
+			for _, id := range tables {
 				w.invalidate(lease.TableID(id))
 			}
 			if a.DropSchema != "" {

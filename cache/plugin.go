@@ -91,6 +91,7 @@ type Plugin struct {
 	leases     Leases
 	privileges lease.Table // see privilegesID
 	indirect   indirectWrites
+	swaps      swaps // an online ADD INDEX's RENAME, announced (swaps.go)
 	catalog    CatalogSource
 	maxBytes   int64
 	opts       Options
@@ -525,6 +526,11 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 					targets = append(targets, id)
 				}
 			}
+		}
+		if a.IndexOnly {
+			// An index changes no row and no column: the copies stay
+			// exact (see ExpectSwap for an online ADD INDEX's swap).
+			break
 		}
 		for _, id := range targets {
 			if p.table(id) != nil && !si.temps.has(id) {

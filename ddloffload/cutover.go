@@ -102,12 +102,16 @@ func (r *runner) swap(ctx context.Context) error {
 			return err
 		}
 		r.stream.setClosing(true)
+		rename := r.mark + "RENAME TABLE " + r.t.name() + " TO " + mysqlwire.QuoteTable(r.t.Schema, r.old) + ", " +
+			mysqlwire.QuoteTable(r.t.Schema, r.shadow) + " TO " + r.t.name()
+		// A cached copy of the table stays exact through the swap: the
+		// shadow now holds the same rows, and nothing can change them.
+		unannounce := r.p.announceSwap(rename)
 		renamed := make(chan error, 1)
 		go func() {
 			_, err := rn.Execute("SET SESSION lock_wait_timeout = 60")
 			if err == nil {
-				_, err = rn.Execute(r.mark + "RENAME TABLE " + r.t.name() + " TO " + mysqlwire.QuoteTable(r.t.Schema, r.old) + ", " +
-					mysqlwire.QuoteTable(r.t.Schema, r.shadow) + " TO " + r.t.name())
+				_, err = rn.Execute(rename)
 			}
 			renamed <- err
 		}()
@@ -117,7 +121,9 @@ func (r *runner) swap(ctx context.Context) error {
 		}
 		if err != nil {
 			_, _ = r.conn.Execute(fmt.Sprintf("KILL QUERY %d", rn.GetConnectionID()))
-			<-renamed
+			if <-renamed != nil {
+				unannounce()
+			}
 			r.stream.setClosing(false)
 			return errRetry{err}
 		}
@@ -125,6 +131,7 @@ func (r *runner) swap(ctx context.Context) error {
 		if err := <-renamed; err != nil {
 			// The RENAME failed after the unlock: nothing was swapped,
 			// and writes since then are in the stream.
+			unannounce()
 			r.stream.setClosing(false)
 			return errRetry{fmt.Errorf("RENAME TABLE: %w", err)}
 		}

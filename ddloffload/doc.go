@@ -22,6 +22,7 @@
 //
 // It imports plugins (the API it implements), binlog (the proxy's
 // follower it subscribes to), configs (sizes), and internal helpers; it
-// knows nothing of the cache, the leases or the cluster, whose cached
-// tables it learns of through a function the command gives it.
+// knows nothing of the cache, the leases or the cluster: it announces its
+// swap's RENAME through a hook the command gives it (SwapHook), so that a
+// cached table keeps its copy through the swap.
 package ddloffload

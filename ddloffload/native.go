@@ -41,10 +41,8 @@ func (r *runner) nativePreflight(ctx context.Context) error {
 		r.nativeDone = true
 		return nil
 	}
-	for _, check := range []func() error{r.checkIndexes, r.checkCached} {
-		if err := check(); err != nil {
-			return err
-		}
+	if err := r.checkIndexes(); err != nil {
+		return err
 	}
 	if err := r.saveCheckpoint(); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the parser
 
 	"tableproxy/internal/mysqlwire"
+	"tableproxy/plugins"
 )
 
 // Request is an intercepted ADD INDEX: which table, and which indexes.
@@ -79,7 +80,8 @@ func (ix IndexDef) clause() string {
 // parseRequest reads sql as an ADD INDEX the job runner can take: ALTER
 // TABLE with only ADD INDEX / ADD KEY / ADD UNIQUE clauses, or CREATE
 // [UNIQUE] INDEX. Anything else (other clauses, FULLTEXT or SPATIAL,
-// functional key parts, ALGORITHM or LOCK clauses, IF NOT EXISTS, options
+// functional key parts, ALGORITHM or LOCK clauses, IF NOT EXISTS, ALTER
+// IGNORE, options
 // beyond USING and COMMENT, several statements) returns ok == false: the
 // statement goes to the backend as it is.
 func parseRequest(stmts []ast.StmtNode, err error, db string) (req *Request, ok bool) {
@@ -88,7 +90,9 @@ func parseRequest(stmts []ast.StmtNode, err error, db string) (req *Request, ok 
 	}
 	switch s := stmts[0].(type) {
 	case *ast.AlterTableStmt:
-		if len(s.Specs) == 0 {
+		if len(s.Specs) == 0 || plugins.AlterIgnore(s.Text()) {
+			// (MariaDB's ALTER IGNORE deletes the rows that duplicate a
+			// new UNIQUE key; the job would fail on them instead.)
 			return nil, false
 		}
 		req = newRequest(s.Table, db)

@@ -25,6 +25,7 @@ func TestParseRequest(t *testing.T) {
 		{"ALTER TABLE t ADD INDEX i ((a + 1))", nil, nil},
 		{"ALTER TABLE t ADD INDEX i (a) INVISIBLE", nil, nil},
 		{"ALTER TABLE t ADD PRIMARY KEY (a)", nil, nil},
+		{"ALTER IGNORE TABLE t ADD UNIQUE u (a)", nil, nil},
 		{"ALTER TABLE t DROP INDEX i", nil, nil},
 		{"CREATE INDEX i ON t (a) ALGORITHM=COPY", nil, nil},
 		{"CREATE FULLTEXT INDEX i ON t (a)", nil, nil},

@@ -168,11 +168,12 @@ func (o *Options) setDefaults(dataDir string) error {
 	return nil
 }
 
-// CachedFunc reports whether a table is cached by the cache plugin; the
-// job refuses cached tables, as TiDB does. The command wires it when both
-// plugins are enabled (the cache plugin also refuses DDL on cached tables
-// when it runs first on the chain).
-type CachedFunc func(schema, table string) bool
+// SwapHook is told the RENAME TABLE that swaps a job's verified shadow in
+// (exactly as the job will send it) before it is sent: the cache keeps a
+// cached copy of the table through it, as the rows are the same. cancel
+// withdraws it when the RENAME was not sent or failed. The command wires
+// the cache's ExpectSwap when both plugins are on.
+type SwapHook func(rename string) (cancel func())
 
 // Plugin runs ADD INDEX jobs.
 type Plugin struct {
@@ -184,7 +185,7 @@ type Plugin struct {
 	fence   fence
 	fg      *latencies // the foreground's statement latency, for the throttle
 	fgTx    *latencies // the foreground's transaction latency, likewise (see unitEnded)
-	cached  CachedFunc
+	swapped SwapHook
 
 	vars *vars
 
@@ -255,8 +256,16 @@ func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, t
 	return p, nil
 }
 
-// SetCachedFunc installs the test for cached tables.
-func (p *Plugin) SetCachedFunc(f CachedFunc) { p.cached = f }
+// SetSwapHook installs the hook told of each swap.
+func (p *Plugin) SetSwapHook(f SwapHook) { p.swapped = f }
+
+// announceSwap tells the swap hook, if any, of rename.
+func (p *Plugin) announceSwap(rename string) (cancel func()) {
+	if p.swapped == nil {
+		return func() {}
+	}
+	return p.swapped(rename)
+}
 
 // Name implements plugins.Plugin.
 func (p *Plugin) Name() string { return Name }

@@ -37,7 +37,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		return err
 	}
 	r.t = t
-	for _, check := range []func() error{r.checkIndexes, r.checkKey, r.checkCached, r.checkAttached, r.checkBinlog, r.checkNames, r.checkTempRoom} {
+	for _, check := range []func() error{r.checkIndexes, r.checkKey, r.checkAttached, r.checkBinlog, r.checkNames, r.checkTempRoom} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -108,14 +108,6 @@ func (r *runner) checkKey() error {
 		if !keyTypeSupported(c.DataType) {
 			return cannotSwap(fmt.Sprintf("key column %s of type %s cannot be walked in order", c.Name, c.DataType), errUnsupported)
 		}
-	}
-	return nil
-}
-
-// checkCached refuses cached tables, as TiDB does.
-func (r *runner) checkCached() error {
-	if r.p.cached != nil && r.p.cached(r.t.Schema, r.t.Table) {
-		return &mysql.MyError{Code: 8242, State: "HY000", Message: "'Alter Table' is unsupported on cache tables."}
 	}
 	return nil
 }

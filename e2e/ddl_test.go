@@ -623,32 +623,6 @@ func TestDDLTableChangedDuringJob(t *testing.T) {
 	}
 }
 
-// TestDDLRefusesCachedTable: a cached table is refused as TiDB refuses it,
-// whichever of the two plugins comes first on the chain.
-func TestDDLRefusesCachedTable(t *testing.T) {
-	for _, order := range [][2]string{{"cache", "ddloffload"}, {"ddloffload", "cache"}} {
-		t.Run(order[0]+"-first", func(t *testing.T) {
-			e := newDDLEnv(t)
-			e.proxy.stop(t)
-			e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable, "INSERT INTO `"+e.db+"`.t (k, c, pad) VALUES (1, 'a', 'b')")
-			yaml := fmt.Sprintf("plugins:\n  - name: %s\n  - name: %s\n", order[0], order[1])
-			e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: yaml, admins: []account{e.admin}, dataDir: e.dataDir})
-			admin := e.open(t, e.admin)
-			if _, err := admin.Exec("ALTER TABLE t CACHE"); err != nil {
-				t.Fatal(err)
-			}
-			_, err := admin.Exec("ALTER TABLE t ADD INDEX ic (c)")
-			wantError(t, err, 8242, "unsupported on cache tables")
-			if _, err := admin.Exec("ALTER TABLE t NOCACHE"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := admin.Exec("ALTER TABLE t ADD INDEX ic (c)"); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-}
-
 // TestDDLSessionCases: what the name means in the client's session decides:
 // a temporary table and a view go to the backend as they are, and an open
 // transaction is committed first, as MySQL does for DDL.

@@ -131,6 +131,13 @@ type Analysis struct {
 	// table.
 	Named    []TableID
 	Unparsed bool
+	// IndexOnly: every statement of the request is a DDL statement that
+	// only adds secondary indexes (ADD INDEX / KEY / UNIQUE, CREATE
+	// INDEX), so no row and no column of its tables changes: a copy of
+	// them stays exact. (ALTER IGNORE TABLE ... ADD UNIQUE deletes rows,
+	// and adding a primary key changes the key rows are ordered by:
+	// neither is index-only.)
+	IndexOnly bool
 }
 
 var errMixedAdmin = errors.New("ALTER TABLE ... CACHE/NOCACHE must be a statement of its own")
@@ -165,8 +172,9 @@ func analyzeStmts(stmts []ast.StmtNode, err error, db string) (Analysis, error) 
 	if err != nil {
 		return Analysis{Effect: EffectUnknown, TempsUnknown: true, Unparsed: true}, nil
 	}
-	out := Analysis{Named: namedIn(stmts, db)}
+	out := Analysis{Named: namedIn(stmts, db), IndexOnly: len(stmts) > 0}
 	for _, stmt := range stmts {
+		out.IndexOnly = out.IndexOnly && AddsIndexesOnly(stmt)
 		if u, ok := stmt.(*ast.UseStmt); ok {
 			db = u.DBName // later statements of the request resolve against it
 		}
@@ -191,6 +199,57 @@ func analyzeStmts(stmts []ast.StmtNode, err error, db string) (Analysis, error) 
 		out.TempsUnknown = out.TempsUnknown || a.TempsUnknown || a.Effect == EffectUnknown
 	}
 	return out, nil
+}
+
+// AddsIndexesOnly reports whether stmt only adds secondary indexes to a
+// table: ALTER TABLE with nothing but ADD INDEX / KEY / UNIQUE clauses (and
+// ALGORITHM or LOCK), or CREATE [UNIQUE] INDEX. ALTER IGNORE TABLE is
+// not, as MariaDB's deletes the rows that duplicate a new UNIQUE key (the
+// parser drops the word, so the statement's text is read for it).
+func AddsIndexesOnly(stmt ast.StmtNode) bool {
+	switch n := stmt.(type) {
+	case *ast.CreateIndexStmt:
+		return true
+	case *ast.AlterTableStmt:
+		if len(n.Specs) == 0 || AlterIgnore(stmt.Text()) {
+			return false
+		}
+		adds := false
+		for _, spec := range n.Specs {
+			switch spec.Tp {
+			case ast.AlterTableAlgorithm, ast.AlterTableLock:
+			case ast.AlterTableAddConstraint:
+				if spec.Constraint == nil {
+					return false
+				}
+				switch spec.Constraint.Tp {
+				case ast.ConstraintIndex, ast.ConstraintKey, ast.ConstraintUniq, ast.ConstraintUniqKey,
+					ast.ConstraintUniqIndex, ast.ConstraintFulltext:
+					adds = true
+				default:
+					return false // PRIMARY KEY, FOREIGN KEY, CHECK
+				}
+			default:
+				return false
+			}
+		}
+		return adds
+	}
+	return false
+}
+
+// AlterIgnore reports whether an ALTER statement's text may be ALTER
+// IGNORE TABLE, which the TiDB parser accepts and drops the IGNORE of:
+// any word between ALTER and TABLE (IGNORE, ONLINE), or an executable
+// comment before TABLE, which may hold one.
+func AlterIgnore(sql string) bool {
+	if !strings.EqualFold(FirstKeyword(sql), "ALTER") {
+		return false
+	}
+	_, i := wordAt(sql, 0)
+	w, j := wordAt(sql, i)
+	head := sql[:j]
+	return !strings.EqualFold(w, "TABLE") || strings.Contains(head, "/*!") || strings.Contains(head, "/*M!")
 }
 
 // namedIn lists the tables stmts name, following USE from statement to

@@ -144,3 +144,37 @@ func TestAnalyzeStoredFunctionsInWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeIndexOnly: only a DDL that adds secondary indexes and nothing
+// else leaves every row and column as it was.
+func TestAnalyzeIndexOnly(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"ALTER TABLE rates ADD INDEX ic (c)":                                   true,
+		"ALTER TABLE rates ADD KEY (c), ADD UNIQUE KEY uk (code)":              true,
+		"ALTER TABLE rates ADD INDEX ic (c), ALGORITHM=INPLACE, LOCK=NONE":     true,
+		"CREATE UNIQUE INDEX uk ON rates (code)":                               true,
+		"create index ic on rates (c); create index id on rates (d)":           true,
+		"ALTER TABLE rates ADD FULLTEXT INDEX ft (c)":                          true,
+		"ALTER IGNORE TABLE rates ADD UNIQUE (code)":                           false, // deletes duplicates
+		"ALTER /* x */ IGNORE TABLE rates ADD UNIQUE (code)":                   false,
+		"ALTER /*!IGNORE*/ TABLE rates ADD UNIQUE (code)":                      false,
+		"ALTER ONLINE TABLE rates ADD INDEX ic (c)":                            false,
+		"ALTER TABLE rates ADD PRIMARY KEY (id)":                               false,
+		"ALTER TABLE rates ADD INDEX ic (c), ADD COLUMN x INT":                 false,
+		"ALTER TABLE rates ADD CONSTRAINT fk FOREIGN KEY (p) REFERENCES p(id)": false,
+		"ALTER TABLE rates DROP INDEX ic":                                      false,
+		"ALTER TABLE rates ENGINE=InnoDB":                                      false,
+		"CREATE INDEX ic ON rates (c); DROP TABLE rates":                       false,
+		"RENAME TABLE rates TO r2":                                             false,
+		"UPDATE rates SET c = 1":                                               false,
+	} {
+		a, err := Analyze(sql, "shop")
+		if err != nil {
+			t.Errorf("%s: %v", sql, err)
+			continue
+		}
+		if a.IndexOnly != want {
+			t.Errorf("%s: IndexOnly = %v, want %v", sql, a.IndexOnly, want)
+		}
+	}
+}

@@ -239,15 +239,8 @@ func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugin
 		return nil, err
 	}
 	if cp, dp := built.cache, built.ddl; cp != nil && dp != nil {
-		// The DDL jobs refuse cached tables.
-		dp.SetCachedFunc(func(schema, table string) bool {
-			for _, st := range cp.Tables() {
-				if st.Schema == schema && st.Table == table {
-					return true
-				}
-			}
-			return false
-		})
+		// A cached table keeps its copy through an ADD INDEX job's swap.
+		dp.SetSwapHook(cp.ExpectSwap)
 	}
 	vs := virtualSchema(node, built)
 	return plugins.NewChain(append([]plugins.Plugin{vs}, chain.Plugins()...)...), nil

@@ -1,0 +1,254 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestDDLOnCachedTable: ADD INDEX and CREATE INDEX on a cached table run
+// (as a job, or natively) whichever of the two plugins comes first on the
+// chain, and the table stays cached; any other DDL on it is still refused.
+func TestDDLOnCachedTable(t *testing.T) {
+	for _, order := range [][2]string{{"cache", "ddloffload"}, {"ddloffload", "cache"}} {
+		t.Run(order[0]+"-first", func(t *testing.T) {
+			e := newDDLEnv(t)
+			e.proxy.stop(t)
+			e.seed(t, 500)
+			yaml := fmt.Sprintf("plugins:\n  - name: %s\n  - name: %s\n", order[0], order[1])
+			yaml = strings.Replace(yaml, "name: ddloffload\n", fmt.Sprintf("name: ddloffload\n    options: {strategy: backfill, old_table_retention: 0, binlog_user: %s}\n", e.admin.name), 1)
+			e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: yaml, admins: []account{e.admin}, dataDir: e.dataDir})
+			admin := e.open(t, e.admin)
+			if _, err := admin.Exec("ALTER TABLE t CACHE"); err != nil {
+				t.Fatal(err)
+			}
+			v := waitState(t, admin, "t", "ready", 500, 1)
+			for _, ddl := range []string{"ALTER TABLE t ADD INDEX ic (c)", "CREATE UNIQUE INDEX uu ON t (u)"} {
+				if _, err := admin.Exec(ddl); err != nil {
+					t.Fatalf("%s: %v", ddl, err)
+				}
+			}
+			for _, ddl := range []string{"ALTER TABLE t ADD COLUMN x INT", "ALTER TABLE t ADD INDEX ix (pad), ADD COLUMN y INT",
+				"ALTER IGNORE TABLE t ADD UNIQUE INDEX ip (pad)", "ALTER TABLE t DROP INDEX ic"} {
+				_, err := admin.Exec(ddl)
+				wantError(t, err, 8242, "NOCACHE first")
+			}
+			ddl := showCreate(t, e.direct(t), "t")
+			if !strings.Contains(ddl, "KEY `ic` (`c`)") || !strings.Contains(ddl, "UNIQUE KEY `uu` (`u`)") {
+				t.Errorf("indexes missing:\n%s", ddl)
+			}
+			if st, _ := cachedStatus(t, admin, "t"); st.state != "ready" || st.version != v {
+				t.Errorf("after the indexes: %+v, want ready at version %d (no row changed)", st, v)
+			}
+		})
+	}
+}
+
+// TestDDLCachedTableServedThroughout: an online ADD INDEX on a cached table
+// while a reader reads it through the proxy and compares every answer with
+// the backend's, and a writer writes it through the proxy during the copy
+// (each write invalidates and reloads the copy, as usual) and reads its own
+// writes back. Once the writes stop, every read until after the job has
+// ended is answered from memory: the swap does not invalidate the copy,
+// and the table's version never moves back.
+func TestDDLCachedTableServedThroughout(t *testing.T) {
+	e := newDDLEnv(t)
+	e.proxy.stop(t)
+	const rows = 30000
+	e.seed(t, rows)
+	// The job waits 4 s in its verify stage (after the catch-up): time for
+	// the copy to settle after the last write, before the swap.
+	p := e.launchWith(t, "  - name: cache\n"+e.ddlOptions(", chunk_rows: 1000"), "verify:4s")
+	e.proxy = p
+	admin, app, direct := e.open(t, e.admin), e.open(t, e.app), e.direct(t)
+	if _, err := admin.Exec("ALTER TABLE t CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	v0 := waitState(t, admin, "t", "ready", rows, 1)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type read struct {
+		at     time.Time
+		memory bool
+	}
+	var (
+		mu        sync.Mutex
+		reads     []read
+		mismatch  []string
+		readerErr error
+		quietFrom atomic.Int64 // unix nanos after which no write is made
+	)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // the reader: rows nobody writes, by id lists and ranges
+		defer wg.Done()
+		conn, err := app.Conn(ctx)
+		if err != nil {
+			readerErr = err
+			return
+		}
+		defer conn.Close()
+		for ctx.Err() == nil {
+			a, b, c := 1+rand.IntN(rows), 1+rand.IntN(rows), 1+rand.IntN(rows-20)
+			for _, q := range []string{
+				fmt.Sprintf("SELECT id, k, c, pad, u FROM t WHERE id IN (%d, %d)", a, b),
+				fmt.Sprintf("SELECT id, k, c FROM t WHERE id BETWEEN %d AND %d ORDER BY c", c, c+20),
+			} {
+				got, err := queryDump(ctx, conn, q)
+				if err != nil {
+					if ctx.Err() == nil {
+						readerErr = fmt.Errorf("%s: %w", q, err)
+					}
+					return
+				}
+				var from string
+				if err := conn.QueryRowContext(ctx, "SELECT served_from FROM tableproxy.last_statement").Scan(&from); err != nil {
+					if ctx.Err() == nil {
+						readerErr = err
+					}
+					return
+				}
+				want, err := queryDump(ctx, direct, q)
+				if err != nil {
+					if ctx.Err() == nil {
+						readerErr = err
+					}
+					return
+				}
+				if ctx.Err() != nil {
+					return // (an answer cut short by the end of the test)
+				}
+				mu.Lock()
+				reads = append(reads, read{time.Now(), from == "proxy"})
+				if got != want {
+					mismatch = append(mismatch, fmt.Sprintf("%s (%s): proxy %s, backend %s", q, from, got, want))
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	var writes atomic.Int64
+	writerErr := make(chan error, 1)
+	go func() { // the writer: rows above the seeded ones, read back at once
+		defer wg.Done()
+		conn, err := app.Conn(ctx)
+		if err != nil {
+			writerErr <- err
+			return
+		}
+		defer conn.Close()
+		for id := rows + 1; quietFrom.Load() == 0 && ctx.Err() == nil; id++ {
+			for _, w := range []string{
+				fmt.Sprintf("INSERT INTO t (id, k, c, pad, u) VALUES (%d, 1, 'new', 'p', NULL)", id),
+				fmt.Sprintf("UPDATE t SET c = 'updated-%d' WHERE id = %d", id, id),
+			} {
+				if _, err := conn.ExecContext(ctx, w); err != nil {
+					writerErr <- err
+					return
+				}
+				writes.Add(1)
+				q := fmt.Sprintf("SELECT id, c FROM t WHERE id = %d", id)
+				got, err := queryDump(ctx, conn, q)
+				if err != nil {
+					writerErr <- err
+					return
+				}
+				if want, _ := queryDump(ctx, direct, q); got != want {
+					writerErr <- fmt.Errorf("after %s: proxy %s, backend %s", w, got, want)
+					return
+				}
+			}
+			if id%3 == 0 {
+				if _, err := conn.ExecContext(ctx, fmt.Sprintf("DELETE FROM t WHERE id = %d", id-1)); err != nil {
+					writerErr <- err
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		writerErr <- nil
+	}()
+
+	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
+	waitJob(t, admin, 60*time.Second, "the job to reach verify", func(j ddlJob) bool { return j.Stage == "verify" })
+	quietFrom.Store(time.Now().UnixNano())
+	if err := <-writerErr; err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	// The last write's reload.
+	var vQuiet int64
+	waitFor(t, 10*time.Second, "the copy to be loaded after the last write", func() (bool, error) {
+		st, _ := cachedStatus(t, admin, "t")
+		vQuiet = st.version
+		return st.state == "ready" && st.version > v0, fmt.Errorf("%+v", st)
+	})
+	settled := time.Now()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ALTER: %v", err)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("the job did not end")
+	}
+	ended := time.Now()
+	time.Sleep(time.Second)
+	cancel()
+	wg.Wait()
+	if readerErr != nil {
+		t.Fatalf("reader: %v", readerErr)
+	}
+	if len(mismatch) > 0 {
+		t.Fatalf("%d answers differ from the backend's, first: %s", len(mismatch), mismatch[0])
+	}
+	var quiet, quietMem, total, mem int
+	for _, r := range reads {
+		total++
+		if r.memory {
+			mem++
+		}
+		if r.at.After(settled) {
+			quiet++
+			if r.memory {
+				quietMem++
+			}
+		}
+	}
+	t.Logf("%d writes during the copy; %d reads compared, %d from memory; after the writes stopped: %d reads, %d from memory (the job ended %v after)",
+		writes.Load(), total, mem, quiet, quietMem, ended.Sub(settled).Round(time.Millisecond))
+	if quiet < 20 || quietMem != quiet {
+		t.Errorf("after the writes stopped, %d of %d reads were answered from memory; want all (and at least 20)", quietMem, quiet)
+	}
+	if st, _ := cachedStatus(t, admin, "t"); st.state != "ready" || st.version != vQuiet {
+		t.Errorf("after the swap: %+v, want ready at version %d (the copy kept)", st, vQuiet)
+	}
+	if !strings.Contains(p.stderr.String(), "the cached copy stays") {
+		t.Error("the proxy did not log that the swap kept the copy")
+	}
+	if ddl := showCreate(t, direct, "t"); !strings.Contains(ddl, "KEY `idx_c` (`c`)") {
+		t.Errorf("index missing:\n%s", ddl)
+	}
+	// The whole table through the proxy, from memory, equals the backend's.
+	whole := "SELECT id, k, c, pad, u FROM t"
+	if got, want := dumpQuery(t, app, whole), dumpQuery(t, direct, whole); got != want {
+		t.Error("the whole table through the proxy differs from the backend's")
+	}
+}
+
+// queryDump is q's answer (column metadata and raw values) as one string.
+func queryDump(ctx context.Context, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, q string) (string, error) {
+	rs, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return "", err
+	}
+	return dumpRows(rs), nil
+}
