@@ -46,6 +46,9 @@ func (p *Plugin) admin(st *plugins.Statement) plugins.Action {
 			return w.WriteResult(&mysql.Result{Resultset: rs})
 		}))
 	}
+	if a, ok := p.adminComplete(st); ok {
+		return a
+	}
 	stmts, err := st.Parsed()
 	if err != nil || len(stmts) != 1 {
 		return plugins.Continue
@@ -214,7 +217,7 @@ func (p *Plugin) resumeJob(id int64) string {
 // the column.
 var jobsColumns = []string{"JOB_ID", "DB_NAME", "TABLE_NAME", "JOB_TYPE", "STATE", "STAGE",
 	"ROW_COUNT", "ROWS_ESTIMATED", "RATE", "ETA", "START_TIME", "END_TIME", "QUERY", "ERROR",
-	"STRATEGY", "STRATEGY_REASON", "KEPT_TABLE", "KEPT_UNTIL"}
+	"STRATEGY", "STRATEGY_REASON", "KEPT_TABLE", "KEPT_UNTIL", "CUT_OVER", "BLOCKED_BY"}
 
 func jobsResultset(jobs []Job, limit int64) (*mysql.Resultset, error) {
 	if limit > 0 && int64(len(jobs)) > limit {
@@ -238,11 +241,11 @@ func jobsResultset(jobs []Job, limit int64) (*mysql.Resultset, error) {
 		}
 		rows = append(rows, []any{j.ID, j.Schema, j.Table, j.Type, j.State, j.Stage,
 			j.RowsDone, j.RowsEstimate, int64(j.Rate), eta, ts(j.Start), ts(j.End), j.Query, j.Error,
-			j.Strategy, j.StrategyReason, kept, ts(j.DropOldAt)})
+			j.Strategy, j.StrategyReason, kept, ts(j.DropOldAt), j.cutOverState(), j.blockedBy()})
 	}
 	if len(rows) == 0 {
 		// go-mysql needs a row to type the columns; send the header only.
-		rs, err := plugins.TextResultset(jobsColumns, [][]any{{int64(0), "", "", "", "", "", int64(0), int64(0), int64(0), "", "", "", "", "", "", "", "", ""}})
+		rs, err := plugins.TextResultset(jobsColumns, [][]any{{int64(0), "", "", "", "", "", int64(0), int64(0), int64(0), "", "", "", "", "", "", "", "", "", "", ""}})
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -23,17 +24,26 @@ type errRetry struct{ err error }
 func (e errRetry) Error() string { return e.err.Error() }
 func (e errRetry) Unwrap() error { return e.err }
 
-// cutOver swaps the shadow in. Each attempt is bounded by CutOverHold; one
-// that cannot finish in it releases everything and the next one tries
-// again after another catch-up. The attempts' errors are reported joined.
+// cutOver swaps the shadow in, once a postponed job is told to (see
+// complete.go). Each attempt is bounded by CutOverHold; one that cannot
+// finish in it releases everything, records who held it up (BLOCKED_BY in
+// ADMIN SHOW DDL JOBS), and the next one tries again after a delay that
+// doubles each time (cutOverBackoff) and another catch-up: a long
+// transaction or a held metadata lock is waited out without the job
+// holding anything meanwhile. The attempts' errors are reported joined.
 func (r *runner) cutOver(ctx context.Context) error {
+	if err := r.awaitCompletion(ctx); err != nil {
+		return err
+	}
 	var errs []error
 	for attempt := 1; attempt <= r.p.opts.CutOverAttempts; attempt++ {
+		_ = r.p.jobs.update(r.rec, func(j *Job) { j.CutOverAttempt = attempt })
 		if err := r.catchUp(ctx); err != nil {
 			return err
 		}
 		err := r.swap(ctx)
 		if err == nil {
+			_ = r.p.jobs.update(r.rec, func(j *Job) { j.BlockedBy = "" })
 			return nil
 		}
 		var retry errRetry
@@ -41,14 +51,103 @@ func (r *runner) cutOver(ctx context.Context) error {
 			return err
 		}
 		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
-		r.log.Warn("ddl: cut-over attempt abandoned; retrying", "attempt", attempt, "err", err)
+		blockers := r.blockers()
+		_ = r.p.jobs.update(r.rec, func(j *Job) { j.BlockedBy = strings.Join(blockers, "; ") })
+		if attempt == r.p.opts.CutOverAttempts {
+			break
+		}
+		delay := cutOverBackoff(attempt)
+		r.log.Warn("ddl: cut-over attempt abandoned; retrying", "attempt", attempt, "in", delay, "blocked_by", blockers, "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+		case <-time.After(delay):
 		}
 	}
 	return errJob("cut-over did not finish in %d attempts: %v", r.p.opts.CutOverAttempts, errors.Join(errs...))
+}
+
+// cutOverBackoff is the wait after failed attempt n: 0.5 s, doubling, at
+// most maxCutOverBackoff. With the default 10 attempts the job keeps
+// trying for about two and a half minutes.
+func cutOverBackoff(n int) time.Duration {
+	d := 500 * time.Millisecond << min(n-1, 10)
+	return min(d, maxCutOverBackoff)
+}
+
+const maxCutOverBackoff = 30 * time.Second
+
+// blockers names the sessions that may hold the cut-over up, with what
+// they run: those holding a metadata lock on the table, where the backend
+// shows them (MariaDB's METADATA_LOCK_INFO plugin, MySQL's
+// performance_schema.metadata_locks); where it does not, those with a
+// transaction open for more than a second (InnoDB does not say which
+// tables a transaction holds). The job's own connections are left out.
+func (r *runner) blockers() []string {
+	c := r.conn
+	if c == nil {
+		return nil
+	}
+	const mine = "'/* tableproxy ddl job %'" // (jobMarker)
+	queries := []string{
+		// MariaDB, with the metadata_lock_info plugin.
+		`SELECT m.THREAD_ID, IFNULL(p.USER, ''), IFNULL(p.TIME, 0), IFNULL(p.COMMAND, ''), CONCAT(m.LOCK_MODE, ' lock'), LEFT(IFNULL(p.INFO, ''), 100)
+		   FROM information_schema.METADATA_LOCK_INFO m LEFT JOIN information_schema.PROCESSLIST p ON p.ID = m.THREAD_ID
+		  WHERE m.TABLE_SCHEMA = ? AND m.TABLE_NAME = ? AND m.THREAD_ID <> CONNECTION_ID() AND IFNULL(p.INFO, '') NOT LIKE ` + mine,
+		// MySQL 8.
+		`SELECT t.PROCESSLIST_ID, IFNULL(t.PROCESSLIST_USER, ''), IFNULL(t.PROCESSLIST_TIME, 0), IFNULL(t.PROCESSLIST_COMMAND, ''), CONCAT(m.LOCK_TYPE, ' lock'), LEFT(IFNULL(t.PROCESSLIST_INFO, ''), 100)
+		   FROM performance_schema.metadata_locks m JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID
+		  WHERE m.OBJECT_TYPE = 'TABLE' AND m.OBJECT_SCHEMA = ? AND m.OBJECT_NAME = ? AND m.LOCK_STATUS = 'GRANTED'
+		    AND t.PROCESSLIST_ID <> CONNECTION_ID() AND IFNULL(t.PROCESSLIST_INFO, '') NOT LIKE ` + mine,
+	}
+	for _, q := range queries {
+		// A view the backend lacks errs; one it does not fill (MariaDB's
+		// performance_schema off) is empty: the next one is asked.
+		if res, err := c.Execute(q, r.t.Schema, r.t.Table); err == nil && res.RowNumber() > 0 {
+			return describeSessions(res)
+		}
+	}
+	res, err := c.Execute(`SELECT t.trx_mysql_thread_id, IFNULL(p.USER, ''), TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), IFNULL(p.COMMAND, ''),
+		'transaction open', LEFT(IFNULL(p.INFO, ''), 100)
+		   FROM information_schema.INNODB_TRX t LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+		  WHERE t.trx_mysql_thread_id <> CONNECTION_ID() AND t.trx_started < NOW() - INTERVAL 1 SECOND AND IFNULL(p.INFO, '') NOT LIKE ` + mine)
+	var me *mysql.MyError
+	if errors.As(err, &me) && me.Code == mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR {
+		return []string{"not known: the job's user lacks the PROCESS privilege, which shows other sessions' transactions"}
+	}
+	if err != nil {
+		return nil
+	}
+	return describeSessions(res)
+}
+
+// describeSessions renders blockers' rows: id, user, seconds, command,
+// what it holds, statement.
+func describeSessions(res *mysql.Result) []string {
+	var out []string
+	for i := range res.RowNumber() {
+		id, _ := res.GetInt(i, 0)
+		user, _ := res.GetString(i, 1)
+		secs, _ := res.GetInt(i, 2)
+		cmd, _ := res.GetString(i, 3)
+		what, _ := res.GetString(i, 4)
+		info, _ := res.GetString(i, 5)
+		s := fmt.Sprintf("connection %d (%s, %s %d s): %s", id, user, cmd, secs, what)
+		if info != "" {
+			s += ": " + info
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// blockedBy is the BLOCKED_BY column: who held up a running job's last
+// cut-over attempt.
+func (j Job) blockedBy() string {
+	if j.State == StateDone || j.State == StateFailed || j.State == StateCancelled {
+		return ""
+	}
+	return j.BlockedBy
 }
 
 // swap is one cut-over attempt:

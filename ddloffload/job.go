@@ -88,6 +88,15 @@ type Job struct {
 	Resumes         int    `json:"resumes,omitempty"`         // times resumed after a proxy stop
 	Strategy        string `json:"strategy,omitempty"`        // the strategy the job runs (backfill or native)
 	StrategyReason  string `json:"strategy_reason,omitempty"` // why: the setting that asked for it, or what auto saw
+	// A postponed cut-over (complete.go): since when the job has been
+	// ready, and the word to go (now, or at CompleteAt).
+	ReadySince        time.Time `json:"ready_since,omitzero"`
+	CompleteRequested bool      `json:"complete_requested,omitempty"`
+	CompleteAt        time.Time `json:"complete_at,omitzero"`
+	// CutOverAttempt is the cut-over's attempt under way (cutover.go), and
+	// BlockedBy who held up its last failed one.
+	CutOverAttempt int    `json:"cutover_attempt,omitempty"`
+	BlockedBy      string `json:"blocked_by,omitempty"`
 }
 
 // KeptTable is the job's original, swapped out and kept until KeptUntil
@@ -111,6 +120,7 @@ type jobRec struct {
 	stage     atomic.Int32
 	cancelled atomic.Bool
 	gate      gate
+	wake      chan struct{}          // a postponed job's word to look again (complete.go)
 	throttled atomic.Pointer[string] // why the copy waits, while it does
 }
 
@@ -166,7 +176,7 @@ func openRegistry(dir string, keep int) (*registry, error) {
 		return nil, fmt.Errorf("ddl jobs: %w", err)
 	}
 	for _, j := range list {
-		rec := &jobRec{job: j}
+		rec := &jobRec{job: j, wake: make(chan struct{}, 1)}
 		rec.rowsDone.Store(j.RowsDone)
 		if i := slices.Index(stageNames[:], j.Stage); i >= 0 {
 			rec.stage.Store(int32(i))
@@ -186,7 +196,7 @@ func (g *registry) add(j Job) (*jobRec, error) {
 		return nil, errUnsupported(fmt.Sprintf("job %d is already adding an index to %s", id, mysqlwire.QuoteTable(j.Schema, j.Table)))
 	}
 	j.ID = g.nextID
-	rec := &jobRec{job: j}
+	rec := &jobRec{job: j, wake: make(chan struct{}, 1)}
 	g.jobs[j.ID] = rec
 	if err := g.saveLocked(); err != nil {
 		delete(g.jobs, j.ID)

@@ -16,7 +16,7 @@ func (p *Plugin) JobsTable() JobsTable { return JobsTable{p} }
 
 var jobsTableColumns = []string{"job_id", "db_name", "table_name", "job_type", "state", "stage",
 	"row_count", "rows_estimated", "progress", "rate", "eta_seconds", "start_time", "end_time", "query", "error",
-	"strategy", "strategy_reason", "kept_table", "kept_until"}
+	"strategy", "strategy_reason", "kept_table", "kept_until", "cut_over", "blocked_by"}
 
 // Columns names the table's columns.
 func (JobsTable) Columns() []string { return jobsTableColumns }
@@ -29,7 +29,8 @@ func (JobsTable) Numeric() map[string]bool {
 // Rows lists the jobs. Times are UTC; progress is the job's overall
 // percent done with one decimal; eta_seconds is -1 when unknown;
 // kept_table is the original a finished job keeps (see cleanup.go) until
-// kept_until, "" when there is none.
+// kept_until, "" when there is none; cut_over and blocked_by as ADMIN SHOW
+// DDL JOBS shows them (complete.go, cutover.go).
 func (t JobsTable) Rows() [][]any {
 	ts := func(v time.Time) string {
 		if v.IsZero() {
@@ -46,7 +47,7 @@ func (t JobsTable) Rows() [][]any {
 		}
 		rows = append(rows, []any{j.ID, j.Schema, j.Table, j.Type, j.State, j.Stage, j.RowsDone, j.RowsEstimate,
 			formatPercent(j.Progress()), int64(j.Rate), eta, ts(j.Start), ts(j.End), j.Query, j.Error,
-			j.Strategy, j.StrategyReason, j.KeptTable(), ts(j.DropOldAt)})
+			j.Strategy, j.StrategyReason, j.KeptTable(), ts(j.DropOldAt), j.cutOverState(), j.blockedBy()})
 	}
 	return rows
 }

@@ -40,8 +40,12 @@ type Options struct {
 	// proxy during the swap (default 5s); past it the attempt is abandoned
 	// and retried.
 	CutOverHold plugins.Duration `json:"cutover_hold"`
-	// CutOverAttempts is how many times the swap is tried (default 5).
+	// CutOverAttempts is how many times the swap is tried (default 10),
+	// with a wait that doubles from 0.5 s to 30 s between attempts.
 	CutOverAttempts int `json:"cutover_attempts"`
+	// PostponeCutOver is tableproxy_ddl_postpone_cutover's default: jobs
+	// wait, ready to cut over, for ADMIN COMPLETE DDL JOBS (default off).
+	PostponeCutOver bool `json:"postpone_cutover"`
 	// LockWaitTimeout is the lock_wait_timeout of the job's table locks, so
 	// a long transaction on the table makes the job wait and retry instead
 	// of forming a metadata-lock queue (default 2s).
@@ -137,7 +141,7 @@ func (o *Options) setDefaults(dataDir string) error {
 		o.CutOverHold = plugins.Duration(5 * time.Second)
 	}
 	if o.CutOverAttempts <= 0 {
-		o.CutOverAttempts = 5
+		o.CutOverAttempts = 10
 	}
 	if o.LockWaitTimeout <= 0 {
 		o.LockWaitTimeout = plugins.Duration(2 * time.Second)
@@ -383,6 +387,12 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 			return plugins.Continue
 		}
 		user, db, query, set := st.User, strings.Clone(st.DB), strings.Clone(st.SQL), p.vars.settings(st)
+		if set.PostponeCutOver && set.Strategy == StrategyNative {
+			return plugins.RefuseWith(errUnsupported("a postponed cut-over with the native strategy (its ALTER cannot wait, ready, for the word): use strategy auto or backfill"))
+		}
+		if p.vars.async(st) {
+			return p.startDetached(user, db, query, req, set)
+		}
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
 			// DDL ends the session's transaction (sessionSeesBaseTable
 			// committed it), whatever the job's outcome: the answer says so.

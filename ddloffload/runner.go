@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"tableproxy/internal/mysqlwire"
+	"tableproxy/plugins"
 )
 
 // runner runs one job: Run calls each stage in order, and reading it tells
@@ -83,14 +84,9 @@ func (r *runner) stages() []stageFunc {
 // runJob registers a job for req, runs it to its end, and returns the
 // error the client gets (nil for OK).
 func (p *Plugin) runJob(user, db, query string, req *Request, set Settings, report func(Job)) *mysql.MyError {
-	j := Job{Schema: req.Schema, Table: req.Table, Type: req.Kind(), Query: query, DB: db, User: user,
-		State: StateRunning, Stage: StageQueued.String(), Start: time.Now(), Checkpoint: Checkpoint{Settings: set}, Strategy: set.Strategy}
-	if set.Strategy != StrategyAuto {
-		j.StrategyReason = strategyReason(set)
-	}
-	rec, err := p.jobs.add(j)
+	rec, err := p.register(user, db, query, req, set)
 	if err != nil {
-		return clientError(err)
+		return err
 	}
 	p.wg.Add(1)
 	defer p.wg.Done()
@@ -98,6 +94,44 @@ func (p *Plugin) runJob(user, db, query string, req *Request, set Settings, repo
 		defer p.reportProgress(rec, report)()
 	}
 	return p.execute(rec, req, false)
+}
+
+// startDetached registers a job for req and runs it in the background
+// (tableproxy_ddl_async): the client gets the job's id at once, as one row
+// (JOB_ID), and follows it with ADMIN SHOW DDL JOBS.
+func (p *Plugin) startDetached(user, db, query string, req *Request, set Settings) plugins.Action {
+	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+		w.SetStatus(w.Status() &^ mysql.SERVER_STATUS_IN_TRANS) // (as runJob's answer)
+		rec, me := p.register(user, db, query, req, set)
+		if me != nil {
+			return w.WriteError(me)
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			_ = p.execute(rec, req, false) // its end is in the job's row
+		}()
+		rs, err := plugins.TextResultset([]string{"JOB_ID"}, [][]any{{rec.snapshot().ID}})
+		if err != nil {
+			return w.WriteError(errJob("%v", err))
+		}
+		w.Rows(1)
+		return w.WriteResult(&mysql.Result{Resultset: rs})
+	}))
+}
+
+// register records a new job for req.
+func (p *Plugin) register(user, db, query string, req *Request, set Settings) (*jobRec, *mysql.MyError) {
+	j := Job{Schema: req.Schema, Table: req.Table, Type: req.Kind(), Query: query, DB: db, User: user,
+		State: StateRunning, Stage: StageQueued.String(), Start: time.Now(), Checkpoint: Checkpoint{Settings: set}, Strategy: set.Strategy}
+	if set.Strategy != StrategyAuto {
+		j.StrategyReason = strategyReason(set)
+	}
+	rec, err := p.jobs.add(j)
+	if err != nil {
+		return nil, clientError(err)
+	}
+	return rec, nil
 }
 
 // progressEvery is how often a client that asked for progress reports gets

@@ -15,6 +15,10 @@ type Settings struct {
 	NativeRetries   int    `json:"native_retries,omitempty"`
 	TempDir         string `json:"temp_dir,omitempty"`
 	DiskQuota       int64  `json:"disk_quota,omitempty"`
+	// PostponeCutOver: the job waits, ready to cut over and keeping up
+	// with the binary log, until ADMIN COMPLETE DDL JOBS says go (see
+	// complete.go).
+	PostponeCutOver bool `json:"postpone_cutover,omitempty"`
 }
 
 // withDefaults fills the knobs a job did not set from the plugin's options.

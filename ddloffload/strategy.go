@@ -46,6 +46,9 @@ func (r *runner) chooseStrategy(ctx context.Context) error {
 }
 
 func (r *runner) autoStrategy(ctx context.Context) (strategy, why string, err error) {
+	if r.set.PostponeCutOver {
+		return StrategyBackfill, "auto: the cut-over is postponed (tableproxy_ddl_postpone_cutover): only the backfiller waits, ready, for ADMIN COMPLETE DDL JOBS", nil
+	}
 	c, err := r.connect(ctx)
 	if err != nil {
 		return "", "", err

@@ -37,6 +37,7 @@ const (
 	varSize                // bytes: a number, or a string like '64M'
 	varEnum                // one of values
 	varPath                // an absolute directory
+	varBool                // ON or OFF (also 1, 0, TRUE, FALSE)
 )
 
 type varDef struct {
@@ -60,6 +61,8 @@ var varDefs = []varDef{
 	{name: varPrefix + "max_threads_running", kind: varInt, min: 0, max: 1 << 20, globalOnly: true},
 	{name: varPrefix + "max_replica_lag", kind: varInt, min: 0, max: 1 << 20, globalOnly: true},
 	{name: varPrefix + "max_latency_pct", kind: varInt, min: 0, max: 1 << 20, globalOnly: true},
+	{name: varPrefix + "postpone_cutover", kind: varBool},
+	{name: varPrefix + "async", kind: varBool},
 }
 
 // Copy methods and strategies.
@@ -111,6 +114,21 @@ func (d varDef) normalize(v any) (string, *mysql.MyError) {
 			return "", wrongValue()
 		}
 		return strconv.FormatInt(n, 10), nil
+	case varBool:
+		switch x := v.(type) {
+		case int64:
+			if x == 0 || x == 1 {
+				return [2]string{"OFF", "ON"}[x], nil
+			}
+		case string:
+			switch strings.ToUpper(x) {
+			case "ON", "TRUE":
+				return "ON", nil
+			case "OFF", "FALSE":
+				return "OFF", nil
+			}
+		}
+		return "", wrongValue()
 	case varEnum:
 		s, ok := v.(string)
 		if !ok {
@@ -154,6 +172,8 @@ func newVars(o Options) *vars {
 		varPrefix + "max_threads_running": strconv.Itoa(o.MaxThreadsRunning),
 		varPrefix + "max_replica_lag":     strconv.Itoa(o.MaxReplicaLag),
 		varPrefix + "max_latency_pct":     strconv.Itoa(*o.MaxLatencyPct),
+		varPrefix + "postpone_cutover":    onOff(o.PostponeCutOver),
+		varPrefix + "async":               "OFF",
 	}
 	return &vars{global: g, initial: maps.Clone(g)}
 }
@@ -188,6 +208,19 @@ func (v *vars) value(st *plugins.Statement, name string) string {
 	return v.getGlobal(name)
 }
 
+func onOff(b bool) string {
+	if b {
+		return "ON"
+	}
+	return "OFF"
+}
+
+// async reports whether st's session asked for ADD INDEX statements to
+// return at once with their job's id (tableproxy_ddl_async).
+func (v *vars) async(st *plugins.Statement) bool {
+	return v.value(st, varPrefix+"async") == "ON"
+}
+
 // settings are the knobs a job started by st gets.
 func (v *vars) settings(st *plugins.Statement) Settings {
 	num := func(name string) int64 {
@@ -204,6 +237,7 @@ func (v *vars) settings(st *plugins.Statement) Settings {
 		NativeRetries:   int(num("native_retries")),
 		TempDir:         v.value(st, varPrefix+"temp_dir"),
 		DiskQuota:       num("disk_quota"),
+		PostponeCutOver: v.value(st, varPrefix+"postpone_cutover") == "ON",
 	}
 }
 

@@ -92,6 +92,7 @@ type ddlJob struct {
 	ETA, Start, End, Query, Err       sql.NullString
 	Strategy, StrategyReason          sql.NullString // NULL for a job recorded before strategies were
 	Kept, KeptUntil                   sql.NullString
+	CutOver, BlockedBy                sql.NullString
 }
 
 // showJobs runs ADMIN SHOW DDL JOBS, newest job first.
@@ -101,13 +102,13 @@ func showJobs(db *sql.DB) ([]ddlJob, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	if cols, _ := rows.Columns(); len(cols) != 18 {
+	if cols, _ := rows.Columns(); len(cols) != 20 {
 		return nil, fmt.Errorf("ADMIN SHOW DDL JOBS has columns %v", cols)
 	}
 	var jobs []ddlJob
 	for rows.Next() {
 		var j ddlJob
-		if err := rows.Scan(&j.ID, &j.Schema, &j.Table, &j.Type, &j.State, &j.Stage, &j.RowsDone, &j.Estimate, &j.Rate, &j.ETA, &j.Start, &j.End, &j.Query, &j.Err, &j.Strategy, &j.StrategyReason, &j.Kept, &j.KeptUntil); err != nil {
+		if err := rows.Scan(&j.ID, &j.Schema, &j.Table, &j.Type, &j.State, &j.Stage, &j.RowsDone, &j.Estimate, &j.Rate, &j.ETA, &j.Start, &j.End, &j.Query, &j.Err, &j.Strategy, &j.StrategyReason, &j.Kept, &j.KeptUntil, &j.CutOver, &j.BlockedBy); err != nil {
 			return nil, err
 		}
 		jobs = append(jobs, j)

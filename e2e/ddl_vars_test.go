@@ -84,7 +84,7 @@ func TestDDLVariables(t *testing.T) {
 		show[name] = v
 	}
 	srows.Close()
-	if len(show) != 12 || show["tableproxy_ddl_workers"] != "3" || show["tableproxy_ddl_strategy"] != "backfill" ||
+	if len(show) != 14 || show["tableproxy_ddl_postpone_cutover"] != "OFF" || show["tableproxy_ddl_workers"] != "3" || show["tableproxy_ddl_strategy"] != "backfill" ||
 		show["tableproxy_ddl_max_threads_running"] != "0" || show["tableproxy_ddl_max_latency_pct"] != "150" || !strings.HasSuffix(show["tableproxy_ddl_temp_dir"], "/ddl-tmp") {
 		t.Errorf("SHOW VARIABLES: %v", show)
 	}
