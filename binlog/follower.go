@@ -20,6 +20,12 @@ import (
 // few periods knows the stream has stalled.
 const HeartbeatPeriod = 250 * time.Millisecond
 
+// ReportHost is the host name the stream registers with, which the backend
+// shows in SHOW SLAVE HOSTS / SHOW REPLICAS: a proxy's stream is not a
+// replica, and whoever lists the replicas (the online ADD INDEX jobs'
+// throttle) can tell it apart.
+const ReportHost = "tableproxy-binlog-stream"
+
 const (
 	// readTimeout ends a stream that has been silent for many heartbeats.
 	readTimeout = 5 * time.Second
@@ -378,6 +384,7 @@ func (f *Follower) follow() error {
 	user := f.streamUser()
 	syncer, err := f.backend.Binlog(user, replication.BinlogSyncerConfig{
 		ServerID:                f.serverID,
+		Localhost:               ReportHost, // how the backend lists this stream among its replicas
 		HeartbeatPeriod:         HeartbeatPeriod,
 		ReadTimeout:             readTimeout,
 		DisableRetrySync:        true, // a break is handled here: subscribers are told, then it resumes

@@ -97,6 +97,13 @@ type Job struct {
 	// BlockedBy who held up its last failed one.
 	CutOverAttempt int    `json:"cutover_attempt,omitempty"`
 	BlockedBy      string `json:"blocked_by,omitempty"`
+	// The replicas' lag as the throttle read it (replicas.go): the most
+	// seen, how often and how long it held the copy, and each replica's
+	// last state.
+	ReplicaLagMaxMs int64   `json:"replica_lag_max_ms,omitempty"`
+	LagHolds        int     `json:"lag_holds,omitempty"`
+	LagHeldSeconds  float64 `json:"lag_held_seconds,omitempty"`
+	Replicas        string  `json:"replicas,omitempty"`
 }
 
 // KeptTable is the job's original, swapped out and kept until KeptUntil
@@ -122,6 +129,7 @@ type jobRec struct {
 	gate      gate
 	wake      chan struct{}          // a postponed job's word to look again (complete.go)
 	throttled atomic.Pointer[string] // why the copy waits, while it does
+	replicas  atomic.Pointer[string] // the replicas' states, while a throttle reads them
 }
 
 // snapshot returns a copy of the record with the live counters in it.
@@ -147,6 +155,9 @@ func (r *jobRec) snapshot() Job {
 	}
 	if j.State == StateRunning && r.gate.isPaused() {
 		j.State = StatePaused
+	}
+	if reps := r.replicas.Load(); j.State == StateRunning && reps != nil {
+		j.Replicas = *reps
 	}
 	if why := r.throttled.Load(); j.State == StateRunning && why != nil && *why != "" {
 		j.State = StateThrottled

@@ -87,6 +87,10 @@ type Options struct {
 	// user:password@host:port (the user needs REPLICATION CLIENT, or
 	// SLAVE MONITOR on MariaDB 10.5 and later).
 	Replicas []string `json:"replicas"`
+	// ReplicaTimeout is how long a replica may be unreachable before the
+	// copy stops waiting for it (default 30s; it is waited for again if it
+	// comes back).
+	ReplicaTimeout plugins.Duration `json:"replica_timeout"`
 
 	sortMemory, diskQuota, nativeBelow int64
 }
@@ -140,6 +144,9 @@ func (o *Options) setDefaults(dataDir string) error {
 	if o.CutOverHold <= 0 {
 		o.CutOverHold = plugins.Duration(5 * time.Second)
 	}
+	if o.ReplicaTimeout <= 0 {
+		o.ReplicaTimeout = plugins.Duration(30 * time.Second)
+	}
 	if o.CutOverAttempts <= 0 {
 		o.CutOverAttempts = 10
 	}
@@ -190,6 +197,10 @@ type Plugin struct {
 	fg      *latencies // the foreground's statement latency, for the throttle
 	fgTx    *latencies // the foreground's transaction latency, likewise (see unitEnded)
 	swapped SwapHook
+	// buildRate is the bytes of table a second the backend's last index
+	// build here went through (native ALTER or the shadow's build), for
+	// the auto strategy's estimate of a native ALTER's replica lag.
+	buildRate atomic.Int64
 
 	vars *vars
 

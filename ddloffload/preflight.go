@@ -3,6 +3,7 @@ package ddloffload
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,7 +38,7 @@ func (r *runner) preflight(ctx context.Context) error {
 		return err
 	}
 	r.t = t
-	for _, check := range []func() error{r.checkIndexes, r.checkKey, r.checkAttached, r.checkBinlog, r.checkNames, r.checkTempRoom} {
+	for _, check := range []func() error{r.checkIndexes, r.checkKey, r.checkAttached, r.checkBinlog, r.checkNames, r.checkTempRoom, r.checkReplicas} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -109,6 +110,25 @@ func (r *runner) checkKey() error {
 			return cannotSwap(fmt.Sprintf("key column %s of type %s cannot be walked in order", c.Name, c.DataType), errUnsupported)
 		}
 	}
+	return nil
+}
+
+// checkReplicas refuses a job that is to watch the primary's replicas
+// (a user:password@discover entry in replicas, max_replica_lag set) when
+// the primary will not list them to the job's user: the throttle would
+// hold the copy for good.
+func (r *runner) checkReplicas() error {
+	if r.p.vars.globalInt(varPrefix+"max_replica_lag") <= 0 || !slices.ContainsFunc(r.p.opts.Replicas, func(e string) bool {
+		rep, err := parseReplica(e)
+		return err == nil && rep.addr == discoverHost
+	}) {
+		return nil
+	}
+	addrs, err := discoverReplicas(r.conn)
+	if err != nil {
+		return errJob("cannot list the backend's replicas to watch their lag (replicas: ...@discover): %v. The job's user needs REPLICATION MASTER ADMIN on MariaDB 10.5 and later (REPLICATION SLAVE before, and on MySQL), or list the replicas in the replicas option", err)
+	}
+	r.log.Info("ddl: replicas to watch", "discovered", addrs)
 	return nil
 }
 

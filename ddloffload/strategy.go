@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // StrategyAuto (the default) picks a job's strategy when it starts, so
@@ -19,8 +20,12 @@ import (
 //     default): there the backend's build takes well under a second
 //     (measured: 0.2 s for 11 MB of rows on a 2-core host), less than a
 //     copy's set-up, and an empty table a migration has just created is
-//     the common case;
-//   - backfill otherwise.
+//     the common case, unless replicas are watched (tableproxy_ddl_max_replica_lag)
+//     and the build, estimated from the table's size and the last build
+//     rate measured here, would last longer than that lag allows: a
+//     replica applies a native ALTER only after the primary, and stalls
+//     for as long;
+//   - backfill otherwise, and for a postponed cut-over.
 //
 // An explicit strategy (the session's tableproxy_ddl_strategy, or the
 // plugin's strategy option) is followed as it is. The choice and its
@@ -72,11 +77,28 @@ func (r *runner) autoStrategy(ctx context.Context) (strategy, why string, err er
 		}
 	}
 	below := r.p.opts.nativeBelow
+	if lagLimit := r.p.vars.globalInt(varPrefix + "max_replica_lag"); t.DataLength < below && lagLimit > 0 && len(r.p.opts.Replicas) > 0 {
+		// A replica applies a native ALTER only once the primary has
+		// finished it, and holds everything after it meanwhile: its lag
+		// grows by the ALTER's whole duration.
+		rate, measured := r.p.buildRate.Load(), "measured"
+		if rate <= 0 {
+			rate, measured = defaultBuildRate, "assumed"
+		}
+		if est := time.Duration(float64(t.DataLength) / float64(rate) * float64(time.Second)); est > time.Duration(lagLimit)*time.Second {
+			return StrategyBackfill, fmt.Sprintf("auto: %s of data would take about %v to build natively (at the %s %s/s), and the replicas would lag as long, past tableproxy_ddl_max_replica_lag %d",
+				byteSize(t.DataLength), est.Round(100*time.Millisecond), measured, byteSize(rate), lagLimit), nil
+		}
+	}
 	if t.DataLength < below {
 		return StrategyNative, fmt.Sprintf("auto: %s of data, under native_below (%s): the backend's own build is brief", byteSize(t.DataLength), byteSize(below)), nil
 	}
 	return StrategyBackfill, fmt.Sprintf("auto: %s of data, native_below is %s", byteSize(t.DataLength), byteSize(below)), nil
 }
+
+// defaultBuildRate is the build rate the auto strategy assumes before it
+// has measured one: low, so that a replica is spared rather than risked.
+const defaultBuildRate = 8 << 20
 
 // checkNameLength refuses a table whose name leaves no room for the job's
 // shadow and kept tables.

@@ -232,4 +232,3 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
-

@@ -75,7 +75,7 @@ func TestDDLJobsVirtualTable(t *testing.T) {
 	}
 	cols, _ := rows.Columns()
 	rows.Close()
-	if fmt.Sprint(cols) != "[job_id db_name table_name job_type state stage row_count rows_estimated progress rate eta_seconds start_time end_time query error strategy strategy_reason kept_table kept_until cut_over blocked_by]" {
+	if fmt.Sprint(cols) != "[job_id db_name table_name job_type state stage row_count rows_estimated progress rate eta_seconds start_time end_time query error strategy strategy_reason kept_table kept_until cut_over blocked_by replica_lag_max_ms lag_holds lag_held_seconds replicas]" {
 		t.Errorf("columns: %v", cols)
 	}
 }

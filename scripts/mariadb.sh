@@ -272,6 +272,10 @@ cmd_env() {
 # default the primary's + 1). "start" starts it and has it replicate this
 # instance from the beginning of its binary log with GTID (the private
 # instance keeps its whole log), then waits until it has caught up.
+# TABLEPROXY_MARIADB_REPLICA_FROM=now starts it from the primary's current
+# position instead, and TABLEPROXY_MARIADB_REPLICA_DO_TABLE (a
+# replicate_wild_do_table pattern, e.g. 'app%.%') limits what it applies:
+# a test replicates its own databases without replaying the others'.
 cmd_replica() {
 	local verb="${1:-}" rport="${TABLEPROXY_MARIADB_REPLICA_PORT:-$((PORT + 1))}"
 	local rid="${TABLEPROXY_MARIADB_REPLICA_SERVER_ID:-$((SERVER_ID + 1))}"
@@ -291,9 +295,13 @@ cmd_replica() {
 	replica_sql() {
 		"$MARIADB" --no-defaults -h 127.0.0.1 -P "$rport" -u "$ADMIN_USER" "-p$ADMIN_PASS" --batch "$@"
 	}
-	if ! replica_sql -e "SHOW SLAVE STATUS\G" | grep -q "Master_Port: $PORT\$"; then
-		log "replica on port $rport: replicating 127.0.0.1:$PORT with GTID"
-		replica_sql -e "STOP SLAVE; SET GLOBAL gtid_slave_pos = '';
+	local from="${TABLEPROXY_MARIADB_REPLICA_FROM:-start}" only="${TABLEPROXY_MARIADB_REPLICA_DO_TABLE:-}" pos=""
+	[[ "$from" == start || "$from" == now ]] || die "TABLEPROXY_MARIADB_REPLICA_FROM must be start or now, got '$from'"
+	[[ "$only" =~ ^[A-Za-z0-9_%.]*$ ]] || die "TABLEPROXY_MARIADB_REPLICA_DO_TABLE: letters, digits, _, % and . only"
+	if [[ "$from" == now ]] || ! replica_sql -e "SHOW SLAVE STATUS\G" | grep -q "Master_Port: $PORT\$"; then
+		[[ "$from" == now ]] && pos="$(sql_root -N -e "SELECT @@gtid_binlog_pos")"
+		log "replica on port $rport: replicating 127.0.0.1:$PORT with GTID from ${pos:-the start}${only:+, only $only}"
+		replica_sql -e "STOP SLAVE; SET GLOBAL replicate_wild_do_table = '$only'; SET GLOBAL gtid_slave_pos = '$pos';
 			CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = $PORT,
 				MASTER_USER = '$ADMIN_USER', MASTER_PASSWORD = '$ADMIN_PASS', MASTER_USE_GTID = slave_pos;
 			START SLAVE;" || die "could not set up replication on port $rport"

@@ -108,3 +108,33 @@ func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
+
+// StartReplica starts a replica of the shared backend (scripts/mariadb.sh
+// replica start: a second instance under the backend's run directory,
+// listening at port, replicating with GTID) from the backend's current
+// position, applying only the tables that match doTable (a
+// replicate_wild_do_table pattern such as 'tp_mytest%.%'), so that it does
+// not replay what other tests wrote; it is stopped after the test. The
+// shared backend must be the script's own instance.
+func StartReplica(t *testing.T, port, doTable string) *Private {
+	t.Helper()
+	b := Get(t)
+	_, primaryPort, _ := strings.Cut(b.Addr, ":")
+	runDir := os.Getenv("TABLEPROXY_RUN_DIR")
+	if runDir == "" {
+		runDir = filepath.Join(repoRoot(), ".run")
+	}
+	m := &Private{runDir: filepath.Join(runDir, "replica"), port: port}
+	run := func(verb string) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "mariadb.sh"), "replica", verb)
+		cmd.Env = append(os.Environ(), "TABLEPROXY_RUN_DIR="+runDir, "TABLEPROXY_MARIADB_PORT="+primaryPort,
+			"TABLEPROXY_MARIADB_REPLICA_PORT="+port, "TABLEPROXY_MARIADB_REPLICA_FROM=now", "TABLEPROXY_MARIADB_REPLICA_DO_TABLE="+doTable)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("mariadb.sh replica %s: %v\n%s", verb, err, out)
+		}
+	}
+	run("start")
+	t.Cleanup(func() { run("stop") })
+	return m
+}
