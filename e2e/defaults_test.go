@@ -59,7 +59,7 @@ func waitLogs(t *testing.T, p *proxyProc, fragments ...string) {
 func TestDefaultsRunTheProduct(t *testing.T) {
 	e := newDefaultsEnv(t, true)
 	p := e.start(t, proxyOpts{defaults: true})
-	waitLogs(t, p, "plugins=metrics,cache,ddloffload",
+	waitLogs(t, p, "plugins=metrics,cache,ddloffload,digest",
 		`"feature cached tables: on" binlog_user=`+e.admin.name,
 		`"feature online ADD INDEX: on" binlog_user=`+e.admin.name,
 		`"feature metrics: on, not served"`)
