@@ -175,3 +175,17 @@ func TestStatementWords(t *testing.T) {
 		t.Errorf("EXPLAIN SELECT taken for EXPLAIN CACHE")
 	}
 }
+
+// Counting a statement of a known digest allocates nothing.
+func TestRecordDoesNotAllocate(t *testing.T) {
+	s := NewStore(10, 10, clock())
+	k := Key{Digest: "d", Schema: "db", User: "u"}
+	o := Observation{Duration: time.Millisecond, Where: atBackend, Pass: eval.NotSelect}
+	s.Add(&Entry{Key: k}, &o)
+	if n := testing.AllocsPerRun(1000, func() {
+		o := Observation{Duration: time.Millisecond, Where: atBackend, Pass: eval.NotSelect, At: time.Now()}
+		s.Record(k, &o)
+	}); n != 0 {
+		t.Errorf("Record allocates %v times a statement", n)
+	}
+}
