@@ -154,7 +154,10 @@ func Open(raw plugins.Options, env plugins.Env, node, user string) (*Plugin, err
 	p := &Plugin{log: log, set: s, node: node, backend: env.Backend, user: user, now: time.Now,
 		binlogWrites: map[plugins.TableID]uint64{}, defs: map[lease.TableID]definition{}}
 	p.store = NewStore(s.top, s.others, p.now)
-	if env.Binlog != nil {
+	// Writes that bypass the proxy are read from the binary log, as the
+	// admin the advisor reads the catalog as; without one nothing could
+	// read the log (and the stream would only fail and retry).
+	if env.Binlog != nil && user != "" {
 		p.sub = env.Binlog.Subscribe(binlog.Subscriber{Resume: true, User: user,
 			Started: func(mysql.Position) {}, Event: p.binlogEvent, Broken: func(error) {}})
 	}
