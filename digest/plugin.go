@@ -126,6 +126,11 @@ type Plugin struct {
 	binlogWrites map[plugins.TableID]uint64
 	sub          *binlog.Subscription
 
+	// templates are digests by statement template (see digestOf),
+	// guarded by tmu.
+	tmu       sync.RWMutex
+	templates map[string]string
+
 	dmu  sync.Mutex // guards defs
 	defs map[lease.TableID]definition
 }
@@ -152,7 +157,7 @@ func Open(raw plugins.Options, env plugins.Env, node, user string) (*Plugin, err
 		log = slog.Default()
 	}
 	p := &Plugin{log: log, set: s, node: node, backend: env.Backend, user: user, now: time.Now,
-		binlogWrites: map[plugins.TableID]uint64{}, defs: map[lease.TableID]definition{}}
+		binlogWrites: map[plugins.TableID]uint64{}, defs: map[lease.TableID]definition{}, templates: map[string]string{}}
 	p.store = NewStore(s.top, s.others, p.now)
 	// Writes that bypass the proxy are read from the binary log, as the
 	// admin the advisor reads the catalog as; without one nothing could
@@ -217,10 +222,58 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 			}
 		}
 	}
-	k := Key{Digest: st.Digest(), Schema: st.DB, User: st.User}
+	k := Key{Digest: p.digestOf(st), Schema: st.DB, User: st.User}
 	if !p.store.Record(k, &o) {
 		p.store.Add(p.newEntry(st, k), &o)
 	}
+}
+
+// maxTemplates bounds the memo of digests by template; when full it
+// starts afresh (a few digests are then computed again).
+const maxTemplates = 10000
+
+// templateScratch is a session's buffers for statement templates.
+type templateScratch struct {
+	tmpl []byte
+	lits []eval.Literal
+}
+
+type scratchKey struct{}
+
+// digestOf is st's digest. TiDB's normalization costs microseconds and
+// allocates for every text-protocol statement (a prepared statement's is
+// kept with it); the cache's template of a statement (its literals taken
+// out, in a session buffer, without allocating) costs a fraction, and
+// statements of one template share one digest, so the digest is computed
+// once per template and then looked up.
+func (p *Plugin) digestOf(st *plugins.Statement) string {
+	if st.Command != plugins.ComQuery || st.Session == nil {
+		return st.Digest()
+	}
+	sc, _ := st.Session.Get(scratchKey{}).(*templateScratch)
+	if sc == nil {
+		sc = &templateScratch{}
+		st.Session.Set(scratchKey{}, sc)
+	}
+	tmpl, lits, ok := eval.TemplateOf(st.SQL, sc.tmpl, sc.lits)
+	sc.tmpl, sc.lits = tmpl, lits
+	if !ok {
+		return st.Digest()
+	}
+	p.tmu.RLock()
+	d, hit := p.templates[string(tmpl)]
+	p.tmu.RUnlock()
+	if hit {
+		return d
+	}
+	d = st.Digest()
+	p.tmu.Lock()
+	if len(p.templates) >= maxTemplates {
+		clear(p.templates)
+	}
+	p.templates[string(tmpl)] = d
+	p.tmu.Unlock()
+	return d
 }
 
 // newEntry builds the entry of a digest seen for the first time: the
