@@ -38,13 +38,9 @@ func Definition(ctx context.Context, conn *client.Conn, id lease.TableID, colls 
 	if err := setFields(s, r.Fields, pk); err != nil {
 		return nil, err
 	}
-	s.IndexPK()
-	s.BuildIndexes()
-	s.ScanCharsets()
-	if err := s.LearnCollations(conn, collByName); err != nil {
+	if err := index(s, conn, collByName); err != nil {
 		return nil, err
 	}
-	s.ReserveStringIndexes()
 	s.Layout = eval.LayoutOf(s)
 	return s, nil
 }
@@ -95,5 +91,18 @@ func setFields(s *eval.Snapshot, fields []*mysql.Field, pk []string) error {
 			}
 		}
 	}
+	return nil
+}
+
+// index builds s's indexes over its rows and learns its string columns'
+// collations, on conn.
+func index(s *eval.Snapshot, conn *client.Conn, collByName map[string]*eval.Collation) error {
+	s.IndexPK()
+	s.BuildIndexes()
+	s.ScanCharsets()
+	if err := s.LearnCollations(conn, collByName); err != nil {
+		return err
+	}
+	s.ReserveStringIndexes()
 	return nil
 }

@@ -86,13 +86,9 @@ func Snapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.
 	for _, f := range floats {
 		s.Bytes += int64(len(f)) * 8
 	}
-	s.IndexPK()
-	s.BuildIndexes()
-	s.ScanCharsets()
-	if err := s.LearnCollations(conn, collByName); err != nil {
+	if err := index(s, conn, collByName); err != nil {
 		return nil, err
 	}
-	s.ReserveStringIndexes()
 	if limit > 0 && s.Bytes > limit { // the indexes count too
 		return nil, &ErrTooLarge{id: id, bytes: s.Bytes, limit: limit}
 	}
