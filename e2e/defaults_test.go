@@ -62,7 +62,8 @@ func TestDefaultsRunTheProduct(t *testing.T) {
 	waitLogs(t, p, "plugins=metrics,cache,ddloffload,digest",
 		`"feature cached tables: on" binlog_user=`+e.admin.name,
 		`"feature online ADD INDEX: on" binlog_user=`+e.admin.name,
-		`"feature metrics: on, not served"`)
+		`"feature metrics: on, not served"`,
+		`"feature query digests and cache advisor: on"`)
 
 	admin := e.open(t, p, e.admin)
 	if _, err := admin.Exec("ALTER TABLE ref CACHE"); err != nil {
