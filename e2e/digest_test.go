@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -242,5 +243,50 @@ func TestCacheAdvisor(t *testing.T) {
 	}
 	if c := readCandidate(t, app, "ref"); c.verdict != "already cached" {
 		t.Errorf("ref once cached: %+v, want already cached", c)
+	}
+}
+
+// TestQueryDigestsPerProxy: in a cluster each proxy counts the statements
+// it sees, under its own node id, and resets only its own digests.
+func TestQueryDigestsPerProxy(t *testing.T) {
+	e := newClusterEnv(t, 2)
+	// The cluster's nodes run the cache alone: add the digests.
+	for _, nd := range e.nodes {
+		nd.p.stop(t)
+	}
+	for _, nd := range e.nodes {
+		cfg, err := os.ReadFile(nd.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = []byte(strings.Replace(string(cfg), "plugins:\n", "plugins:\n  - name: digest\n", 1))
+		if err := os.WriteFile(nd.cfg, cfg, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.startNode(t, nd)
+	}
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.r (id INT PRIMARY KEY)", "INSERT INTO `"+e.db+"`.r VALUES (1)")
+	for i, nd := range e.nodes {
+		app := e.conn(t, nd, e.app)
+		for j := 0; j < 5+i; j++ { // n1 sees 5, n2 6
+			execAll(t, app, fmt.Sprintf("SELECT id FROM r WHERE id = %d", j))
+		}
+	}
+	const text = "select `id` from `r` where `id` = ?"
+	for i, nd := range e.nodes {
+		var node string
+		var count int64
+		app := e.conn(t, nd, e.app)
+		if err := app.QueryRow("SELECT node_id, count FROM tableproxy.query_digests WHERE digest_text = ?", text).Scan(&node, &count); err != nil ||
+			node != nd.id || count != int64(5+i) {
+			t.Errorf("%s: node_id %q, count %d (%v), want %s and %d", nd.id, node, count, err, nd.id, 5+i)
+		}
+	}
+	execAll(t, e.conn(t, e.nodes[0], e.admin), "ADMIN RESET QUERY DIGESTS")
+	if _, ok := readDigest(t, e.conn(t, e.nodes[0], e.app), text); ok {
+		t.Errorf("n1 still has the digest after its reset")
+	}
+	if r, ok := readDigest(t, e.conn(t, e.nodes[1], e.app), text); !ok || r.count != 6 {
+		t.Errorf("n2 after n1's reset: %+v (found %v), want its 6", r, ok)
 	}
 }
