@@ -319,8 +319,7 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 			return plugins.RefuseWith(errNoPrepare())
 		}
 		if !st.Admin {
-			return plugins.RefuseWith(mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
-				"Access denied; you need (at least one of) the tableproxy admin privilege(s) for this operation"))
+			return plugins.RefuseWith(errNotAdmin())
 		}
 		p.Reset()
 		return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
@@ -334,9 +333,19 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		if st.Command == plugins.ComStmtPrepare {
 			return plugins.RefuseWith(errNoPrepare())
 		}
+		if !st.Admin {
+			// It reads any table's size and definition as the admin the
+			// advisor runs as, whatever the session's own grants.
+			return plugins.RefuseWith(errNotAdmin())
+		}
 		return p.explainCache(st, name)
 	}
 	return plugins.Continue
+}
+
+func errNotAdmin() *mysql.MyError {
+	return mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
+		"Access denied; you need (at least one of) the tableproxy admin privilege(s) for this operation")
 }
 
 func errNoPrepare() *mysql.MyError {

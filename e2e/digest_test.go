@@ -118,10 +118,11 @@ func TestQueryDigests(t *testing.T) {
 		t.Errorf("the digest of ref's reads is still there after ADMIN RESET QUERY DIGESTS")
 	}
 
-	// Bad input to EXPLAIN CACHE.
-	wantQueryError(t, app, 1064, "EXPLAIN CACHE takes one table name", "EXPLAIN CACHE")
-	wantQueryError(t, app, 1146, "doesn't exist", "EXPLAIN CACHE nosuch")
-	wantQueryError(t, app, 1064, "EXPLAIN CACHE takes one table name", "EXPLAIN CACHE a b")
+	// EXPLAIN CACHE: admins only, and bad input.
+	wantQueryError(t, app, 1227, "admin privilege", "EXPLAIN CACHE ref")
+	wantQueryError(t, admin, 1064, "EXPLAIN CACHE takes one table name", "EXPLAIN CACHE")
+	wantQueryError(t, admin, 1146, "doesn't exist", "EXPLAIN CACHE nosuch")
+	wantQueryError(t, admin, 1064, "EXPLAIN CACHE takes one table name", "EXPLAIN CACHE a b")
 }
 
 // candidateRow is one table's row of tableproxy.cache_candidates.
@@ -213,7 +214,7 @@ func TestCacheAdvisor(t *testing.T) {
 		!strings.Contains(c.reason, "unsupported_expression") {
 		t.Errorf("unc: %+v, want reads not covered for unsupported_expression", c)
 	}
-	sets, err := tryQuery(app, "EXPLAIN CACHE ref")
+	sets, err := tryQuery(admin, "EXPLAIN CACHE ref")
 	if err != nil || len(sets) != 1 {
 		t.Fatalf("EXPLAIN CACHE ref: %v", err)
 	}

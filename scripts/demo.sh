@@ -184,7 +184,7 @@ tableproxy is running (pid $pid) in front of MariaDB at $backend.
             EXPLAIN LAST STATEMENT;   -- the first run of a shape goes to MariaDB;
                                       -- run the SELECT again: answered from memory
   Advisor:  SELECT table_name, verdict, reason FROM tableproxy.cache_candidates;
-            EXPLAIN CACHE orders;   -- one table, and its statements that would (not) be served
+            EXPLAIN CACHE orders;   -- as admin: one table, and its statements that would (not) be served
   Index:    ALTER TABLE audit_log ADD INDEX (actor, at);   -- as admin: an online job
             ADMIN SHOW DDL JOBS;
   Metrics:  http://$METRICS_ADDR/metrics
