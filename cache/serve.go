@@ -824,6 +824,18 @@ func (si *sessionInfo) pinToBackend(ids []lease.TableID) {
 // '?' markers), or returns nil when it cannot be decided yet Because a
 // cached table it reads has no snapshot loaded.
 func (p *Plugin) planText(text, db string) *planEntry {
+	return planWith(text, db, func(id lease.TableID) (*eval.Snapshot, bool) {
+		if ts := p.table(id); ts != nil {
+			return ts.snap.Load(), true
+		}
+		return nil, false
+	})
+}
+
+// planWith is planText over the tables lookup says are cached (with their
+// loaded copies, nil while loading): the serving path asks it of the
+// cached tables, the advisor (Plugin.PlanWhy) of a table's definition.
+func planWith(text, db string, lookup func(lease.TableID) (*eval.Snapshot, bool)) *planEntry {
 	if plugins.HidesCode(text) {
 		return &planEntry{writes: true, why: eval.Because(eval.MariaDBComment, "it has a MariaDB executable comment (/*M! ... */), whose text the proxy does not read and which may call anything: a write of every cached table")}
 	}
@@ -856,19 +868,17 @@ func (p *Plugin) planText(text, db string) *planEntry {
 	ent := &planEntry{results: shape}
 	loading := false
 	for _, id := range collectTables(sel, db) {
-		if ts := p.table(id); ts != nil {
+		if snap, cached := lookup(id); cached {
 			ent.tables = append(ent.tables, id)
-			loading = loading || ts.snap.Load() == nil
+			loading = loading || snap == nil
 		}
 	}
 	if loading {
 		return nil
 	}
 	pl, snap, why := eval.BuildPlan(sel, db, func(id lease.TableID) *eval.Snapshot {
-		if ts := p.table(id); ts != nil {
-			return ts.snap.Load()
-		}
-		return nil
+		snap, _ := lookup(id)
+		return snap
 	})
 	if pl != nil {
 		ent.plan, ent.layout = pl, snap.Layout

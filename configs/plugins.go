@@ -5,7 +5,7 @@ import "strings"
 // DefaultPlugins run when the configuration has no plugins section and no
 // --plugins flag: the product's features (metrics are collected always and
 // served when metrics_listen is set). A `plugins: []` section means none.
-var DefaultPlugins = []string{"metrics", "cache", "ddloffload"}
+var DefaultPlugins = []string{"metrics", "cache", "ddloffload", "digest"}
 
 // binlogReaders are the plugins that follow the backend's binary log and
 // took a binlog_user option of their own before the proxy had one.

@@ -59,10 +59,11 @@ func waitLogs(t *testing.T, p *proxyProc, fragments ...string) {
 func TestDefaultsRunTheProduct(t *testing.T) {
 	e := newDefaultsEnv(t, true)
 	p := e.start(t, proxyOpts{defaults: true})
-	waitLogs(t, p, "plugins=metrics,cache,ddloffload",
+	waitLogs(t, p, "plugins=metrics,cache,ddloffload,digest",
 		`"feature cached tables: on" binlog_user=`+e.admin.name,
 		`"feature online ADD INDEX: on" binlog_user=`+e.admin.name,
-		`"feature metrics: on, not served"`)
+		`"feature metrics: on, not served"`,
+		`"feature query digests and cache advisor: on"`)
 
 	admin := e.open(t, p, e.admin)
 	if _, err := admin.Exec("ALTER TABLE ref CACHE"); err != nil {

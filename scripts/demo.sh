@@ -149,6 +149,19 @@ cmd_start() {
 		sleep 0.5
 	done
 
+	# A short generated workload, then the advisor's answer: the small,
+	# rarely written reference tables are the ones to cache, the orders
+	# (written as often as read) are not.
+	mariadb --no-defaults -h "$PROXY_HOST" -P "$PROXY_PORT" -u admin -padmin demo \
+		-e "ADMIN RESET QUERY DIGESTS" >/dev/null 2>&1 || true
+	log "running a short generated workload through the proxy"
+	demo_workload | mariadb --no-defaults -h "$PROXY_HOST" -P "$PROXY_PORT" -u demo -pdemo demo >/dev/null ||
+		die "the generated workload failed"
+	local advice
+	advice="$(mariadb --no-defaults -h "$PROXY_HOST" -P "$PROXY_PORT" -u demo -pdemo demo --table -e \
+		"SELECT table_name, reads_per_sec, proxy_writes_per_sec, covered_share, verdict FROM tableproxy.cache_candidates WHERE table_schema = 'demo' ORDER BY table_name")" ||
+		die "reading tableproxy.cache_candidates failed"
+
 	# The small, rarely written reference tables are the ones to cache.
 	local t
 	for t in currencies exchange_rates branches; do
@@ -157,6 +170,9 @@ cmd_start() {
 	done
 
 	cat <<EOF
+
+The cache advisor, after the generated workload (tableproxy.cache_candidates):
+$advice
 
 tableproxy is running (pid $pid) in front of MariaDB at $backend.
 
@@ -167,6 +183,8 @@ tableproxy is running (pid $pid) in front of MariaDB at $backend.
   Try:      SELECT quote, rate FROM exchange_rates WHERE base = 'USD' AND quote = 'EUR' ORDER BY id LIMIT 5;
             EXPLAIN LAST STATEMENT;   -- the first run of a shape goes to MariaDB;
                                       -- run the SELECT again: answered from memory
+  Advisor:  SELECT table_name, verdict, reason FROM tableproxy.cache_candidates;
+            EXPLAIN CACHE orders;   -- as admin: one table, and its statements that would (not) be served
   Index:    ALTER TABLE audit_log ADD INDEX (actor, at);   -- as admin: an online job
             ADMIN SHOW DDL JOBS;
   Metrics:  http://$METRICS_ADDR/metrics
@@ -174,6 +192,21 @@ tableproxy is running (pid $pid) in front of MariaDB at $backend.
   Stop:     scripts/demo.sh stop
 
 EOF
+}
+
+# demo_workload prints a short generated workload: point reads of the
+# reference tables, and of the orders, a third of which are written.
+demo_workload() {
+	local i
+	for ((i = 1; i <= 100; i++)); do
+		echo "SELECT name, symbol FROM currencies WHERE code = 'EUR';"
+		echo "SELECT rate FROM exchange_rates WHERE id = $((i % 50 + 1));"
+		echo "SELECT name, city FROM branches WHERE id = $((i % 10 + 1));"
+		echo "SELECT status, total_amount FROM orders WHERE id = $((i * 7));"
+		if ((i % 2 == 0)); then
+			echo "UPDATE orders SET status = 'paid' WHERE id = $((i * 7)) AND status = 'pending';"
+		fi
+	done
 }
 
 case "${1:-start}" in

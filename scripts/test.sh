@@ -18,7 +18,7 @@ RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 
 # Per test binary; go test panics with the stuck goroutines when it is hit.
 GO_TEST_TIMEOUT=15m
-RACE_PACKAGES=(./proxy/... ./plugins/... ./lease/... ./cluster/... ./cache/... ./ddloffload/...)
+RACE_PACKAGES=(./proxy/... ./plugins/... ./lease/... ./cluster/... ./cache/... ./ddloffload/... ./digest/...)
 
 log() { printf 'test.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }

@@ -38,20 +38,7 @@ func Snapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.
 		return nil, err
 	}
 	defer conn.Conn.SetDeadline(time.Time{})
-	pk, err := PrimaryKey(conn, id)
-	if err != nil {
-		return nil, err
-	}
-	if len(pk) == 0 {
-		return nil, fmt.Errorf("%s has no primary key", id)
-	}
-	if why, err := UnservableShape(conn, id); err != nil || why != "" {
-		if err == nil {
-			err = fmt.Errorf("%s: %s", id, why)
-		}
-		return nil, err
-	}
-	collByName, err := columnCollations(conn, id, colls)
+	pk, collByName, err := definitionOf(conn, id, colls)
 	if err != nil {
 		return nil, err
 	}
@@ -84,24 +71,8 @@ func Snapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.
 	}
 	defer r.Close()
 	s := &eval.Snapshot{ID: id, Version: v, LoadedAt: time.Now(), Unchecked: unchecked}
-	for _, f := range r.Fields {
-		// A field's names point into the result's packet buffer, which
-		// the client library hands to the next query once r is closed:
-		// parse a copy, so that they point into memory of the snapshot's
-		// own.
-		cp, err := mysql.FieldData(append([]byte(nil), f.Data...)).Parse()
-		if err != nil {
-			return nil, err
-		}
-		s.Fields = append(s.Fields, cp)
-		s.Bytes += int64(len(f.Data)) + 64
-	}
-	for _, name := range pk {
-		for i, f := range s.Fields {
-			if strings.EqualFold(string(f.OrgName), name) {
-				s.PK = append(s.PK, i)
-			}
-		}
+	if err := setFields(s, r.Fields, pk); err != nil {
+		return nil, err
 	}
 	s.Rows = make([][]byte, len(r.RowDatas))
 	for i, row := range r.RowDatas {
@@ -115,13 +86,9 @@ func Snapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.
 	for _, f := range floats {
 		s.Bytes += int64(len(f)) * 8
 	}
-	s.IndexPK()
-	s.BuildIndexes()
-	s.ScanCharsets()
-	if err := s.LearnCollations(conn, collByName); err != nil {
+	if err := index(s, conn, collByName); err != nil {
 		return nil, err
 	}
-	s.ReserveStringIndexes()
 	if limit > 0 && s.Bytes > limit { // the indexes count too
 		return nil, &ErrTooLarge{id: id, bytes: s.Bytes, limit: limit}
 	}

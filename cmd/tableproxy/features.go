@@ -40,6 +40,7 @@ var features = []feature{
 	{title: "online ADD INDEX", plugin: "ddloffload", needsBinlog: true,
 		without: "ADD INDEX jobs that copy the table are refused"},
 	{title: "metrics", plugin: "metrics"},
+	{title: "query digests and cache advisor", plugin: "digest"},
 }
 
 // reportFeatures logs the startup report. The plugins that need the binary

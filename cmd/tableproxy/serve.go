@@ -26,6 +26,7 @@ import (
 	"tableproxy/cluster"
 	"tableproxy/configs"
 	"tableproxy/ddloffload"
+	"tableproxy/digest"
 	"tableproxy/plugins"
 	"tableproxy/proxy"
 	"tableproxy/vschema"
@@ -201,8 +202,9 @@ func serve(args []string) error {
 // nil where the configuration left one out: the virtual schema and the
 // plugins that know of each other are wired from them.
 type builtPlugins struct {
-	cache *cache.Plugin
-	ddl   *ddloffload.Plugin
+	cache  *cache.Plugin
+	ddl    *ddloffload.Plugin
+	digest *digest.Plugin
 }
 
 // buildChain builds the plugin chain: the cluster's admin SQL, then the
@@ -230,6 +232,14 @@ func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugin
 		built.ddl = p
 		return p, nil
 	})
+	factories.Add(digest.Name, func(o plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+		p, err := digest.Open(o, env, node.node.ID(), cfg.BinlogUser)
+		if err != nil {
+			return nil, err
+		}
+		built.digest = p
+		return p, nil
+	})
 	specs := []plugins.Spec{{Name: cluster.AdminName}}
 	for _, p := range cfg.Plugins {
 		specs = append(specs, plugins.Spec{Name: p.Name, Options: p.Options})
@@ -241,6 +251,11 @@ func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugin
 	if cp, dp := built.cache, built.ddl; cp != nil && dp != nil {
 		// A cached table keeps its copy through an ADD INDEX job's swap.
 		dp.SetSwapHook(cp.ExpectSwap)
+	}
+	if cp, gp := built.cache, built.digest; cp != nil && gp != nil {
+		// The digests say where the cache answered, and the advisor plans
+		// with the cache's planner.
+		gp.SetCache(cp, cache.Name)
 	}
 	vs := virtualSchema(node, built)
 	return plugins.NewChain(append([]plugins.Plugin{vs}, chain.Plugins()...)...), nil
@@ -257,6 +272,10 @@ func virtualSchema(node *clusterNode, built builtPlugins) *vschema.Schema {
 	}
 	if dp := built.ddl; dp != nil {
 		vs.Add("ddl_jobs", dp.JobsTable())
+	}
+	if gp := built.digest; gp != nil {
+		vs.Add("query_digests", gp.Digests())
+		vs.Add("cache_candidates", gp.Candidates())
 	}
 	return vs
 }
