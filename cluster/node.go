@@ -46,7 +46,12 @@ type Config struct {
 	NonVoter bool
 	// Timing of elections; defaults suit a LAN.
 	HeartbeatTimeout, ElectionTimeout time.Duration
-	Logger                            *slog.Logger
+	// DeadAfter is how long the leader, by its own clock, waits after it
+	// applied a non-voter's last lease renewal before it removes that
+	// member from the configuration (see reaper.go). Zero or negative:
+	// never. Voters are removed only by an admin (RemoveNode).
+	DeadAfter time.Duration
+	Logger    *slog.Logger
 	// Leases is the lease protocol this node carries (lease.Raft).
 	Leases Leases
 	// CatalogChanged, if set, is called after an entry changed the
@@ -73,6 +78,9 @@ type Leases interface {
 	AwaitLeaseEnd(ctx context.Context, node string) error
 	// SinceRenewal is how long ago this node applied node's last renewal.
 	SinceRenewal(node string) (time.Duration, bool)
+	// Hold is how long after this node applied a renewal the renewer's
+	// lease may still be valid (lease plus margin).
+	Hold() time.Duration
 }
 
 // Node is one member of the cluster.
@@ -111,6 +119,16 @@ type Node struct {
 	// leaderID is the leader's ID as this node knows it ("" while it
 	// knows none), kept by watchLeader for BinlogWatched.
 	leaderID atomic.Pointer[string]
+
+	// joining is set while a join loop runs (at start with Join, or when
+	// a removed non-voter joins again).
+	joining atomic.Bool
+	// reap is the leader's bookkeeping of members that do not renew (see
+	// reaper.go), guarded by rmu.
+	rmu  sync.Mutex
+	reap reapState
+	// leaving is set once this node asked the leader to remove it (Leave).
+	leaving atomic.Bool
 
 	stop    chan struct{}
 	stopped sync.Once
@@ -240,6 +258,10 @@ func (n *Node) start(dir string) error {
 	go n.flusher()
 	n.wg.Add(1)
 	go n.sayBinlog()
+	if cfg.DeadAfter > 0 {
+		n.wg.Add(1)
+		go n.reaper()
+	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -251,8 +273,7 @@ func (n *Node) start(dir string) error {
 	}
 	switch {
 	case cfg.Join != "":
-		n.wg.Add(1)
-		go n.joinLoop()
+		n.startJoin()
 	case !existing:
 		f := n.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(n.advertise)}}})
 		if err := f.Error(); err != nil {

@@ -71,6 +71,10 @@ func (m *Raft) HoldersRestored(hs []Holder) {
 	}
 }
 
+// Hold is how long after this node applied a member's renewal that
+// member's lease may still be valid: lease plus margin.
+func (m *Raft) Hold() time.Duration { return m.cfg.Hold() }
+
 // SinceRenewal returns how long ago this node applied node's last renewal,
 // and false if it has applied none.
 func (m *Raft) SinceRenewal(node string) (time.Duration, bool) {

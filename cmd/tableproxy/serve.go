@@ -60,6 +60,7 @@ func serve(args []string) error {
 	raftListen := fs.String("raft-listen", "", "address for Raft and the cluster API, reachable by the other proxies")
 	join := fs.String("join", "", "host:port (raft-listen) of any member of the cluster to join")
 	nonVoter := fs.Bool("raft-nonvoter", false, "join as a non-voting member")
+	removeDeadAfter := fs.Duration("remove-dead-after", 0, "remove a non-voter silent this long (0: never; default 30s)")
 	binlogUser := fs.String("binlog-user", "", "user the proxy reads the backend's binary log as (default: binlog_user, or the first admin user)")
 	pluginList := fs.String("plugins", "", "plugins to run, in order, separated by commas (\"none\" for none); default: the plugins section, or "+strings.Join(configs.DefaultPlugins, ","))
 	var flagUsers []configs.User
@@ -101,6 +102,8 @@ func serve(args []string) error {
 			cfg.Cluster.Join = *join
 		case "raft-nonvoter":
 			cfg.Cluster.NonVoter = *nonVoter
+		case "remove-dead-after":
+			cfg.Cluster.RemoveDeadAfter = *removeDeadAfter
 		case "binlog-user":
 			cfg.BinlogUser = *binlogUser
 		}
@@ -114,6 +117,9 @@ func serve(args []string) error {
 	}
 	deprecated := cfg.ResolveBinlogUser()
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := checkCluster(cfg); err != nil {
 		return err
 	}
 
