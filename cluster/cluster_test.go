@@ -55,7 +55,10 @@ func startMemberCfg(t *testing.T, cfg Config, hung chan struct{}) *member {
 	if hung != nil {
 		leases = hungLeases{Raft: m, hung: hung}
 	}
-	cfg.RaftListen, cfg.Leases = "127.0.0.1:0", leases
+	if cfg.RaftListen == "" {
+		cfg.RaftListen = "127.0.0.1:0"
+	}
+	cfg.Leases = leases
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 200*time.Millisecond, 200*time.Millisecond
 	n, err := Open(cfg)
 	if err != nil {

@@ -79,7 +79,7 @@ func (n *Node) joinLoop() {
 // network for a while should; a voter stays out until an admin adds it
 // back, since a voter is never added or removed without one.
 func (n *Node) notAMember() {
-	if !n.cfg.NonVoter || n.leaving.Load() || n.cfg.Join == "" {
+	if !n.cfg.NonVoter || n.leaving.Load() || n.cfg.Join == "" || n.cfg.Join == n.cfg.RaftListen {
 		return
 	}
 	select {

@@ -39,8 +39,10 @@ type Config struct {
 	RaftListen string
 	// DataDir holds the log and snapshots (in DataDir/raft).
 	DataDir string
-	// Join is any member's RaftListen address; empty bootstraps a new
-	// cluster of one when there is no state yet.
+	// Join is any member's RaftListen address; empty, or this node's own
+	// RaftListen (the seed of a set of voters that all start with the same
+	// flags but their own address, as a StatefulSet's pods do), bootstraps
+	// a new cluster of one when there is no state yet.
 	Join string
 	// NonVoter joins as a non-voting member (sidecars).
 	NonVoter bool
@@ -272,7 +274,7 @@ func (n *Node) start(dir string) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	switch {
-	case cfg.Join != "":
+	case cfg.Join != "" && cfg.Join != cfg.RaftListen:
 		n.startJoin()
 	case !existing:
 		f := n.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(n.advertise)}}})

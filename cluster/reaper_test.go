@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 )
@@ -110,4 +111,28 @@ func TestRemovedNonVoterJoinsAgain(t *testing.T) {
 		m, ok := memberStates(t, voters[0].n)["s1"]
 		return ok && m.State == "live" && !m.Voter && side[0].m.LeaseValid()
 	})
+}
+
+// A node whose Join is its own RaftListen is the seed: it bootstraps, and
+// a node joining through it joins its cluster.
+func TestSeedJoiningItselfBootstraps(t *testing.T) {
+	port := freeTCPAddr(t)
+	a := startMemberCfg(t, Config{ID: "a", DataDir: t.TempDir(), Join: port, RaftListen: port}, nil)
+	waitUntil(t, 5*time.Second, "the seed leads", a.n.IsLeader)
+	b := startMemberCfg(t, Config{ID: "b", DataDir: t.TempDir(), Join: port}, nil)
+	waitUntil(t, 5*time.Second, "b a member with a lease", func() bool {
+		_, ok := memberStates(t, a.n)["b"]
+		return ok && b.m.LeaseValid()
+	})
+}
+
+// freeTCPAddr is a loopback address with a port free a moment ago.
+func freeTCPAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
