@@ -23,7 +23,8 @@
 #
 # Environment: TABLEPROXY_RUN_DIR, TABLEPROXY_MARIADB_PORT as for
 # bench/run.sh; TABLEPROXY_BENCH_FLEET_PORT (6500): voters listen on that
-# port + 1..3 (Raft + 101..103), sidecar k on + 200 + 2k (Raft + 201 + 2k).
+# port + 1..3 (Raft + 101..103, /metrics and /debug/pprof + 301..303),
+# sidecar k on + 200 + 2k (Raft + 201 + 2k).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -188,9 +189,12 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 rss_mb() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
 log "starting three voters"
-launch v1 $((BASE_PORT + 1)) $((BASE_PORT + 101)) --node-id v1
-launch v2 $((BASE_PORT + 2)) $((BASE_PORT + 102)) --node-id v2 --join "$JOIN"
-launch v3 $((BASE_PORT + 3)) $((BASE_PORT + 103)) --node-id v3 --join "$JOIN"
+for i in 1 2 3; do
+	join=()
+	((i == 1)) || join=(--join "$JOIN")
+	launch "v$i" $((BASE_PORT + i)) $((BASE_PORT + 100 + i)) --node-id "v$i" "${join[@]}" \
+		--metrics-listen "127.0.0.1:$((BASE_PORT + 300 + i))"
+done
 mysql_at "${PORT[v1]}" -e "ALTER TABLE wkv CACHE"
 for key in v1 v2 v3; do wait_ready "$key"; done
 

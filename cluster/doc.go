@@ -17,6 +17,7 @@
 //   - log.go: the operations others commit (lease.Log's, the catalog's);
 //   - propose.go: proposing through the leader, appending as the leader;
 //   - bumps.go: the bumps a leader defers while intents are open;
+//   - renewals.go: the renewals a leader appends together;
 //   - binlogword.go: the leader's word on the backend's binary log;
 //   - command.go: one type per log operation, and their encoding;
 //   - fsm.go: the state, applying entries, snapshots;
