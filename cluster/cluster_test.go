@@ -165,6 +165,10 @@ func TestHungProxyIsWaitedOut(t *testing.T) {
 	waitUntil(t, 5*time.Second, "a leads", a.n.IsLeader)
 	hung := make(chan struct{})
 	defer close(hung)
+	// b hangs as a paused proxy would: it neither stores appends (its log
+	// store stops its copies first, which hangs) nor answers revocations;
+	// a and c commit without it.
+	startMember(t, "c", t.TempDir(), a.n.Addr())
 	b := startMemberHung(t, "b", t.TempDir(), a.n.Addr(), hung)
 	waitUntil(t, 10*time.Second, "b holds a lease", b.m.LeaseValid)
 	start := time.Now()

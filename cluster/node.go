@@ -134,6 +134,8 @@ type Node struct {
 	// renewals are the renewals this node, as leader, holds back to
 	// append together (renewals.go).
 	renewals renewBatch
+	// acks are the appends the followers acknowledged (appended.go).
+	acks acks
 
 	stop    chan struct{}
 	stopped sync.Once
@@ -241,7 +243,7 @@ func (n *Node) start(dir string) error {
 	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = 4096
 	rc.TrailingLogs = 2048
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, n.fsm, revokingStore{LogStore: logs, leases: cfg.Leases}, stable, snaps, ackTransport{NetworkTransport: n.trans, n: n})
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
