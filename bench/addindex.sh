@@ -45,6 +45,15 @@ usage: bench/addindex.sh [options]
   --job-vars SQL    with --foreground: SET statements run before the ALTER in its
                     session (e.g. "SET tableproxy_ddl_workers = 2;")
   --profile         with --foreground: a CPU profile of the proxy during the job
+
+  --replica         instead: a replica of the private MariaDB (scripts/mariadb.sh
+                    replica, started from the primary's position, the bench's
+                    schema only) and a light foreground (sysbench oltp_read_write
+                    at --rate 50 through the proxy); native ALTER, then the
+                    proxy's job with tableproxy_ddl_max_replica_lag = 2 and the
+                    replica discovered; the replica's lag every 200 ms from a
+                    heartbeat row, until it has caught up after each
+  --max-lag SEC     with --replica: the job's tableproxy_ddl_max_replica_lag (default 2)
   --server-vars SQL SET GLOBAL statements run on MariaDB (as root) before anything
                     is measured; they last until the instance stops. Default: a
                     backend sized for the table, as a server holding a 430 MB table
@@ -62,7 +71,7 @@ log() { printf 'addindex: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 ROWS=2000000 INDEX="INDEX idx_c (c)" WORKERS="1 2 4 8" METHODS="native floor proxy proxy-read-ahead pt-osc" REUSE=0 PROXY_BIN=""
-FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0
+FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0 REPLICA=0 MAX_LAG=2
 # A backend sized for the table (see --server-vars); the buffer pool resizes
 # in the background, which the sleep waits for.
 SERVER_VARS="SET GLOBAL innodb_buffer_pool_size = 2147483648; SET GLOBAL innodb_log_file_size = 1073741824; SET GLOBAL innodb_io_capacity = 1000; DO SLEEP(5);"
@@ -80,6 +89,8 @@ while (($# > 0)); do
 	--idle-time) IDLE_TIME="$2"; shift ;;
 	--job-vars) JOB_VARS="$2"; shift ;;
 	--profile) PROFILE=1 ;;
+	--replica) REPLICA=1 ;;
+	--max-lag) MAX_LAG="$2"; shift ;;
 	--server-vars) SERVER_VARS="$2"; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
@@ -90,6 +101,8 @@ done
 [[ "$FG_THREADS" =~ ^[1-9][0-9]*$ ]] || die "--threads needs a positive integer"
 [[ "$IDLE_TIME" =~ ^[1-9][0-9]*$ ]] || die "--idle-time needs a positive integer"
 ((FOREGROUND)) && METHODS="native"
+[[ "$MAX_LAG" =~ ^[1-9][0-9]*$ ]] || die "--max-lag needs a positive integer"
+((REPLICA)) && REUSE=0 # the replica starts from the primary's position: the table is made after it
 INDEX_NAME="$(sed -E 's/^(UNIQUE )?(INDEX|KEY) +`?([A-Za-z0-9_]+)`?.*/\3/I' <<<"$INDEX")"
 [[ -n "$INDEX_NAME" && "$INDEX_NAME" != "$INDEX" ]] || die "--index must look like 'INDEX name (cols)'"
 
@@ -155,6 +168,17 @@ if [[ -n "$SERVER_VARS" ]]; then
 fi
 SERVER_SETTINGS="$(mysql_root -N -e "SELECT CONCAT('innodb_buffer_pool_size ', @@innodb_buffer_pool_size DIV 1048576, ' MB, innodb_log_file_size ', @@innodb_log_file_size DIV 1048576, ' MB, innodb_io_capacity ', @@innodb_io_capacity)")"
 
+if ((REPLICA)); then
+	mysql_root -e "DROP DATABASE IF EXISTS $DB; CREATE DATABASE $DB"
+	for host in 127.0.0.1 localhost; do # SHOW SLAVE HOSTS, for the job's discovery
+		mysql_root -e "GRANT REPLICATION MASTER ADMIN ON *.* TO 'sbtest'@'$host'"
+	done
+	TABLEPROXY_MARIADB_REPLICA_FROM=now TABLEPROXY_MARIADB_REPLICA_DO_TABLE="$DB.%" "$ROOT/scripts/mariadb.sh" replica start ||
+		die "cannot start the replica"
+	REPLICA_PORT="$("$ROOT/scripts/mariadb.sh" replica env | sed -n 's/^export TABLEPROXY_TEST_BACKEND=.*://p')"
+	mysql_replica() { mariadb --no-defaults -h 127.0.0.1 -P "$REPLICA_PORT" -u "$ROOT_USER" "-p$ROOT_PASS" --batch "$@"; }
+	mysql_replica -e "CREATE DATABASE IF NOT EXISTS $DB" # (made on the primary before the replica's start)
+fi
 have="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1" 2>/dev/null || echo 0)"
 if ((REUSE)) && [[ "$have" == "$ROWS" ]]; then
 	log "reusing $DB.sbtest1 ($ROWS rows)"
@@ -182,9 +206,10 @@ PROXY_DATA="$BENCH_DIR/proxy-data-addindex"
 rm -rf "$PROXY_DATA"
 mkdir -p "$PROXY_DATA"
 PROXY_CONFIG="$BENCH_DIR/proxy-addindex.yaml"
+((REPLICA)) && REPLICA_OPTS=", replicas: ['$ROOT_USER:$ROOT_PASS@discover']"
 {
 	printf '%s\n' "# Written by bench/addindex.sh." "plugins:" "  - name: ddloffload" \
-		"    options: {strategy: backfill, old_table_retention: 0, binlog_user: sbtest}"
+		"    options: {strategy: backfill, old_table_retention: 0, binlog_user: sbtest${REPLICA_OPTS:-}}"
 	# With --foreground, the metrics plugin counts the backend's errors by code.
 	((FOREGROUND)) && printf '%s\n' "  - name: metrics"
 } >"$PROXY_CONFIG"
@@ -458,6 +483,69 @@ LUA
 }
 if ((FOREGROUND)); then
 	foreground
+	exit 0
+fi
+
+# replica_lag NAME COMMAND...: runs COMMAND with a light foreground through
+# the proxy and a heartbeat row written on the primary every 200 ms and read
+# on the replica (one host, one clock), until the replica has caught up
+# after it; prints the seconds COMMAND took and the replica's largest lag,
+# and writes the lag over time to the log directory.
+replica_lag() {
+	local name=$1 t0 t1 hb="$LOG_DIR/addindex-replica-$name.lag" sbpid beat pos
+	shift
+	mysql_root "$DB" -e "CREATE TABLE IF NOT EXISTS hb (id INT PRIMARY KEY, ts DATETIME(6) NOT NULL); REPLACE INTO hb VALUES (1, NOW(6))"
+	(cd /usr/share/sysbench && exec sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" \
+		--mysql-user=sbtest --mysql-password=sbtest --mysql-db="$DB" --tables=1 --table-size="$ROWS" --threads=2 --rate=50 \
+		--time=3600 run) >"$LOG_DIR/addindex-replica-$name-sysbench.log" 2>&1 &
+	sbpid=$!
+	(t=0; while :; do
+		mysql_root "$DB" -e "UPDATE hb SET ts = NOW(6) WHERE id = 1"
+		printf '%s %s\n' "$t" "$(mysql_replica -N "$DB" -e "SELECT TIMESTAMPDIFF(MICROSECOND, ts, NOW(6)) / 1e6 FROM hb WHERE id = 1")"
+		sleep 0.2; t=$(awk -v t="$t" 'BEGIN { printf "%.1f", t + 0.2 }')
+	done) >"$hb" 2>/dev/null &
+	beat=$!
+	sleep 3 # the foreground's latency before the job
+	log "$name: adding $INDEX with the replica attached"
+	t0=$(date +%s.%N)
+	"$@" >"$LOG_DIR/addindex-replica-$name.log" 2>&1 || { cat "$LOG_DIR/addindex-replica-$name.log" >&2; die "$name failed"; }
+	t1=$(date +%s.%N)
+	pos="$(mysql_root -N -e "SELECT @@gtid_binlog_pos")"
+	[[ "$(mysql_replica -N -e "SELECT MASTER_GTID_WAIT('$pos', 600)")" == 0 ]] || die "$name: the replica did not catch up"
+	sleep 1
+	kill "$beat" "$sbpid" 2>/dev/null || true
+	wait "$beat" "$sbpid" 2>/dev/null || true
+	mysql_replica -N -e "SHOW CREATE TABLE $DB.sbtest1" | grep -q "KEY \`$INDEX_NAME\`" || die "$name: the replica has no index afterwards"
+	local a b
+	a="$(mysql_root -N -e "CHECKSUM TABLE $DB.sbtest1" | awk '{ print $2 }')"
+	b="$(mysql_replica -N -e "CHECKSUM TABLE $DB.sbtest1" | awk '{ print $2 }')"
+	[[ "$a" == "$b" ]] || die "$name: the replica's checksum $b differs from the primary's $a"
+	mysql_root -e "ALTER TABLE $DB.sbtest1 DROP INDEX $INDEX_NAME"
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f ", b - a }'
+	awk '$2 ~ /^[0-9.]+$/ && $2 > m { m = $2 } END { printf "%.2f", m + 0 }' "$hb"
+}
+if ((REPLICA)); then
+	read -r native_s native_lag < <(replica_lag native mysql_root "$DB" -e "ALTER TABLE sbtest1 ADD $INDEX")
+	mysql_proxy -e "SET GLOBAL tableproxy_ddl_max_replica_lag = $MAX_LAG"
+	read -r job_s job_lag < <(replica_lag proxy mysql_proxy -e "ALTER TABLE sbtest1 ADD $INDEX")
+	OUT="$BENCH_DIR/addindex-replica-$DATE.md"
+	{
+		echo "ADD $INDEX on $DB.sbtest1 with a replica attached (GTID, ROW, one SQL thread): $ROWS rows, $TABLE_MB MB; $(nproc) CPUs," \
+			"MariaDB $(mysql_root -N -e 'SELECT VERSION()'), $DATE, revision $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+		echo
+		echo "Command: \`bench/addindex.sh $ARGS\`; foreground: sysbench oltp_read_write, 2 threads, --rate 50, through the proxy"
+		echo
+		echo "| method | seconds on the primary | replica's largest lag, s (heartbeat) |"
+		echo "|---|---|---|"
+		echo "| native ALTER | $native_s | $native_lag |"
+		echo "| proxy job, tableproxy_ddl_max_replica_lag = $MAX_LAG | $job_s | $job_lag |"
+		echo
+		echo "Target: the job's largest lag at most $MAX_LAG s ($(awk -v l="$job_lag" -v m="$MAX_LAG" 'BEGIN { print (l <= m) ? "met" : "not met" }'));" \
+			"native's is about its ALTER's duration. Lag over time: $LOG_DIR/addindex-replica-{native,proxy}.lag;" \
+			"the job's view: $(mysql_proxy -N -e "SELECT CONCAT('replica_lag_max_ms ', replica_lag_max_ms, ', lag_holds ', lag_holds, ', lag_held_seconds ', lag_held_seconds) FROM tableproxy.ddl_jobs ORDER BY job_id DESC LIMIT 1")"
+	} | tee "$OUT"
+	log "written to $OUT"
+	"$ROOT/scripts/mariadb.sh" replica stop || true
 	exit 0
 fi
 

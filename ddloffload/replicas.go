@@ -85,6 +85,7 @@ type replicaState struct {
 	gone         bool
 	lag          time.Duration
 	status       string // for the job's row
+	anchored     bool   // it has reached a GTID mark: its lag is read from them alone
 }
 
 // gtidMark is the primary's GTID position at a moment: domain → sequence.
@@ -112,22 +113,26 @@ func newReplicaWatch(r *runner) *replicaWatch {
 	return &replicaWatch{r: r, states: map[string]*replicaState{}}
 }
 
-func (w *replicaWatch) close() {
+// stageEnded records, in the job, what the replicas did during a stage.
+func (w *replicaWatch) stageEnded() {
 	w.endHold(time.Now())
+	if w.holds > 0 || w.maxLag > 0 {
+		w.r.log.Info("ddl: replica lag so far", "max", w.maxLag.Round(time.Millisecond), "held_times", w.holds, "held_for", w.held.Round(time.Millisecond))
+	}
+	_ = w.r.p.jobs.update(w.r.rec, func(j *Job) {
+		j.LagHolds, j.LagHeldSeconds = w.holds, w.held.Seconds()
+		j.ReplicaLagMaxMs = max(j.ReplicaLagMaxMs, w.maxLag.Milliseconds())
+		j.Replicas = w.summary()
+	})
+}
+
+// close ends the job's connections to the replicas.
+func (w *replicaWatch) close() {
 	for _, s := range w.states {
 		if s.conn != nil {
 			s.conn.Close()
 		}
 	}
-	if w.holds > 0 || w.maxLag > 0 {
-		w.r.log.Info("ddl: replica lag during the stage", "max", w.maxLag.Round(time.Millisecond), "held_times", w.holds, "held_for", w.held.Round(time.Millisecond))
-	}
-	_ = w.r.p.jobs.update(w.r.rec, func(j *Job) {
-		j.LagHolds += w.holds
-		j.LagHeldSeconds += w.held.Seconds()
-		j.ReplicaLagMaxMs = max(j.ReplicaLagMaxMs, w.maxLag.Milliseconds())
-		j.Replicas = w.summary()
-	})
 }
 
 // check reads every replica on c's primary and returns why the copy must
@@ -304,6 +309,9 @@ func (m gtidMark) reached(have map[uint64]uint64) bool {
 // wait for it regardless of lag.
 func (w *replicaWatch) measure(ctx context.Context, s *replicaState, now time.Time) string {
 	lag, how, err := w.read(ctx, s, now)
+	if err != nil && ctx.Err() != nil {
+		return "" // the stage ended while reading: nothing learned
+	}
 	if err != nil {
 		if s.conn != nil {
 			s.conn.Close()
@@ -372,16 +380,20 @@ func (w *replicaWatch) read(ctx context.Context, s *replicaState, now time.Time)
 			if have, ok := parseGTIDPos(pos); ok {
 				for i, m := range w.marks {
 					if m.reached(have) {
+						s.anchored = true
 						continue
 					}
-					if i == 0 {
-						// Not even the oldest mark: the replica may be
-						// further behind than the marks go back (the
-						// throttle's start), which its own figure shows.
+					if i == 0 && !s.anchored {
+						// It has reached no mark yet: it may be further
+						// behind than the marks go back (the job's first
+						// measure), which only its own figure shows.
+						// (Once anchored, that figure is not read: it
+						// jumps by a long statement's duration.)
 						return max(now.Sub(m.at), sbm), "gtid", nil
 					}
 					return now.Sub(m.at), "gtid", nil
 				}
+				s.anchored = true
 				return 0, "gtid", nil
 			}
 		}

@@ -19,6 +19,7 @@ import (
 // runner runs one job: Run calls each stage in order, and reading it tells
 // the whole algorithm. Each stage is in its own file.
 type runner struct {
+	replicas *replicaWatch // the replicas the throttles read (replicas.go)
 	p    *Plugin
 	rec  *jobRec
 	req  *Request
@@ -310,6 +311,9 @@ func (r *runner) release(err error) {
 	}
 	if r.logConn != nil {
 		r.logConn.Close()
+	}
+	if r.replicas != nil {
+		r.replicas.close()
 	}
 }
 

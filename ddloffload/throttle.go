@@ -149,8 +149,13 @@ func (t *throttle) run(ctx context.Context) {
 		return
 	}
 	defer c.Close()
-	t.replicas = newReplicaWatch(t.r)
-	defer t.replicas.close()
+	if t.r.replicas == nil {
+		// One for the job: what a stage learned of the replicas (one gone,
+		// the lag seen) holds for the next.
+		t.r.replicas = newReplicaWatch(t.r)
+	}
+	t.replicas = t.r.replicas
+	defer t.replicas.stageEnded()
 	tick := time.NewTicker(throttleEvery)
 	defer tick.Stop()
 	wasLatency := false
