@@ -20,14 +20,14 @@ import (
 // the whole algorithm. Each stage is in its own file.
 type runner struct {
 	replicas *replicaWatch // the replicas the throttles read (replicas.go)
-	p    *Plugin
-	rec  *jobRec
-	req  *Request
-	user string
-	log  *slog.Logger
-	set  Settings   // the job's knobs
-	cp   Checkpoint // what the job has made durable (see checkpoint.go)
-	mark string     // jobMarker, prefixed to the statements that write
+	p        *Plugin
+	rec      *jobRec
+	req      *Request
+	user     string
+	log      *slog.Logger
+	set      Settings   // the job's knobs
+	cp       Checkpoint // what the job has made durable (see checkpoint.go)
+	mark     string     // jobMarker, prefixed to the statements that write
 
 	resumed    bool             // resumed after a proxy stop
 	nativeDone bool             // a resumed native job whose ALTER had finished
