@@ -130,6 +130,9 @@ cleanup() {
 		kill -TERM "$PROXY_PID" 2>/dev/null || true
 		wait "$PROXY_PID" 2>/dev/null || true
 	fi
+	if ((REPLICA)); then
+		"$ROOT/scripts/mariadb.sh" replica stop || true
+	fi
 	if ((STARTED_DB)); then
 		"$ROOT/scripts/mariadb.sh" stop || true
 	fi
@@ -492,7 +495,8 @@ fi
 # after it; prints the seconds COMMAND took and the replica's largest lag,
 # and writes the lag over time to the log directory.
 replica_lag() {
-	local name=$1 t0 t1 hb="$LOG_DIR/addindex-replica-$name.lag" sbpid beat pos
+	local name=$1 t0 t1 hb sbpid beat pos
+	hb="$LOG_DIR/addindex-replica-$name.lag"
 	shift
 	mysql_root "$DB" -e "CREATE TABLE IF NOT EXISTS hb (id INT PRIMARY KEY, ts DATETIME(6) NOT NULL); REPLACE INTO hb VALUES (1, NOW(6))"
 	(cd /usr/share/sysbench && exec sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" \
@@ -522,7 +526,7 @@ replica_lag() {
 	[[ "$a" == "$b" ]] || die "$name: the replica's checksum $b differs from the primary's $a"
 	mysql_root -e "ALTER TABLE $DB.sbtest1 DROP INDEX $INDEX_NAME"
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f ", b - a }'
-	awk '$2 ~ /^[0-9.]+$/ && $2 > m { m = $2 } END { printf "%.2f", m + 0 }' "$hb"
+	awk '$2 ~ /^[0-9.]+$/ && $2 > m { m = $2 } END { printf "%.2f\n", m + 0 }' "$hb"
 }
 if ((REPLICA)); then
 	read -r native_s native_lag < <(replica_lag native mysql_root "$DB" -e "ALTER TABLE sbtest1 ADD $INDEX")
@@ -542,7 +546,8 @@ if ((REPLICA)); then
 		echo
 		echo "Target: the job's largest lag at most $MAX_LAG s ($(awk -v l="$job_lag" -v m="$MAX_LAG" 'BEGIN { print (l <= m) ? "met" : "not met" }'));" \
 			"native's is about its ALTER's duration. Lag over time: $LOG_DIR/addindex-replica-{native,proxy}.lag;" \
-			"the job's view: $(mysql_proxy -N -e "SELECT CONCAT('replica_lag_max_ms ', replica_lag_max_ms, ', lag_holds ', lag_holds, ', lag_held_seconds ', lag_held_seconds) FROM tableproxy.ddl_jobs ORDER BY job_id DESC LIMIT 1")"
+			"the job's view: $(mysql_proxy -N -e "SELECT replica_lag_max_ms, lag_holds, lag_held_seconds FROM tableproxy.ddl_jobs ORDER BY job_id DESC LIMIT 1" |
+				awk '{ printf "replica_lag_max_ms %s, lag_holds %s, lag_held_seconds %s", $1, $2, $3 }')"
 	} | tee "$OUT"
 	log "written to $OUT"
 	"$ROOT/scripts/mariadb.sh" replica stop || true
