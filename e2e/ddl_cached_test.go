@@ -223,8 +223,12 @@ func TestDDLCachedTableServedThroughout(t *testing.T) {
 	}
 	t.Logf("%d writes during the copy; %d reads compared, %d from memory; after the writes stopped: %d reads, %d from memory (the job ended %v after)",
 		writes.Load(), total, mem, quiet, quietMem, ended.Sub(settled).Round(time.Millisecond))
-	if quiet < 20 || quietMem != quiet {
-		t.Errorf("after the writes stopped, %d of %d reads were answered from memory; want all (and at least 20)", quietMem, quiet)
+	// A read may still meet a lease renewal that came late on a slow host
+	// (the race detector's build): a moment's pass-through, whatever the
+	// job does. The swap itself shows in the version, checked below; with
+	// the copy invalidated by the swap, hundreds of reads go to the backend.
+	if quiet < 20 || quietMem*100 < quiet*99 {
+		t.Errorf("after the writes stopped, %d of %d reads were answered from memory; want at least 99%% (and at least 20 reads)", quietMem, quiet)
 	}
 	if st, _ := cachedStatus(t, admin, "t"); st.state != "ready" || st.version != vQuiet {
 		t.Errorf("after the swap: %+v, want ready at version %d (the copy kept)", st, vQuiet)
