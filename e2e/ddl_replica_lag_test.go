@@ -151,20 +151,7 @@ func TestDDLReplicaLagBoundedUnderLoad(t *testing.T) {
 // succeeds.
 func TestDDLReplicaGoneIsNotWaitedFor(t *testing.T) {
 	e := newDDLEnv(t)
-	rep := startPrivateMariaDBWithID(t, "3")
-	repBackend := testdb.Backend{Addr: rep.Addr(), RootUser: "tproot", RootPassword: "tproot"}
-	primary := e.backend.Root(t)
-	var file, doDB, ignoreDB string
-	var pos int64
-	if err := primary.QueryRow("SHOW MASTER STATUS").Scan(&file, &pos, &doDB, &ignoreDB); err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := strings.Cut(e.backend.Addr, ":")
-	repBackend.Exec(t,
-		"CREATE DATABASE `"+e.db+"`",
-		"SET GLOBAL replicate_wild_do_table = '"+e.db+".%'",
-		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %s, MASTER_USER = 'tproot', MASTER_PASSWORD = 'tproot', MASTER_LOG_FILE = '%s', MASTER_LOG_POS = %d", port, file, pos),
-		"START SLAVE")
+	rep, _ := e.privateReplica(t, "3")
 	e.restartWith(t, e.ddlOptions(fmt.Sprintf(", chunk_rows: 500, replica_timeout: 2s, replicas: ['tproot:tproot@%s']", rep.Addr())))
 	e.seed(t, 100000)
 	app, admin := e.open(t, e.app), e.open(t, e.admin)

@@ -17,23 +17,8 @@ import (
 // up; the replica ends with the index and the same rows.
 func TestDDLThrottleOnReplicaLag(t *testing.T) {
 	e := newDDLEnv(t)
-	rep := startPrivateMariaDBWithID(t, "2")
-	repBackend := testdb.Backend{Addr: rep.Addr(), RootUser: "tproot", RootPassword: "tproot"}
+	rep, repBackend := e.privateReplica(t, "2")
 	replica := repBackend.Root(t)
-	primary := e.backend.Root(t)
-
-	// Replicate the test's database only, from the primary's position now.
-	var file, doDB, ignoreDB string
-	var pos int64
-	if err := primary.QueryRow("SHOW MASTER STATUS").Scan(&file, &pos, &doDB, &ignoreDB); err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := strings.Cut(e.backend.Addr, ":")
-	repBackend.Exec(t,
-		"CREATE DATABASE `"+e.db+"`",
-		"SET GLOBAL replicate_wild_do_table = '"+e.db+".%'", // (replicate_do_db would go by the default database)
-		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %s, MASTER_USER = 'tproot', MASTER_PASSWORD = 'tproot', MASTER_LOG_FILE = '%s', MASTER_LOG_POS = %d", port, file, pos),
-		"START SLAVE")
 	e.restartWith(t, e.ddlOptions(fmt.Sprintf(", chunk_rows: 500, replicas: ['tproot:tproot@%s']", rep.Addr())))
 	e.seed(t, 20000)
 	waitFor(t, 30*time.Second, "the replica to have the table", func() (bool, error) {
@@ -92,6 +77,26 @@ func TestDDLThrottleOnReplicaLag(t *testing.T) {
 	if a, b := tableSum(t, direct, "t"), tableSum(t, testdb.Open(t, testdb.DSN(rep.Addr(), "tproot", "tproot", e.db, nil)), "t"); a != b {
 		t.Errorf("replica's table differs from the primary's: %s vs %s", b, a)
 	}
+}
+
+// privateReplica starts a MariaDB of the test's own with serverID and has it
+// replicate the test's database only, from the backend's position now.
+func (e *ddlEnv) privateReplica(t *testing.T, serverID string) (*testdb.Private, testdb.Backend) {
+	t.Helper()
+	rep := startPrivateMariaDBWithID(t, serverID)
+	repBackend := testdb.Backend{Addr: rep.Addr(), RootUser: "tproot", RootPassword: "tproot"}
+	var file, doDB, ignoreDB string
+	var pos int64
+	if err := e.backend.Root(t).QueryRow("SHOW MASTER STATUS").Scan(&file, &pos, &doDB, &ignoreDB); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := strings.Cut(e.backend.Addr, ":")
+	repBackend.Exec(t,
+		"CREATE DATABASE `"+e.db+"`",
+		"SET GLOBAL replicate_wild_do_table = '"+e.db+".%'", // (replicate_do_db would go by the default database)
+		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %s, MASTER_USER = 'tproot', MASTER_PASSWORD = 'tproot', MASTER_LOG_FILE = '%s', MASTER_LOG_POS = %d", port, file, pos),
+		"START SLAVE")
+	return rep, repBackend
 }
 
 // slaveStatus is a replica's SHOW SLAVE STATUS, by column.
