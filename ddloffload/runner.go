@@ -269,7 +269,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 			return err
 		}
 		took := time.Since(t0)
-		if (s.stage == StageNative || s.stage == StageBuild) && r.t != nil && took > 0 {
+		if (s.stage == StageNative || s.stage == StageBuild && len(r.deferred) > 0) && r.t != nil && took > 0 {
 			r.p.buildRate.Store(int64(float64(r.t.DataLength) / took.Seconds()))
 		}
 		_ = r.p.jobs.update(r.rec, func(j *Job) {

@@ -77,7 +77,7 @@ func (r *runner) autoStrategy(ctx context.Context) (strategy, why string, err er
 		}
 	}
 	below := r.p.opts.nativeBelow
-	if lagLimit := r.p.vars.globalInt(varPrefix + "max_replica_lag"); t.DataLength < below && lagLimit > 0 && len(r.p.opts.Replicas) > 0 {
+	if lagLimit := r.p.vars.globalInt(varPrefix + "max_replica_lag"); t.DataLength < below && r.p.watchesReplicas() {
 		// A replica applies a native ALTER only once the primary has
 		// finished it, and holds everything after it meanwhile: its lag
 		// grows by the ALTER's whole duration.
@@ -94,6 +94,12 @@ func (r *runner) autoStrategy(ctx context.Context) (strategy, why string, err er
 		return StrategyNative, fmt.Sprintf("auto: %s of data, under native_below (%s): the backend's own build is brief", byteSize(t.DataLength), byteSize(below)), nil
 	}
 	return StrategyBackfill, fmt.Sprintf("auto: %s of data, native_below is %s", byteSize(t.DataLength), byteSize(below)), nil
+}
+
+// watchesReplicas reports whether jobs hold their copy for replica lag:
+// replicas are configured and tableproxy_ddl_max_replica_lag is set.
+func (p *Plugin) watchesReplicas() bool {
+	return len(p.opts.Replicas) > 0 && p.vars.globalInt(varPrefix+"max_replica_lag") > 0
 }
 
 // defaultBuildRate is the build rate the auto strategy assumes before it

@@ -20,9 +20,11 @@ import (
 // proxy during the job. The replica's lag, measured independently with a
 // heartbeat row the test writes on the primary every 100 ms and reads on
 // the replica, stays under tableproxy_ddl_max_replica_lag (plus one
-// measuring interval and the chunks under way) while the job copies; the
-// job reports the lag it saw and how long it held the copy for it; after
-// it, the replica has the index and the same rows.
+// measuring interval and the chunks under way) from the copy's start to
+// the job's end: the index build included, which a replica applies only
+// after the primary when it is one deferred ALTER. The job reports the lag
+// it saw and how long it held the copy for it; after it, the replica has
+// the index and the same rows.
 func TestDDLReplicaLagBoundedUnderLoad(t *testing.T) {
 	_, port, _ := strings.Cut(freePort(t), ":")
 	rep := testdb.StartReplica(t, port, "tp_testddlreplica%.%")
@@ -71,9 +73,9 @@ func TestDDLReplicaLagBoundedUnderLoad(t *testing.T) {
 		}()
 	}
 	var (
-		mu      sync.Mutex
-		samples []time.Duration // the replica's lag, from the heartbeat
-		copying atomic.Bool
+		mu       sync.Mutex
+		samples  []time.Duration // the replica's lag, from the heartbeat
+		watching atomic.Bool     // from the copy's start to the job's end
 	)
 	wg.Add(1)
 	go func() { // the heartbeat: written on the primary, read on the replica
@@ -81,7 +83,7 @@ func TestDDLReplicaLagBoundedUnderLoad(t *testing.T) {
 		for ctx.Err() == nil {
 			_, _ = direct.ExecContext(ctx, "UPDATE hb SET ts = NOW(6) WHERE id = 1")
 			var us int64
-			if err := replica.QueryRowContext(ctx, "SELECT TIMESTAMPDIFF(MICROSECOND, ts, NOW(6)) FROM hb WHERE id = 1").Scan(&us); err == nil && copying.Load() {
+			if err := replica.QueryRowContext(ctx, "SELECT TIMESTAMPDIFF(MICROSECOND, ts, NOW(6)) FROM hb WHERE id = 1").Scan(&us); err == nil && watching.Load() {
 				mu.Lock()
 				samples = append(samples, time.Duration(us)*time.Microsecond)
 				mu.Unlock()
@@ -93,9 +95,7 @@ func TestDDLReplicaLagBoundedUnderLoad(t *testing.T) {
 
 	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c)")
 	waitJob(t, admin, 60*time.Second, "the job to copy", func(j ddlJob) bool { return j.Stage == "backfill" })
-	copying.Store(true)
-	waitJob(t, admin, 300*time.Second, "the copy to end", func(j ddlJob) bool { return j.Stage != "backfill" })
-	copying.Store(false)
+	watching.Store(true)
 	select {
 	case err := <-done:
 		if err != nil {
@@ -104,6 +104,8 @@ func TestDDLReplicaLagBoundedUnderLoad(t *testing.T) {
 	case <-time.After(300 * time.Second):
 		t.Fatal("the job did not end")
 	}
+	caughtUp(120 * time.Second) // the heartbeat sees the job's last statements applied
+	watching.Store(false)
 	cancel()
 	wg.Wait()
 
@@ -120,15 +122,16 @@ func TestDDLReplicaLagBoundedUnderLoad(t *testing.T) {
 		Scan(&lagMax, &holds, &held, &reps); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d foreground writes; replica lag while copying, by heartbeat: max %v over %d samples; the job saw max %d ms, held the copy %d times for %s s; replicas: %s",
+	t.Logf("%d foreground writes; replica lag from the copy to the job's end, by heartbeat: max %v over %d samples; the job saw max %d ms, held the copy %d times for %s s; replicas: %s",
 		writes.Load(), worst.Round(time.Millisecond), n, lagMax, holds, held, reps)
 	if n < 3 {
-		t.Errorf("only %d heartbeat samples while copying", n)
+		t.Errorf("only %d heartbeat samples during the job", n)
 	}
 	// The throttle reads every throttleEvery (250 ms), and chunks under
-	// way when it holds the copy still land: the bound plus a second.
-	if bound := time.Duration(limit)*time.Second + time.Second; worst > bound {
-		t.Errorf("the replica lagged %v while the job copied; want at most %v", worst, bound)
+	// way when it holds the copy still land: the bound plus half a second.
+	// (A deferred build of k_idx and idx_c here made it 1.8 s.)
+	if bound := time.Duration(limit)*time.Second + 500*time.Millisecond; worst > bound {
+		t.Errorf("the replica lagged %v during the job; want at most %v", worst, bound)
 	}
 	if !strings.Contains(reps, rep.Addr()+": ") {
 		t.Errorf("the job's replicas %q do not name the discovered replica %s", reps, rep.Addr())
