@@ -51,9 +51,12 @@ func (r *runner) backfill(ctx context.Context) error {
 		return nil
 	}
 	if r.resumed {
-		if err := r.trimShadow(); err != nil {
+		again, err := r.trimShadow()
+		if err != nil {
 			return err
 		}
+		r.log.Info("ddl: copy resumed at its checkpoint", "rows_kept", r.cp.Rows, "rows_copied_again", again,
+			"chunk_rows", r.set.BatchSize, "workers", r.set.Workers)
 		r.rec.rowsDone.Store(r.cp.Rows)
 		r.rowsBase = r.cp.Rows
 	}
@@ -243,15 +246,19 @@ func (r *runner) waitWatermark(ctx context.Context, track *copyTracker) {
 }
 
 // trimShadow deletes what a stopped run copied above the watermark: those
-// ranges may be half done, and are copied again.
-func (r *runner) trimShadow() error {
+// ranges may be half done, and are copied again. It returns how many rows
+// that is: the work the stop cost.
+func (r *runner) trimShadow() (int64, error) {
 	shadow := mysqlwire.QuoteTable(r.t.Schema, r.shadow)
-	q := r.mark + "TRUNCATE TABLE " + shadow
+	q := r.mark + "DELETE FROM " + shadow
 	if r.cp.Watermark != nil {
-		q = r.mark + "DELETE FROM " + shadow + " WHERE " + r.t.keyCompare(">", r.cp.Watermark)
+		q += " WHERE " + r.t.keyCompare(">", r.cp.Watermark)
 	}
-	_, err := r.conn.Execute(q)
-	return err
+	res, err := r.conn.Execute(q)
+	if err != nil {
+		return 0, err
+	}
+	return int64(res.AffectedRows), nil
 }
 
 // walk cuts the table's key into ranges of BatchSize rows, in key order,
