@@ -54,6 +54,17 @@ usage: bench/addindex.sh [options]
                     replica discovered; the replica's lag every 200 ms from a
                     heartbeat row, until it has caught up after each
   --max-lag SEC     with --replica: the job's tableproxy_ddl_max_replica_lag (default 2)
+
+  --big             instead: the biggest-table run (with --rows 10000000: about 2.3 GB):
+                    the proxy's job adds --index (here UNIQUE INDEX uk_c (c) unless
+                    given, so the external sort spills) with no foreground; the
+                    proxy's RSS and the job's row count and ETA are sampled every
+                    second; the proxy is killed with kill -9 once in the copy (at
+                    --kill-at percent of the rows) and once in the UNIQUE sort, and
+                    restarted each time; reports the RSS above idle, the rows each
+                    resume copied again (against one chunk per worker), the ETA's
+                    error, and checks the rows and the index after. Not for CI.
+  --kill-at PCT     with --big: where in the copy the first kill falls (default 40)
   --server-vars SQL SET GLOBAL statements run on MariaDB (as root) before anything
                     is measured; they last until the instance stops. Default: a
                     backend sized for the table, as a server holding a 430 MB table
@@ -71,7 +82,7 @@ log() { printf 'addindex: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 ROWS=2000000 INDEX="INDEX idx_c (c)" WORKERS="1 2 4 8" METHODS="native floor proxy proxy-read-ahead pt-osc" REUSE=0 PROXY_BIN=""
-FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0 REPLICA=0 MAX_LAG=2
+FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0 REPLICA=0 MAX_LAG=2 BIG=0 KILL_AT=40 INDEX_GIVEN=0
 # A backend sized for the table (see --server-vars); the buffer pool resizes
 # in the background, which the sleep waits for.
 SERVER_VARS="SET GLOBAL innodb_buffer_pool_size = 2147483648; SET GLOBAL innodb_log_file_size = 1073741824; SET GLOBAL innodb_io_capacity = 1000; DO SLEEP(5);"
@@ -79,7 +90,7 @@ ARGS="$*"
 while (($# > 0)); do
 	case "$1" in
 	--rows) ROWS="$2"; shift ;;
-	--index) INDEX="$2"; shift ;;
+	--index) INDEX="$2" INDEX_GIVEN=1; shift ;;
 	--workers) WORKERS="$2"; shift ;;
 	--methods) METHODS="$2"; shift ;;
 	--reuse) REUSE=1 ;;
@@ -91,6 +102,8 @@ while (($# > 0)); do
 	--profile) PROFILE=1 ;;
 	--replica) REPLICA=1 ;;
 	--max-lag) MAX_LAG="$2"; shift ;;
+	--big) BIG=1 ;;
+	--kill-at) KILL_AT="$2"; shift ;;
 	--server-vars) SERVER_VARS="$2"; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown option '$1'" ;;
@@ -102,6 +115,9 @@ done
 [[ "$IDLE_TIME" =~ ^[1-9][0-9]*$ ]] || die "--idle-time needs a positive integer"
 ((FOREGROUND)) && METHODS="native"
 [[ "$MAX_LAG" =~ ^[1-9][0-9]*$ ]] || die "--max-lag needs a positive integer"
+[[ "$KILL_AT" =~ ^[1-9][0-9]?$ ]] || die "--kill-at needs a percentage from 1 to 99"
+((BIG && !INDEX_GIVEN)) && INDEX="UNIQUE INDEX uk_c (c)"
+((BIG)) && METHODS="native"
 ((REPLICA)) && REUSE=0 # the replica starts from the primary's position: the table is made after it
 INDEX_NAME="$(sed -E 's/^(UNIQUE )?(INDEX|KEY) +`?([A-Za-z0-9_]+)`?.*/\3/I' <<<"$INDEX")"
 [[ -n "$INDEX_NAME" && "$INDEX_NAME" != "$INDEX" ]] || die "--index must look like 'INDEX name (cols)'"
@@ -224,16 +240,22 @@ if ((PROFILE || FOREGROUND)); then
 	METRICS_ADDR="127.0.0.1:$mport"
 	PROXY_ARGS+=(--metrics-listen "$METRICS_ADDR")
 fi
-log "starting the proxy on $PROXY_ADDR (log $PROXY_LOG)"
-"$PROXY_BIN" serve --config "$PROXY_CONFIG" --listen "$PROXY_ADDR" --backend "127.0.0.1:$DB_PORT" \
-	--data-dir "$PROXY_DATA" --admin-user sbtest:sbtest "${PROXY_ARGS[@]}" </dev/null >"$PROXY_LOG" 2>&1 &
-PROXY_PID=$!
-deadline=$((SECONDS + READY_TIMEOUT))
-until mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sbtest -psbtest -e 'SELECT 1' >/dev/null 2>&1; do
-	kill -0 "$PROXY_PID" 2>/dev/null || die "the proxy exited (log $PROXY_LOG)"
-	((SECONDS < deadline)) || die "the proxy did not start (log $PROXY_LOG)"
-	sleep 0.5
-done
+# start_proxy starts the proxy (again, after a kill: the same data dir, so
+# it resumes its jobs; its log is appended to) and waits until it answers.
+start_proxy() {
+	log "starting the proxy on $PROXY_ADDR (log $PROXY_LOG)"
+	"$PROXY_BIN" serve --config "$PROXY_CONFIG" --listen "$PROXY_ADDR" --backend "127.0.0.1:$DB_PORT" \
+		--data-dir "$PROXY_DATA" --admin-user sbtest:sbtest "${PROXY_ARGS[@]}" </dev/null >>"$PROXY_LOG" 2>&1 &
+	PROXY_PID=$!
+	local deadline=$((SECONDS + READY_TIMEOUT))
+	until mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sbtest -psbtest -e 'SELECT 1' >/dev/null 2>&1; do
+		kill -0 "$PROXY_PID" 2>/dev/null || die "the proxy exited (log $PROXY_LOG)"
+		((SECONDS < deadline)) || die "the proxy did not start (log $PROXY_LOG)"
+		sleep 0.5
+	done
+}
+: >"$PROXY_LOG"
+start_proxy
 
 mysql_proxy() { mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sbtest -psbtest --batch "$DB" "$@"; }
 
@@ -484,6 +506,102 @@ LUA
 	log "the copy was throttled $(grep -c 'ddl: copy throttled' "$PROXY_LOG") times"
 	[[ "$verdict" == ok ]] || die "rows were lost or the table is damaged"
 }
+# big_table: the biggest-table run (--big). A sampler writes, every second,
+# "seconds rss_kB stage row_count rows_estimated eta_seconds" while the
+# proxy's job runs; the proxy is killed twice (in the copy, in the sort)
+# and restarted on the same data dir, where it resumes the job.
+big_table() {
+	local samples="$LOG_DIR/addindex-big.samples" joblog="$LOG_DIR/addindex-big-job.log" t0 t1 idle sampler
+	local chunk=5000 workers
+	rss() { awk '/^VmRSS/ { print $2 }' "/proc/$PROXY_PID/status" 2>/dev/null || echo 0; }
+	job_state() { mysql_proxy -N -e "SELECT stage, state, row_count, rows_estimated, eta_seconds FROM tableproxy.ddl_jobs ORDER BY job_id DESC LIMIT 1" 2>/dev/null | tr '\t' ' '; }
+	workers="$(mysql_proxy -N -e "SHOW GLOBAL VARIABLES LIKE 'tableproxy_ddl_workers'" 2>/dev/null | awk '{ print $2 }')"
+	sleep 5 # the proxy settles
+	idle="$(rss)"
+	log "big: $ROWS rows, $TABLE_MB MB; the proxy's idle RSS ${idle} kB; adding $INDEX through the proxy"
+	t0=$(date +%s.%N)
+	(mysql_proxy -e "ALTER TABLE sbtest1 ADD $INDEX" >"$joblog" 2>&1 || true) &
+	(while :; do
+		printf '%s %s %s\n' "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" "$(rss)" "$(job_state)"
+		sleep 1
+	done) >"$samples" 2>/dev/null &
+	sampler=$!
+	# waits until the job's row matches the awk condition on "stage state rows estimate eta"
+	wait_job() {
+		local cond=$1 what=$2 st deadline=$((SECONDS + 7200))
+		until st="$(job_state)" && [[ -n "$st" ]] && awk "{ exit !($cond) }" <<<"$st"; do
+			((SECONDS < deadline)) || die "big: $what did not come (last: $st)"
+			sleep 0.5
+		done
+		log "big: $what ($st)"
+	}
+	kill9() {
+		log "big: kill -9 of the proxy ($1)"
+		kill -KILL "$PROXY_PID"
+		wait "$PROXY_PID" 2>/dev/null || true
+		start_proxy
+	}
+	wait_job "\$1 == \"backfill\" && \$3 >= $ROWS * $KILL_AT / 100" "the copy at $KILL_AT%"
+	kill9 "in the copy"
+	wait_job "\$1 == \"sort\" || \$2 != \"running\" && \$2 != \"throttled\" && \$2 != \"paused\"" "the sort (or the job's end)"
+	sleep 0.5
+	local sort_killed=1
+	[[ "$(job_state | awk '{ print $1 }')" == sort ]] || sort_killed=0
+	((sort_killed)) && kill9 "in the sort"
+	wait_job "\$2 != \"running\" && \$2 != \"throttled\" && \$2 != \"paused\"" "the job's end"
+	t1=$(date +%s.%N)
+	kill "$sampler" 2>/dev/null || true
+	wait "$sampler" 2>/dev/null || true
+	local state
+	state="$(job_state | awk '{ print $2 }')"
+	[[ "$state" == done ]] || die "big: the job ended $state: $(mysql_proxy -N -e "SELECT error FROM tableproxy.ddl_jobs ORDER BY job_id DESC LIMIT 1")"
+	# The rows: every id once, the index over all of them, a clean table.
+	local count by_index check again peak
+	count="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1 FORCE INDEX (PRIMARY)")"
+	by_index="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1 FORCE INDEX ($INDEX_NAME)")"
+	check="$(mysql_root -N -e "CHECK TABLE $DB.sbtest1" | awk -F'\t' '$3 == "status" { print $4 }')"
+	again="$(grep -o 'rows_copied_again=[0-9]*' "$PROXY_LOG" | cut -d= -f2 | paste -sd' ')"
+	peak="$(awk '$2 > m { m = $2 } END { print m + 0 }' "$samples")"
+	# The ETA's error: each sample of the copy after the last restart in it
+	# predicts the copy's end (its time + eta_seconds); the copy ended at
+	# the first sample in a later stage.
+	local eta_err
+	eta_err="$(awk '$3 == "backfill" && $7 ~ /^[0-9]+$/ { t[++n] = $1; e[n] = $7; r[n] = $5 }
+		$3 ~ /^(sort|catch-up|build|verify|cut-over|cleanup)$/ && !end { end = $1 }
+		END {
+			for (i = 1; i <= n; i++) if (r[i] < r[i - 1]) first = i # the last restart
+			if (!first) first = 1
+			for (i = first; i <= n; i++) { d = t[i] + e[i] - end; if (d < 0) d = -d; if (end - t[i] > 0 && d / (end - t[i]) > w) w = d / (end - t[i]) }
+			printf "%.0f%% (%d samples)", w * 100, n - first + 1
+		}' "$samples")"
+	local est_final
+	est_final="$(awk '$3 == "backfill" { e = $6 } END { print e }' "$samples")"
+	OUT="$BENCH_DIR/addindex-big-$DATE.md"
+	{
+		echo "ADD $INDEX on $DB.sbtest1 through the proxy, no foreground, the proxy killed (kill -9) in the copy and in the sort: $ROWS rows, $TABLE_MB MB;" \
+			"$(nproc) CPUs, MariaDB $(mysql_root -N -e 'SELECT VERSION()'), $DATE, revision $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+		echo
+		echo "Command: \`bench/addindex.sh $ARGS\`; MariaDB: $SERVER_SETTINGS; samples: $samples"
+		echo
+		echo "| measure | value |"
+		echo "|---|---|"
+		echo "| job, first statement to done, two restarts included | $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s |"
+		echo "| proxy RSS idle / peak during the job / above idle (target ≤ 256 MB) | $((idle / 1024)) MB / $((peak / 1024)) MB / $(((peak - idle) / 1024)) MB |"
+		echo "| rows copied again at each resume (bound: one chunk per worker, $chunk × $workers) | ${again:-none logged} |"
+		echo "| killed in the sort | $( ((sort_killed)) && echo yes || echo 'no: the sort took under half a second') |"
+		echo "| row_count at the end / rows in the table | $(job_state | awk '{ print $3 }') / $count |"
+		echo "| rows_estimated during the copy | $est_final |"
+		echo "| the ETA's largest error, after the last restart in the copy, as a share of the time left | $eta_err |"
+		echo "| rows through $INDEX_NAME / through PRIMARY; CHECK TABLE | $by_index / $count; $check |"
+	} | tee "$OUT"
+	log "written to $OUT"
+	[[ "$by_index" == "$count" && "$count" == "$ROWS" && "$check" == OK ]] || die "big: rows lost or the table damaged"
+	mysql_root -e "ALTER TABLE $DB.sbtest1 DROP INDEX $INDEX_NAME"
+}
+if ((BIG)); then
+	big_table
+	exit 0
+fi
 if ((FOREGROUND)); then
 	foreground
 	exit 0
