@@ -195,7 +195,7 @@ type seqRange struct {
 // saveWatermarks writes the copy's watermark to the checkpoint whenever it
 // moved, at most every checkpointEvery, until ctx ends.
 func (r *runner) saveWatermarks(ctx context.Context, track *copyTracker) {
-	tick := time.NewTicker(checkpointEvery)
+	tick := time.NewTicker(r.p.checkpointEvery)
 	defer tick.Stop()
 	for {
 		select {

@@ -59,6 +59,17 @@ func (c Checkpoint) position() mysql.Position {
 // what the workers copied since.
 const checkpointEvery = time.Second
 
+// checkpointEnv names the fault tests' hook that changes checkpointEvery
+// (a duration), so that a test can stop a copy far above its checkpoint.
+const checkpointEnv = "TABLEPROXY_DDL_CHECKPOINT_EVERY"
+
+func checkpointEveryFromEnv() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(checkpointEnv)); err == nil && d > 0 {
+		return d
+	}
+	return checkpointEvery
+}
+
 // saveCheckpoint records the runner's checkpoint in the job's record.
 func (r *runner) saveCheckpoint() error {
 	cp := r.cp
