@@ -3,7 +3,10 @@ package ddloffload
 import (
 	"context"
 	"errors"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,18 +51,29 @@ func (r *runner) backfill(ctx context.Context) error {
 	}
 	if r.cp.CopyDone {
 		r.rec.rowsDone.Store(r.cp.Rows)
+		if r.resumed {
+			r.log.Info("ddl: copy resumed at its checkpoint", "rows_kept", r.cp.Rows, "rows_copied_again", 0, "copy_done", true)
+		}
 		return nil
 	}
-	if r.resumed {
-		again, err := r.trimShadow()
-		if err != nil {
-			return err
-		}
-		r.log.Info("ddl: copy resumed at its checkpoint", "rows_kept", r.cp.Rows, "rows_copied_again", again,
-			"chunk_rows", r.set.BatchSize, "workers", r.set.Workers)
-		r.rec.rowsDone.Store(r.cp.Rows)
-		r.rowsBase = r.cp.Rows
+	plan, again, err := r.planCopy(ctx)
+	if err != nil {
+		return err
 	}
+	defer r.ranges.close()
+	kept, keptRows := 0, int64(0)
+	for _, p := range plan {
+		if p.kept {
+			kept++
+			keptRows += p.rows
+		}
+	}
+	if r.resumed {
+		r.log.Info("ddl: copy resumed at its checkpoint", "rows_kept", r.cp.Rows+keptRows, "ranges_kept", kept,
+			"rows_copied_again", again, "chunk_rows", r.set.BatchSize, "workers", r.set.Workers)
+	}
+	r.rec.rowsDone.Store(r.cp.Rows + keptRows)
+	r.rowsBase = r.cp.Rows + keptRows
 	r.rec.copyStart.Store(time.Now().UnixNano())
 	outer := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -105,23 +119,39 @@ func (r *runner) backfill(ctx context.Context) error {
 		defer close(saverDone)
 		r.saveWatermarks(ctx, track)
 	}()
-	walkErr := r.walk(ctx, r.conn, r.cp.Watermark, func(seq int, kr keyRange) error {
-		track.cut(seq, kr.hi)
-		if seq == 2 {
-			// The fault tests' point: two ranges handed out, the first
-			// copied and in the checkpoint.
-			r.waitWatermark(ctx, track)
-			if err := r.stall(ctx, StageBackfill); err != nil {
+	handed := 0
+	walkErr := func() error {
+		for _, p := range plan {
+			if p.kept {
+				// Copied by a stopped run, and in the new log already.
+				track.cut(p.seq, p.hi)
+				track.finish(p.seq, p.rows)
+				continue
+			}
+			err := r.walk(ctx, r.conn, p.keyRange, func(i int, kr keyRange) error {
+				seq := p.seq + int64(i)
+				track.cut(seq, kr.hi)
+				if handed++; handed == 3 {
+					// The fault tests' point: two ranges handed out, the
+					// first copied and in the checkpoint.
+					r.waitWatermark(ctx, track)
+					if err := r.stall(ctx, StageBackfill); err != nil {
+						return err
+					}
+				}
+				select {
+				case ranges <- seqRange{seq, kr}:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+			if err != nil {
 				return err
 			}
 		}
-		select {
-		case ranges <- seqRange{seq, kr}:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
+		return nil
+	}()
 	close(ranges)
 	wg.Wait()
 	cancel()
@@ -135,16 +165,20 @@ func (r *runner) backfill(ctx context.Context) error {
 	if err := outer.Err(); err != nil {
 		return err
 	}
-	mark, rows, end, _ := track.watermark()
-	if !end {
+	m, _ := track.watermark()
+	if !m.end {
 		return errJob("backfill: the copy ended before the end of the table")
 	}
 	runs, err := r.flushSort()
 	if err != nil {
 		return err
 	}
-	r.cp.Watermark, r.cp.Rows, r.cp.CopyDone, r.cp.Runs = mark, rows, true, runs
-	return r.saveCheckpoint()
+	r.cp.Watermark, r.cp.Rows, r.cp.MarkSeq, r.cp.CopyDone, r.cp.Runs = m.key, m.rows, m.seq, true, runs
+	if err := r.saveCheckpoint(); err != nil {
+		return err
+	}
+	os.Remove(r.p.rangeLogPath(r.rec.job.ID)) // of no more use
+	return nil
 }
 
 // insertSelectWorker copies ranges with INSERT ... SELECT.
@@ -176,26 +210,28 @@ func (r *runner) insertSelectWorker(ctx context.Context, ranges <-chan seqRange,
 			return err
 		}
 		if len(r.sorters) > 0 {
-			if err := r.readSortKeys(c, sr.keyRange); err != nil {
+			if err := r.readSortKeys(c, r.t.name(), sr.keyRange); err != nil {
 				return err
 			}
 		}
-		r.rec.rowsDone.Add(int64(res.AffectedRows))
-		track.finish(sr.seq, int64(res.AffectedRows))
+		n := int64(res.AffectedRows)
+		r.rec.rowsDone.Add(n)
+		r.ranges.done(sr.seq, sr.keyRange, n)
+		track.finish(sr.seq, n)
 	}
 	return nil
 }
 
 // seqRange is a key range and its place in the walk.
 type seqRange struct {
-	seq int
+	seq int64
 	keyRange
 }
 
 // saveWatermarks writes the copy's watermark to the checkpoint whenever it
 // moved, at most every checkpointEvery, until ctx ends.
 func (r *runner) saveWatermarks(ctx context.Context, track *copyTracker) {
-	tick := time.NewTicker(checkpointEvery)
+	tick := time.NewTicker(r.p.checkpointEvery)
 	defer tick.Stop()
 	for {
 		select {
@@ -208,7 +244,7 @@ func (r *runner) saveWatermarks(ctx context.Context, track *copyTracker) {
 }
 
 func (r *runner) saveWatermark(track *copyTracker) {
-	mark, rows, _, changed := track.watermark()
+	m, changed := track.watermark()
 	if !changed {
 		return
 	}
@@ -221,7 +257,11 @@ func (r *runner) saveWatermark(track *copyTracker) {
 		r.log.Warn("ddl: cannot spill the sort for a checkpoint", "err", err)
 		return
 	}
-	r.cp.Watermark, r.cp.Rows, r.cp.Runs = mark, rows, runs
+	if err := r.ranges.sync(); err != nil {
+		// Only the bound suffers: a range not logged is copied again.
+		r.log.Warn("ddl: cannot write the copy's range log", "err", err)
+	}
+	r.cp.Watermark, r.cp.Rows, r.cp.MarkSeq, r.cp.Runs = m.key, m.rows, m.seq, runs
 	if err := r.saveCheckpoint(); err != nil {
 		r.log.Warn("ddl: cannot save the copy's checkpoint", "err", err)
 	}
@@ -235,7 +275,7 @@ func (r *runner) waitWatermark(ctx context.Context, track *copyTracker) {
 	}
 	for ctx.Err() == nil {
 		track.mu.Lock()
-		moved := track.next > 0
+		moved := track.mark.seq != 0
 		track.mu.Unlock()
 		if moved {
 			r.saveWatermark(track)
@@ -245,39 +285,30 @@ func (r *runner) waitWatermark(ctx context.Context, track *copyTracker) {
 	}
 }
 
-// trimShadow deletes what a stopped run copied above the watermark: those
-// ranges may be half done, and are copied again. It returns how many rows
-// that is: the work the stop cost.
-func (r *runner) trimShadow() (int64, error) {
-	shadow := mysqlwire.QuoteTable(r.t.Schema, r.shadow)
-	q := r.mark + "DELETE FROM " + shadow
-	if r.cp.Watermark != nil {
-		q += " WHERE " + r.t.keyCompare(">", r.cp.Watermark)
-	}
-	res, err := r.conn.Execute(q)
-	if err != nil {
-		return 0, err
-	}
-	return int64(res.AffectedRows), nil
-}
-
-// walk cuts the table's key into ranges of BatchSize rows, in key order,
-// from the key after from (nil: the start), and hands them to out with
-// their sequence number until the end of the table, which the last range
-// leaves open.
-func (r *runner) walk(ctx context.Context, c *client.Conn, from []string, out func(seq int, kr keyRange) error) error {
-	lo := from
-	for seq := 0; ; seq++ {
-		where := ""
+// walk cuts the gap (lo, hi] of the table's key (nil: the start, the end)
+// into ranges of BatchSize rows, in key order, and hands them to out with
+// their place in the gap; the last one ends at hi, and is left open at the
+// end of the table.
+func (r *runner) walk(ctx context.Context, c *client.Conn, gap keyRange, out func(i int, kr keyRange) error) error {
+	lo := gap.lo
+	for i := 0; ; i++ {
+		var conds []string
 		if lo != nil {
-			where = " WHERE " + r.t.keyCompare(">", lo)
+			conds = append(conds, r.t.keyCompare(">", lo))
+		}
+		if gap.hi != nil {
+			conds = append(conds, r.t.keyCompare("<=", gap.hi))
+		}
+		where := ""
+		if len(conds) > 0 {
+			where = " WHERE " + strings.Join(conds, " AND ")
 		}
 		res, err := c.Execute("SELECT " + r.t.keyList() + " FROM " + r.t.name() + where +
 			" ORDER BY " + r.t.keyList() + " LIMIT 1 OFFSET " + strconv.Itoa(r.set.BatchSize-1))
 		if err != nil {
 			return err
 		}
-		var hi []string
+		hi := gap.hi
 		if res.RowNumber() > 0 {
 			if hi, err = r.t.keyLiterals(res.Values[0]); err != nil {
 				return err
@@ -286,10 +317,10 @@ func (r *runner) walk(ctx context.Context, c *client.Conn, from []string, out fu
 		if err := r.rec.gate.wait(ctx); err != nil {
 			return err
 		}
-		if err := out(seq, keyRange{lo, hi}); err != nil {
+		if err := out(i, keyRange{lo, hi}); err != nil {
 			return err
 		}
-		if hi == nil {
+		if res.RowNumber() == 0 || slices.Equal(hi, gap.hi) {
 			return nil
 		}
 		lo = hi

@@ -26,8 +26,11 @@ import (
 //     longer shows.
 //   - The copy's watermark: every row whose key is at most Watermark was
 //     copied (ranges finish out of order; the watermark is the end of the
-//     longest run of finished ranges from the start). Rows above it may be
-//     half copied, and are deleted from the shadow before the copy goes on.
+//     longest run of finished ranges from the start), saved at most every
+//     second. Ranges finished above it since are in the job's range log
+//     (rangelog.go), written as each finishes; a resumed copy keeps those
+//     the shadow holds whole, and deletes and copies again only the rest:
+//     at most the ranges the workers were copying when the proxy stopped.
 //   - The sort's runs (see sort.go): files in the temp dir that hold the
 //     sorted keys of every range up to the watermark.
 //
@@ -40,7 +43,9 @@ type Checkpoint struct {
 	Deferred   []string `json:"deferred,omitempty"`
 	Watermark  []string `json:"watermark,omitempty"` // key literals; nil: nothing copied yet
 	CopyDone   bool     `json:"copy_done,omitempty"`
-	Rows       int64    `json:"rows,omitempty"` // rows copied up to the watermark
+	Rows       int64    `json:"rows,omitempty"`        // rows copied up to the watermark
+	RangeEpoch int      `json:"range_epoch,omitempty"` // the run of the copy whose range log goes with the watermark; 0: none
+	MarkSeq    int64    `json:"mark_seq,omitempty"`    // that run's last range below the watermark; 0: none yet
 	Runs       []string `json:"runs,omitempty"`
 	IndexNames []string `json:"index_names,omitempty"` // as preflight named them, so a resumed job adds the same
 	Settings   Settings `json:"settings,omitzero"`     // the job's settings, kept across a resume
@@ -55,9 +60,21 @@ func (c Checkpoint) position() mysql.Position {
 }
 
 // checkpointEvery is how often the copy's watermark is written to the jobs
-// file at most: each write is an fsync, and a resumed job redoes at most
-// what the workers copied since.
+// file at most: each write is an fsync. What the workers copied since is
+// in the range log, so the interval bounds the log's length, not the work
+// a resume redoes.
 const checkpointEvery = time.Second
+
+// checkpointEnv names the fault tests' hook that changes checkpointEvery
+// (a duration), so that a test can stop a copy far above its checkpoint.
+const checkpointEnv = "TABLEPROXY_DDL_CHECKPOINT_EVERY"
+
+func checkpointEveryFromEnv() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(checkpointEnv)); err == nil && d > 0 {
+		return d
+	}
+	return checkpointEvery
+}
 
 // saveCheckpoint records the runner's checkpoint in the job's record.
 func (r *runner) saveCheckpoint() error {
@@ -68,61 +85,72 @@ func (r *runner) saveCheckpoint() error {
 }
 
 // copyTracker follows which key ranges the copy has finished, and moves
-// the watermark past every range finished with all before it.
+// the watermark past every range finished with all before it. Ranges are
+// named by sequence numbers that grow in key order but need not be
+// consecutive (see copyPlan); cut gives them in key order.
 type copyTracker struct {
 	mu      sync.Mutex // guards the fields below; taken once per range
-	his     map[int][]string
-	rows    map[int]int64
-	next    int // sequence number of the first unfinished range
-	mark    []string
-	markRow int64
-	end     bool // the last range is below the watermark: the copy is done
+	order   []int64    // ranges cut and still above the watermark, in key order
+	his     map[int64][]string
+	rows    map[int64]int64
+	mark    copyMark
 	changed bool
 }
 
+// copyMark is the copy's watermark.
+type copyMark struct {
+	key  []string // every row up to it is copied; nil: none yet
+	rows int64    // rows copied up to key
+	seq  int64    // the last range below key; 0: none of this run's yet
+	end  bool     // the last range is below the watermark: the copy is done
+}
+
 func newCopyTracker(from []string, rows int64) *copyTracker {
-	return &copyTracker{his: map[int][]string{}, rows: map[int]int64{}, mark: from, markRow: rows}
+	return &copyTracker{his: map[int64][]string{}, rows: map[int64]int64{}, mark: copyMark{key: from, rows: rows}}
 }
 
 // cut records range seq's upper bound (nil: the end of the table).
-func (c *copyTracker) cut(seq int, hi []string) {
+func (c *copyTracker) cut(seq int64, hi []string) {
 	c.mu.Lock()
+	c.order = append(c.order, seq)
 	c.his[seq] = hi
 	c.mu.Unlock()
 }
 
 // finish records that range seq is copied, with n rows.
-func (c *copyTracker) finish(seq int, n int64) {
+func (c *copyTracker) finish(seq int64, n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rows[seq] = n
-	for {
-		n, ok := c.rows[c.next]
+	for len(c.order) > 0 {
+		next := c.order[0]
+		n, ok := c.rows[next]
 		if !ok {
 			return
 		}
-		hi := c.his[c.next]
-		delete(c.rows, c.next)
-		delete(c.his, c.next)
-		c.next++
-		c.markRow += n
+		hi := c.his[next]
+		delete(c.rows, next)
+		delete(c.his, next)
+		c.order = c.order[1:]
+		c.mark.rows += n
+		c.mark.seq = next
 		c.changed = true
 		if hi == nil {
-			c.end = true
+			c.mark.end = true
 			return
 		}
-		c.mark = hi
+		c.mark.key = hi
 	}
 }
 
-// watermark returns the watermark, its row count, whether the copy is
-// done, and whether any of it changed since the last call.
-func (c *copyTracker) watermark() ([]string, int64, bool, bool) {
+// watermark returns the watermark, and whether it moved since the last
+// call.
+func (c *copyTracker) watermark() (copyMark, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	changed := c.changed
 	c.changed = false
-	return c.mark, c.markRow, c.end, changed
+	return c.mark, changed
 }
 
 // jobMarker begins every statement a job sends that writes, so that one

@@ -103,7 +103,7 @@ func copyLiteral(b []byte, c *column, v mysql.FieldValue) ([]byte, error) {
 // copyChunk is one range read by a read_ahead worker, as the statements
 // that write it.
 type copyChunk struct {
-	seq   int
+	sr    seqRange
 	stmts []string
 }
 
@@ -144,8 +144,10 @@ func (r *runner) readAheadWorker(ctx context.Context, ranges <-chan seqRange, ma
 				n += int64(res.AffectedRows)
 			}
 			if err == nil {
+				// Its INSERTs commit one by one: only now is it whole.
 				r.rec.rowsDone.Add(n)
-				track.finish(ch.seq, n)
+				r.ranges.done(ch.sr.seq, ch.sr.keyRange, n)
+				track.finish(ch.sr.seq, n)
 			}
 		}
 		writeErr <- err
@@ -164,7 +166,7 @@ func (r *runner) readAheadWorker(ctx context.Context, ranges <-chan seqRange, ma
 				return err
 			}
 			select {
-			case chunks <- copyChunk{sr.seq, stmts}:
+			case chunks <- copyChunk{sr, stmts}:
 			case <-ctx.Done():
 				return ctx.Err()
 			}

@@ -18,7 +18,9 @@
 // table during the job, or a break in the binary log (the job fails and
 // drops its shadow; the original table is never touched until the atomic
 // RENAME); a proxy stop, kill -9 included (the job's state and checkpoint
-// are in the jobs file, and the next start resumes it).
+// are in the jobs file, the ranges copied since in the job's range log, and
+// the next start resumes it, copying again at most the ranges its workers
+// were copying).
 //
 // It imports plugins (the API it implements), binlog (the proxy's
 // follower it subscribes to), configs (sizes), and internal helpers; it

@@ -208,6 +208,9 @@ type Plugin struct {
 
 	stall   stallPoint // the fault tests' hook (see stallEnv)
 	stallOn bool
+	// checkpointEvery is how often a copy saves its watermark
+	// (checkpointEvery, or the fault tests' checkpointEnv).
+	checkpointEvery time.Duration
 
 	janitorWake chan struct{} // a kept table's drop time was set (see janitor)
 
@@ -264,6 +267,7 @@ func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, t
 		janitorWake: make(chan struct{}, 1)}
 	p.fence.txs = txs
 	p.stall, p.stallOn = stallFromEnv()
+	p.checkpointEvery = checkpointEveryFromEnv()
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.recover()
 	p.wg.Add(1)

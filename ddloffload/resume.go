@@ -108,6 +108,7 @@ func (p *Plugin) settle(rec *jobRec, j Job) {
 	if dir := j.Checkpoint.Settings.TempDir; dir != "" {
 		os.RemoveAll(jobTempDir(dir, j.ID))
 	}
+	os.Remove(p.rangeLogPath(j.ID))
 	err = p.jobs.update(rec, func(j *Job) {
 		j.End = time.Now()
 		j.Checkpoint = Checkpoint{Settings: j.Checkpoint.Settings}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,7 @@ type runner struct {
 	sorters   []*sorter     // one per unique index
 	sortBytes atomic.Int64  // bytes of runs on disk, against the quota
 	runSeq    atomic.Int64  // names runs
+	ranges    *rangeLog     // the copy's finished ranges (rangelog.go)
 
 	conn        *client.Conn // the job's control connection
 	logConn     *client.Conn // as the binary-log user, for log positions
@@ -198,7 +200,8 @@ func (p *Plugin) execute(rec *jobRec, req *Request, resumed bool) *mysql.MyError
 	runErr := r.run(ctx)
 	stopKiller()
 	if runErr == nil || !r.suspended() {
-		r.removeTemp() // a stopped job's runs are kept for its resume
+		r.removeTemp() // a stopped job's runs and range log are kept for its resume
+		os.Remove(p.rangeLogPath(j.ID))
 	}
 	if runErr != nil && r.suspended() {
 		r.log.Warn("ddl: job stopped by the proxy's shutdown; the next start resumes it", "stage", Stage(rec.stage.Load()).String(), "err", runErr)

@@ -46,7 +46,10 @@ import (
 // been swapped.
 //
 // The runs are checkpointed with the copy's watermark: a resumed job keeps
-// them and sorts only what it copies anew.
+// them, and sorts what it copies anew and the keys of the ranges it kept
+// above the watermark (rangelog.go), read again from the shadow. A row
+// the sort sees twice that way is one row: mergeRuns counts the equal
+// keys of one primary key once.
 
 // uniquePart is how the sort reads one key part of a unique index.
 type uniquePart struct {
@@ -378,6 +381,7 @@ func (r *runner) setupSort() error {
 			// A run is gone: the sort cannot trust the watermark.
 			r.log.Warn("ddl: a sorted run of the checkpoint is gone; copying again from the start", "run", p)
 			r.cp.Watermark, r.cp.Rows, r.cp.CopyDone, r.cp.Runs = nil, 0, false, nil
+			r.cp.RangeEpoch, r.cp.MarkSeq = 0, 0 // and keeps no range of the log
 			kept = map[string]bool{}
 			break
 		}
@@ -432,13 +436,13 @@ func (r *runner) addBatch(b sortBatch) error {
 	return nil
 }
 
-// readSortKeys reads one range's sort columns (the insert_select copy's
-// second read; read_ahead reads them with the row) on c, whose results
-// are binary.
-func (r *runner) readSortKeys(c *client.Conn, kr keyRange) error {
+// readSortKeys reads one range's sort columns from table (the table: the
+// insert_select copy's second read, as read_ahead reads them with the row;
+// the shadow: a range a resumed copy kept) on c, whose results are binary.
+func (r *runner) readSortKeys(c *client.Conn, table string, kr keyRange) error {
 	b := r.newSortBatch()
 	var res mysql.Result
-	err := c.ExecuteSelectStreaming("SELECT "+r.sortList()+" FROM "+r.t.name()+" WHERE "+r.t.rangeCond(kr), &res,
+	err := c.ExecuteSelectStreaming("SELECT "+r.sortList()+" FROM "+table+" WHERE "+r.t.rangeCond(kr), &res,
 		func(row []mysql.FieldValue) error { return r.addRow(b, row) }, nil)
 	if err != nil {
 		return err

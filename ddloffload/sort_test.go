@@ -3,7 +3,9 @@ package ddloffload
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -94,5 +96,36 @@ func TestSorterSpill(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(r.tempDir()); len(ents) != len(runs) {
 		t.Errorf("%d files after a refused spill, want %d", len(ents), len(runs))
+	}
+}
+
+// A row the sort sees twice (a range a resumed copy kept or copied again,
+// whose entries a stopped run had spilled already) is one row, not a
+// duplicate: the merge does not even ask the table (the runner here has
+// no connection).
+func TestSortRowSeenTwiceIsNoDuplicate(t *testing.T) {
+	r := &runner{rec: &jobRec{job: Job{ID: 4}}, set: Settings{TempDir: t.TempDir(), DiskQuota: 1 << 30},
+		uniques: []uniqueIndex{{name: "uq"}}, log: slog.New(slog.DiscardHandler)}
+	if err := os.MkdirAll(r.tempDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := &sorter{r: r, budget: 1 << 20}
+	entry := func(key string, pk int64, raw string) sortEntry {
+		id := appendPart(nil, intKey(mysql.NewFieldValue(mysql.FieldValueTypeSigned, uint64(pk), nil)))
+		return sortEntry{key: []byte(key), rest: appendPart(appendPart(nil, id), []byte(raw))}
+	}
+	for _, batch := range [][]sortEntry{
+		{entry("a", 1, "a"), entry("b", 2, "b"), entry("c", 3, "c")}, // spilled at a checkpoint
+		{entry("a", 1, "A"), entry("b", 2, "b")},                     // read again after the resume
+	} {
+		if err := s.add(batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.spill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.mergeRuns(context.Background(), s); err != nil {
+		t.Fatalf("a row seen twice: %v", err)
 	}
 }

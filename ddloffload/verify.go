@@ -74,7 +74,7 @@ func (r *runner) verify(ctx context.Context) error {
 		return err
 	}
 	var all []keyRange
-	if err := r.walk(ctx, r.conn, nil, func(_ int, kr keyRange) error { all = append(all, kr); return nil }); err != nil {
+	if err := r.walk(ctx, r.conn, keyRange{}, func(_ int, kr keyRange) error { all = append(all, kr); return nil }); err != nil {
 		return err
 	}
 	conns := make([]*client.Conn, r.set.Workers)

@@ -202,8 +202,15 @@ func testDDLFault(t *testing.T, fault, stage string) {
 			if !regexp.MustCompile(`resuming a job .* checkpoint_rows=[1-9]`).MatchString(log) {
 				t.Errorf("the job did not resume from a copy checkpoint")
 			}
+			// At most the chunk each of the 2 workers was copying.
+			m := regexp.MustCompile(`copy resumed at its checkpoint.* rows_copied_again=(\d+)`).FindStringSubmatch(log)
+			if m == nil {
+				t.Errorf("the resumed copy did not log what it copied again")
+			} else if again, _ := strconv.Atoi(m[1]); again > 2*300 {
+				t.Errorf("the resumed copy copied again %d rows, more than a chunk per worker", again)
+			}
 		case "sort", "catch-up", "build", "verify":
-			if !strings.Contains(log, "copy_done=true") {
+			if !strings.Contains(log, "copy_done=true") || !strings.Contains(log, "rows_copied_again=0") {
 				t.Errorf("the job copied again")
 			}
 		}
