@@ -35,6 +35,7 @@ func TestDDLReplicaLagBoundedUnderLoad(t *testing.T) {
 	e.restartWith(t, fmt.Sprintf("  - name: ddloffload\n    options: {strategy: backfill, workers: 4, chunk_rows: 5000, old_table_retention: 0, binlog_user: %s, replicas: ['tproot:tproot@discover']}\n", e.admin.name))
 	const rows = 600000
 	e.seed(t, rows)
+	e.backend.Exec(t, "ANALYZE TABLE `"+e.db+"`.t") // the estimate from sampled statistics, as on a table in use
 	primary, direct := e.backend.Root(t), e.direct(t)
 	replica := testdb.Open(t, testdb.DSN(rep.Addr(), "tproot", "tproot", e.db, nil))
 	mustExec(t, direct, "CREATE TABLE hb (id INT PRIMARY KEY, ts DATETIME(6) NOT NULL)")
@@ -132,6 +133,11 @@ func TestDDLReplicaLagBoundedUnderLoad(t *testing.T) {
 	// (A deferred build of k_idx and idx_c here made it 1.8 s.)
 	if bound := time.Duration(limit)*time.Second + 500*time.Millisecond; worst > bound {
 		t.Errorf("the replica lagged %v during the job; want at most %v", worst, bound)
+	}
+	// The progress is against the table's rows, counted as the copy
+	// began (the writers only update), not the backend's statistics.
+	if j, err := lastJob(admin); err != nil || j.Estimate != rows || j.RowsDone != rows {
+		t.Errorf("the job's rows: %d copied of %d (estimated); want %d of %d (%v)", j.RowsDone, j.Estimate, rows, rows, err)
 	}
 	if !strings.Contains(reps, rep.Addr()+": ") {
 		t.Errorf("the job's replicas %q do not name the discovered replica %s", reps, rep.Addr())
