@@ -74,6 +74,7 @@ func (r *runner) backfill(ctx context.Context) error {
 	}
 	r.rec.rowsDone.Store(r.cp.Rows + keptRows)
 	r.rowsBase = r.cp.Rows + keptRows
+	r.rec.copyBase.Store(r.rowsBase)
 	r.rec.copyStart.Store(time.Now().UnixNano())
 	go r.countRows(ctx)
 	outer := ctx

@@ -124,6 +124,7 @@ type jobRec struct {
 	swapped   *atomic.Bool       // the running job's: its RENAME happened
 	rowsDone  atomic.Int64
 	copyStart atomic.Int64 // when the backfill began, in Unix nanoseconds
+	copyBase  atomic.Int64 // rows done before this run's backfill: a resumed copy's rate leaves them out
 	stage     atomic.Int32
 	cancelled atomic.Bool
 	gate      gate
@@ -146,7 +147,7 @@ func (r *jobRec) snapshot() Job {
 				took = time.Duration(secs * float64(time.Second))
 			}
 			if took > 0 {
-				j.Rate = float64(j.RowsDone) / took.Seconds()
+				j.Rate = float64(j.RowsDone-r.copyBase.Load()) / took.Seconds()
 			}
 			if Stage(r.stage.Load()) == StageBackfill && j.Rate > 0 && j.RowsEstimate > j.RowsDone {
 				j.ETA = time.Duration(float64(j.RowsEstimate-j.RowsDone) / j.Rate * float64(time.Second))
