@@ -45,6 +45,10 @@ usage: bench/addindex.sh [options]
   --job-vars SQL    with --foreground: SET statements run before the ALTER in its
                     session (e.g. "SET tableproxy_ddl_workers = 2;")
   --profile         with --foreground: a CPU profile of the proxy during the job
+                    With --replica too: the replica attached, the proxy's job holding its
+                    copy for the replica's lag (--max-lag), then pt-online-schema-change
+                    under the same foreground and lag limit; the replica's lag during
+                    each, and its checksum against the primary's after each
 
   --replica         instead: a replica of the private MariaDB (scripts/mariadb.sh
                     replica, started from the primary's position, the bench's
@@ -125,7 +129,7 @@ INDEX_NAME="$(sed -E 's/^(UNIQUE )?(INDEX|KEY) +`?([A-Za-z0-9_]+)`?.*/\3/I' <<<"
 missing=()
 command -v sysbench >/dev/null 2>&1 || missing+=(sysbench)
 command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
-if [[ " $METHODS " == *" pt-osc "* ]]; then
+if [[ " $METHODS " == *" pt-osc "* ]] || ((FOREGROUND && REPLICA)); then
 	command -v pt-online-schema-change >/dev/null 2>&1 || missing+=(percona-toolkit)
 fi
 ((PROFILE || FOREGROUND)) && { command -v curl >/dev/null 2>&1 || missing+=(curl); }
@@ -247,6 +251,7 @@ start_proxy() {
 	"$PROXY_BIN" serve --config "$PROXY_CONFIG" --listen "$PROXY_ADDR" --backend "127.0.0.1:$DB_PORT" \
 		--data-dir "$PROXY_DATA" --admin-user sbtest:sbtest "${PROXY_ARGS[@]}" </dev/null >>"$PROXY_LOG" 2>&1 &
 	PROXY_PID=$!
+	echo "$PROXY_PID" >"$BENCH_DIR/proxy.pid" # for samplers running in subshells
 	local deadline=$((SECONDS + READY_TIMEOUT))
 	until mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sbtest -psbtest -e 'SELECT 1' >/dev/null 2>&1; do
 		kill -0 "$PROXY_PID" 2>/dev/null || die "the proxy exited (log $PROXY_LOG)"
@@ -387,16 +392,19 @@ stage_breakdown() {
 		}'
 }
 
-# foreground: sysbench oltp_read_write through the proxy on the table being
-# indexed, one run in two parts: IDLE_TIME seconds idle, ended by a
-# checkpoint report (which resets sysbench's statistics), then while the
-# proxy's job runs; a stop file ends the run when the job has answered, and
-# the final report covers exactly the job.
-foreground() {
-	local native base after stop="$BENCH_DIR/addindex-fg.stop" lua="$BENCH_DIR/addindex-fg.lua" sblog="$LOG_DIR/addindex-fg-sysbench.log"
-	local joblog="$LOG_DIR/addindex-fg-job.log" samples="$LOG_DIR/addindex-fg-threads.log" load0 load1 t0 t1 sbpid sampler="" curlpid="" rc=0
-	native=$(timed native mysql_root "$DB" -e "ALTER TABLE sbtest1 ADD $INDEX")
-	log "native (idle): $native s"
+# fg_pass NAME COMMAND...: sysbench oltp_read_write through the proxy on
+# the table being indexed, one run in two parts: IDLE_TIME seconds idle,
+# ended by a checkpoint report (which resets sysbench's statistics), then
+# while COMMAND adds the index; a stop file ends the run when COMMAND has
+# answered, and the final report covers exactly the job. With --replica, a
+# heartbeat row gives the replica's lag during the job. Leaves the pass's
+# figures in FG[NAME,...].
+declare -A FG
+fg_pass() {
+	local name=$1 stop="$BENCH_DIR/addindex-fg.stop" lua="$BENCH_DIR/addindex-fg.lua" sblog="$LOG_DIR/addindex-fg-$1-sysbench.log"
+	local joblog="$LOG_DIR/addindex-fg-$1-job.log" samples="$LOG_DIR/addindex-fg-$1-threads.log" hb="$LOG_DIR/addindex-fg-$1.lag"
+	local t0 t1 sbpid sampler="" curlpid="" beat="" rc=0 base after
+	shift
 	base="$(rows_state)"
 	# A run of oltp_read_write whose event returns true, which ends the
 	# thread, once the stop file exists (checked once a second).
@@ -415,59 +423,82 @@ function event(thread_id)
 end
 LUA
 	rm -f "$stop"
-	load0="$(uptime | sed 's/.*load average: //')"
+	FG[$name,load0]="$(uptime | sed 's/.*load average: //')"
 	# Every deadlock InnoDB detects during the run goes to the error log,
 	# with both transactions' statements: a failed transaction can be told
 	# apart (the job's, the cut-over's, or sysbench's own on hot rows).
 	local mlog="$RUN_DIR/mariadb/mariadb.log" mlog0=0
 	[[ -f "$mlog" ]] && mlog0=$(wc -c <"$mlog")
 	mysql_root -e "SET GLOBAL innodb_print_all_deadlocks = ON"
-	log "sysbench oltp_read_write through the proxy, $FG_THREADS threads: ${IDLE_TIME}s idle, then during the job"
+	local errs0
+	errs0="$(backend_errors)"
+	log "$name: sysbench oltp_read_write through the proxy, $FG_THREADS threads: ${IDLE_TIME}s idle, then during the job"
 	(cd /usr/share/sysbench && ADDINDEX_STOP_FILE="$stop" exec sysbench "$lua" --db-driver=mysql --mysql-host=127.0.0.1 \
 		--mysql-port="$port" --mysql-user=sbtest --mysql-password=sbtest --mysql-db="$DB" --tables=1 --table-size="$ROWS" \
 		--threads="$FG_THREADS" --time=3600 --percentile=99 --report-interval=1 --report-checkpoints="$IDLE_TIME" run) >"$sblog" 2>&1 &
 	sbpid=$!
 	until grep -q 'Checkpoint report' "$sblog"; do
-		kill -0 "$sbpid" 2>/dev/null || { tail -n 20 "$sblog" >&2; die "sysbench ended during the idle part (log $sblog)"; }
+		kill -0 "$sbpid" 2>/dev/null || { tail -n 20 "$sblog" >&2; die "$name: sysbench ended during the idle part (log $sblog)"; }
 		sleep 0.2
 	done
 	(while sleep 1; do printf '%s %s\n' "$(date +%T)" "$(mysql_root -N -e "SHOW GLOBAL STATUS LIKE 'Threads_running'" | awk '{ print $2 }')"; done) >"$samples" 2>&1 &
 	sampler=$!
-	if ((PROFILE)); then
+	if ((REPLICA)); then
+		mysql_root "$DB" -e "CREATE TABLE IF NOT EXISTS hb (id INT PRIMARY KEY, ts DATETIME(6) NOT NULL); REPLACE INTO hb VALUES (1, NOW(6))"
+		(while :; do
+			mysql_root "$DB" -e "UPDATE hb SET ts = NOW(6) WHERE id = 1"
+			mysql_replica -N "$DB" -e "SELECT TIMESTAMPDIFF(MICROSECOND, ts, NOW(6)) / 1e6 FROM hb WHERE id = 1"
+			sleep 0.2
+		done) >"$hb" 2>/dev/null &
+		beat=$!
+	fi
+	if ((PROFILE)) && [[ "$name" == proxy ]]; then
 		curl -s -o "$BENCH_DIR/addindex-fg.pprof" "http://$METRICS_ADDR/debug/pprof/profile?seconds=10" &
 		curlpid=$!
 	fi
-	log "idle part done; the job: ALTER TABLE sbtest1 ADD $INDEX through the proxy"
+	log "$name: idle part done; adding $INDEX"
 	t0=$(date +%s.%N)
-	mysql_proxy -e "$JOB_VARS ALTER TABLE sbtest1 ADD $INDEX" >"$joblog" 2>&1 || rc=$?
+	"$@" >"$joblog" 2>&1 || rc=$?
 	t1=$(date +%s.%N)
+	if ((REPLICA)); then # the replica's lag until it has applied the job
+		local pos
+		pos="$(mysql_root -N -e "SELECT @@gtid_binlog_pos")"
+		mysql_replica -N -e "SELECT MASTER_GTID_WAIT('$pos', 600)" >/dev/null
+		sleep 0.5
+		kill "$beat" 2>/dev/null || true
+		wait "$beat" 2>/dev/null || true
+	fi
 	touch "$stop"
-	wait "$sbpid" || { tail -n 20 "$sblog" >&2; die "sysbench failed (log $sblog)"; }
+	wait "$sbpid" || { tail -n 20 "$sblog" >&2; die "$name: sysbench failed (log $sblog)"; }
 	kill "$sampler" 2>/dev/null || true
 	wait "$sampler" 2>/dev/null || true
 	[[ -z "$curlpid" ]] || wait "$curlpid" || true
-	load1="$(uptime | sed 's/.*load average: //')"
+	FG[$name,load1]="$(uptime | sed 's/.*load average: //')"
 	mysql_root -e "SET GLOBAL innodb_print_all_deadlocks = OFF"
 	local deadlocks=0
 	if [[ -f "$mlog" ]]; then
-		tail -c +"$((mlog0 + 1))" "$mlog" >"$LOG_DIR/addindex-fg-deadlocks.log"
-		deadlocks=$(grep -c 'Transactions deadlock detected' "$LOG_DIR/addindex-fg-deadlocks.log" || true)
+		tail -c +"$((mlog0 + 1))" "$mlog" >"$LOG_DIR/addindex-fg-$name-deadlocks.log"
+		deadlocks=$(grep -c 'Transactions deadlock detected' "$LOG_DIR/addindex-fg-$name-deadlocks.log" || true)
 		if ((deadlocks > 0)); then
-			log "InnoDB deadlocks during the run: $deadlocks; their transactions' statements:"
-			grep -E '^\*\*\* \([0-9]\)|^(UPDATE|DELETE|INSERT|SELECT|RENAME|LOCK TABLES|/\*)' "$LOG_DIR/addindex-fg-deadlocks.log" | cut -c1-160 >&2 || true
+			log "$name: InnoDB deadlocks during the run: $deadlocks; their transactions' statements:"
+			grep -E '^\*\*\* \([0-9]\)|^(UPDATE|DELETE|INSERT|SELECT|RENAME|LOCK TABLES|/\*)' "$LOG_DIR/addindex-fg-$name-deadlocks.log" | cut -c1-160 >&2 || true
 		fi
 	fi
-	local codes
-	codes="$(curl -s "http://$METRICS_ADDR/metrics" | awk '/^tableproxy_backend_errors_total/ { sub(/.*code="/, ""); sub(/"}/, ""); printf "%s%s: %s", sep, $1, $2; sep = ", " }')"
-	((rc == 0)) || { cat "$joblog" >&2; die "the job failed (log $joblog)"; }
-	local job idle_p99 job_p99 idle_tps job_tps idle_err job_err idle_rc job_rc thr_max
-	job=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-	idle_p99=$(sysbench_stat "$sblog" "99th percentile" 1) job_p99=$(sysbench_stat "$sblog" "99th percentile" 2)
-	idle_tps=$(grep -E '^ +transactions:' "$sblog" | sed -n 1p | sed -E 's/.*\(([0-9.]+) per sec.*/\1/')
-	job_tps=$(grep -E '^ +transactions:' "$sblog" | sed -n 2p | sed -E 's/.*\(([0-9.]+) per sec.*/\1/')
-	idle_err=$(sysbench_stat "$sblog" "ignored errors" 1) job_err=$(sysbench_stat "$sblog" "ignored errors" 2)
-	idle_rc=$(sysbench_stat "$sblog" "reconnects" 1) job_rc=$(sysbench_stat "$sblog" "reconnects" 2)
-	thr_max=$(awk '$2 ~ /^[0-9]+$/ && $2 > m { m = $2 } END { print m + 0 }' "$samples")
+	FG[$name,deadlocks]=$deadlocks
+	FG[$name,codes]="$(errors_since "$errs0" "$(backend_errors)")"
+	((rc == 0)) || { cat "$joblog" >&2; die "$name: the job failed (log $joblog)"; }
+	FG[$name,job]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	FG[$name,idle_p99]=$(sysbench_stat "$sblog" "99th percentile" 1)
+	FG[$name,job_p99]=$(sysbench_stat "$sblog" "99th percentile" 2)
+	FG[$name,idle_tps]=$(grep -E '^ +transactions:' "$sblog" | sed -n 1p | sed -E 's/.*\(([0-9.]+) per sec.*/\1/')
+	FG[$name,job_tps]=$(grep -E '^ +transactions:' "$sblog" | sed -n 2p | sed -E 's/.*\(([0-9.]+) per sec.*/\1/')
+	FG[$name,idle_err]=$(sysbench_stat "$sblog" "ignored errors" 1)
+	FG[$name,job_err]=$(sysbench_stat "$sblog" "ignored errors" 2)
+	FG[$name,idle_rc]=$(sysbench_stat "$sblog" "reconnects" 1)
+	FG[$name,job_rc]=$(sysbench_stat "$sblog" "reconnects" 2)
+	FG[$name,thr_max]=$(awk '$2 ~ /^[0-9]+$/ && $2 > m { m = $2 } END { print m + 0 }' "$samples")
+	FG[$name,lag]=-
+	((REPLICA)) && FG[$name,lag]=$(awk '$1 ~ /^[0-9.]+$/ && $1 > m { m = $1 } END { printf "%.2f", m + 0 }' "$hb")
 	# Lost rows: the same ids, a clean table, and the new index holding
 	# every row the primary key does.
 	after="$(rows_state)"
@@ -476,36 +507,76 @@ LUA
 	by_index="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1 FORCE INDEX ($INDEX_NAME)")"
 	by_pk="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1 FORCE INDEX (PRIMARY)")"
 	[[ "$after" == "$base" && "$check" == "OK" && "$by_index" == "$by_pk" ]] || verdict=FAILED
+	if ((REPLICA)); then # the replica: the index, and the primary's rows
+		local a b
+		mysql_replica -N -e "SELECT MASTER_GTID_WAIT('$(mysql_root -N -e "SELECT @@gtid_binlog_pos")', 600)" >/dev/null
+		mysql_replica -N -e "SHOW CREATE TABLE $DB.sbtest1" | grep -q "KEY \`$INDEX_NAME\`" || verdict=FAILED
+		a="$(mysql_root -N -e "CHECKSUM TABLE $DB.sbtest1" | awk '{ print $2 }')"
+		b="$(mysql_replica -N -e "CHECKSUM TABLE $DB.sbtest1" | awk '{ print $2 }')"
+		[[ "$a" == "$b" ]] || { verdict=FAILED; log "$name: the replica's checksum $b differs from the primary's $a"; }
+	fi
+	FG[$name,verdict]="$verdict (COUNT, MIN, MAX, COUNT(DISTINCT id) before: $base, after: $after; CHECK TABLE: $check; rows through $INDEX_NAME: $by_index, through PRIMARY: $by_pk$( ((REPLICA)) && echo "; the replica's checksum: ${b:-?}, the primary's: ${a:-?}"))"
 	mysql_root -e "ALTER TABLE $DB.sbtest1 DROP INDEX $INDEX_NAME"
+	[[ "$verdict" == ok ]] || die "$name: rows were lost or the table is damaged: ${FG[$name,verdict]}"
+}
+
+# backend_errors: the proxy's count of the backend's errors, by code.
+backend_errors() { curl -s "http://$METRICS_ADDR/metrics" | awk '/^tableproxy_backend_errors_total/ { sub(/.*code="/, ""); sub(/"}/, ""); print $1, $2 }'; }
+
+# errors_since BEFORE AFTER: the codes whose counts grew, with how much.
+errors_since() {
+	awk 'NR == FNR { b[$1] = $2; next } $2 > b[$1] { printf "%s%s: %d", sep, $1, $2 - b[$1]; sep = ", " }' <(printf '%s\n' "$1") <(printf '%s\n' "$2")
+}
+
+# foreground: the native ALTER on the idle table for reference, then the
+# proxy's job under the foreground (with --replica, holding its copy for
+# the replica's lag) and, with --replica, pt-online-schema-change under the
+# same foreground and the same lag limit; writes the report.
+foreground() {
+	local native passes="proxy"
+	native=$(timed native mysql_root "$DB" -e "ALTER TABLE sbtest1 ADD $INDEX")
+	log "native (idle): $native s"
+	((REPLICA)) && mysql_proxy -e "SET GLOBAL tableproxy_ddl_max_replica_lag = $MAX_LAG"
+	fg_pass proxy mysql_proxy -e "$JOB_VARS ALTER TABLE sbtest1 ADD $INDEX"
+	stage_breakdown "$LOG_DIR/addindex-fg-proxy-sysbench.log" >"$BENCH_DIR/addindex-fg-stages.md"
+	if ((REPLICA)); then
+		passes="proxy pt-osc"
+		fg_pass pt-osc pt-online-schema-change --alter "ADD $INDEX" "h=127.0.0.1,P=$DB_PORT,u=$ROOT_USER,p=$ROOT_PASS,D=$DB,t=sbtest1" \
+			--execute --recursion-method=hosts --max-lag="$MAX_LAG" --no-check-alter --alter-foreign-keys-method=auto
+	fi
 	OUT="$BENCH_DIR/addindex-foreground-$DATE.md"
 	{
 		echo "ADD $INDEX on $DB.sbtest1 during sysbench oltp_read_write through the proxy: $ROWS rows, $TABLE_MB MB;" \
 			"$(nproc) CPUs, MariaDB $(mysql_root -N -e 'SELECT VERSION()'), $DATE, revision $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 		echo
-		echo "Command: \`bench/addindex.sh $ARGS\`; load average before: $load0, after: $load1"
+		echo "Command: \`bench/addindex.sh $ARGS\`$( ((REPLICA)) && echo "; a replica attached (GTID, ROW), both jobs holding for its lag at $MAX_LAG s")"
 		echo
 		echo "MariaDB: $SERVER_SETTINGS"
 		echo
-		echo "| sysbench ($FG_THREADS threads) | seconds | tps | p99 ms | ignored errors | reconnects |"
-		echo "|---|---|---|---|---|---|"
-		echo "| idle | $IDLE_TIME | $idle_tps | $idle_p99 | $idle_err | $idle_rc |"
-		echo "| during the job | $job | $job_tps | $job_p99 | $job_err | $job_rc |"
+		echo "| job | sysbench ($FG_THREADS threads) | seconds | tps | p99 ms | ignored errors | reconnects | p99 / idle | replica's largest lag, s | load before → after |"
+		echo "|---|---|---|---|---|---|---|---|---|---|"
+		local p
+		for p in $passes; do
+			echo "| $p | idle | $IDLE_TIME | ${FG[$p,idle_tps]} | ${FG[$p,idle_p99]} | ${FG[$p,idle_err]} | ${FG[$p,idle_rc]} | | | ${FG[$p,load0]} |"
+			echo "| $p | during the job | ${FG[$p,job]} | ${FG[$p,job_tps]} | ${FG[$p,job_p99]} | ${FG[$p,job_err]} | ${FG[$p,job_rc]} | $(ratio "${FG[$p,job_p99]}" "${FG[$p,idle_p99]}") | ${FG[$p,lag]} | ${FG[$p,load1]} |"
+		done
 		echo
-		echo "Backend errors seen by the proxy during the whole run, by code: ${codes:-none}; InnoDB deadlocks: $deadlocks (log: $LOG_DIR/addindex-fg-deadlocks.log)"
+		echo "Target: the proxy job's p99 / idle at most 1.5, zero errors, no lost rows."
 		echo
-		echo "p99 during the job / idle: $(ratio "$job_p99" "$idle_p99") (target: at most 2)"
+		for p in $passes; do
+			echo "- $p: backend errors seen by the proxy during the run, by code: ${FG[$p,codes]:-none}; InnoDB deadlocks: ${FG[$p,deadlocks]};" \
+				"highest Threads_running during the job: ${FG[$p,thr_max]}; lost rows: ${FG[$p,verdict]}"
+		done
 		echo
-		echo "Job: $job s under load; native ALTER on the idle table: $native s (job / native: $(ratio "$job" "$native"));" \
-			"highest Threads_running sampled during the job: $thr_max"
+		echo "Job under load: $(ratio "${FG[proxy,job]}" "$native") x the native ALTER on the idle table ($native s)$( ((REPLICA)) && echo "; pt-online-schema-change under the same load: ${FG[pt-osc,job]} s ($(ratio "${FG[pt-osc,job]}" "${FG[proxy,job]}") x the proxy job's)")"
 		echo
-		echo "Lost rows: $verdict (COUNT, MIN, MAX, COUNT(DISTINCT id) before: $base, after: $after; CHECK TABLE: $check;" \
-			"rows through $INDEX_NAME: $by_index, through PRIMARY: $by_pk)"
+		echo "The foreground during each stage of the proxy's job:"
+		cat "$BENCH_DIR/addindex-fg-stages.md"
 	} | tee "$OUT"
-	stage_breakdown "$sblog" | tee -a "$OUT"
 	log "written to $OUT"
 	log "the copy was throttled $(grep -c 'ddl: copy throttled' "$PROXY_LOG") times"
-	[[ "$verdict" == ok ]] || die "rows were lost or the table is damaged"
 }
+
 # big_table: the biggest-table run (--big). A sampler writes, every second,
 # "seconds rss_kB stage row_count rows_estimated eta_seconds" while the
 # proxy's job runs; the proxy is killed twice (in the copy, in the sort)
@@ -513,7 +584,7 @@ LUA
 big_table() {
 	local samples="$LOG_DIR/addindex-big.samples" joblog="$LOG_DIR/addindex-big-job.log" t0 t1 idle sampler
 	local chunk=5000 workers
-	rss() { awk '/^VmRSS/ { print $2 }' "/proc/$PROXY_PID/status" 2>/dev/null || echo 0; }
+	rss() { awk '/^VmRSS/ { print $2 }' "/proc/$(cat "$BENCH_DIR/proxy.pid")/status" 2>/dev/null || echo 0; }
 	job_state() { mysql_proxy -N -e "SELECT stage, state, row_count, rows_estimated, eta_seconds FROM tableproxy.ddl_jobs ORDER BY job_id DESC LIMIT 1" 2>/dev/null | tr '\t' ' '; }
 	workers="$(mysql_proxy -N -e "SHOW GLOBAL VARIABLES LIKE 'tableproxy_ddl_workers'" 2>/dev/null | awk '{ print $2 }')"
 	sleep 5 # the proxy settles
@@ -535,11 +606,13 @@ big_table() {
 		done
 		log "big: $what ($st)"
 	}
+	local restarted=0
 	kill9() {
 		log "big: kill -9 of the proxy ($1)"
 		kill -KILL "$PROXY_PID"
 		wait "$PROXY_PID" 2>/dev/null || true
 		start_proxy
+		[[ "$restarted" != 0 ]] || restarted=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') # the copy's restart
 	}
 	wait_job "\$1 == \"backfill\" && \$3 >= $ROWS * $KILL_AT / 100" "the copy at $KILL_AT%"
 	kill9 "in the copy"
@@ -562,17 +635,22 @@ big_table() {
 	check="$(mysql_root -N -e "CHECK TABLE $DB.sbtest1" | awk -F'\t' '$3 == "status" { print $4 }')"
 	again="$(grep -o 'rows_copied_again=[0-9]*' "$PROXY_LOG" | cut -d= -f2 | paste -sd' ')"
 	peak="$(awk '$2 > m { m = $2 } END { print m + 0 }' "$samples")"
-	# The ETA's error: each sample of the copy after the last restart in it
-	# predicts the copy's end (its time + eta_seconds); the copy ended at
-	# the first sample in a later stage.
+	# The ETA's error: each sample of the copy from 5 s after the restart
+	# in it (its rate settled) to 10 s before its end (the ETA is in whole
+	# seconds) predicts the copy's end (its time + eta_seconds); the copy
+	# ended at the first sample in a later stage.
 	local eta_err
-	eta_err="$(awk '$3 == "backfill" && $7 ~ /^[0-9]+$/ { t[++n] = $1; e[n] = $7; r[n] = $5 }
+	eta_err="$(awk -v from="$((${restarted%.*} + 5))" '$3 == "backfill" && $1 >= from && $7 ~ /^[0-9]+$/ { t[++n] = $1; e[n] = $7 }
 		$3 ~ /^(sort|catch-up|build|verify|cut-over|cleanup)$/ && !end { end = $1 }
 		END {
-			for (i = 1; i <= n; i++) if (r[i] < r[i - 1]) first = i # the last restart
-			if (!first) first = 1
-			for (i = first; i <= n; i++) { d = t[i] + e[i] - end; if (d < 0) d = -d; if (end - t[i] > 0 && d / (end - t[i]) > w) w = d / (end - t[i]) }
-			printf "%.0f%% (%d samples)", w * 100, n - first + 1
+			for (i = 1; i <= n; i++) {
+				left = end - t[i]; if (left < 10) continue
+				d = t[i] + e[i] - end; if (d < 0) d = -d
+				if (d / left > w) w = d / left
+				if (d > ws) ws = d
+				m++
+			}
+			printf "%.0f%%, %.1f s at most (%d samples)", w * 100, ws, m
 		}' "$samples")"
 	local est_final
 	est_final="$(awk '$3 == "backfill" { e = $6 } END { print e }' "$samples")"
@@ -591,7 +669,7 @@ big_table() {
 		echo "| killed in the sort | $( ((sort_killed)) && echo yes || echo 'no: the sort took under half a second') |"
 		echo "| row_count at the end / rows in the table | $(job_state | awk '{ print $3 }') / $count |"
 		echo "| rows_estimated during the copy | $est_final |"
-		echo "| the ETA's largest error, after the last restart in the copy, as a share of the time left | $eta_err |"
+		echo "| the ETA's largest error in the copy after its restart, as a share of the time left | $eta_err |"
 		echo "| rows through $INDEX_NAME / through PRIMARY; CHECK TABLE | $by_index / $count; $check |"
 	} | tee "$OUT"
 	log "written to $OUT"

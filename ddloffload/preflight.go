@@ -43,7 +43,11 @@ func (r *runner) preflight(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := r.p.jobs.update(r.rec, func(j *Job) { j.RowsEstimate = t.RowsEstimate }); err != nil {
+	if err := r.p.jobs.update(r.rec, func(j *Job) {
+		if !r.cp.started() || j.RowsEstimate == 0 {
+			j.RowsEstimate = t.RowsEstimate // a resumed job keeps the rows its copy counted
+		}
+	}); err != nil {
 		return err
 	}
 	return r.stall(ctx, StagePreflight)
