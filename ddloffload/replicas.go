@@ -84,8 +84,9 @@ type replicaState struct {
 	failingSince time.Time // first failure of the current run of failures
 	gone         bool
 	lag          time.Duration
-	status       string // for the job's row
-	anchored     bool   // it has reached a GTID mark: its lag is read from them alone
+	status       string    // for the job's row
+	anchored     bool      // it has reached a GTID mark: its lag is read from them alone
+	need         time.Time // the oldest mark its next read may need: the first it had not reached
 }
 
 // gtidMark is the primary's GTID position at a moment: domain → sequence.
@@ -378,27 +379,35 @@ func (w *replicaWatch) read(ctx context.Context, s *replicaState, now time.Time)
 		if res, err := s.conn.Execute("SELECT @@gtid_slave_pos"); err == nil {
 			pos, _ := res.GetString(0, 0)
 			if have, ok := parseGTIDPos(pos); ok {
-				for i, m := range w.marks {
-					if m.reached(have) {
-						s.anchored = true
-						continue
-					}
-					if i == 0 && !s.anchored {
-						// It has reached no mark yet: it may be further
-						// behind than the marks go back (the job's first
-						// measure), which only its own figure shows.
-						// (Once anchored, that figure is not read: it
-						// jumps by a long statement's duration.)
-						return max(now.Sub(m.at), sbm), "gtid", nil
-					}
-					return now.Sub(m.at), "gtid", nil
-				}
-				s.anchored = true
-				return 0, "gtid", nil
+				return s.lagFromMarks(w.marks, have, now, sbm), "gtid", nil
 			}
 		}
 	}
 	return sbm, "seconds_behind_master", nil
+}
+
+// lagFromMarks is the lag of a replica at position have: the age of the
+// first mark it has not reached (0 when it has reached them all). It
+// remembers that mark as the oldest its next read needs (prune keeps it).
+func (s *replicaState) lagFromMarks(marks []gtidMark, have map[uint64]uint64, now time.Time, sbm time.Duration) time.Duration {
+	for i, m := range marks {
+		if m.reached(have) {
+			s.anchored = true
+			continue
+		}
+		s.need = m.at
+		if i == 0 && !s.anchored {
+			// It has reached no mark yet: it may be further behind than
+			// the marks go back (the job's first measure), which only its
+			// own figure shows. (Once anchored, that figure is not read:
+			// it jumps by a long statement's duration.)
+			return max(now.Sub(m.at), sbm)
+		}
+		return now.Sub(m.at)
+	}
+	s.anchored = true
+	s.need = marks[len(marks)-1].at // the next reads compare with the newest
+	return 0
 }
 
 // notAReplica is secondsBehind's answer for a server with no replication
@@ -441,24 +450,28 @@ func secondsBehind(c *client.Conn) (int64, error) {
 	return lag, nil
 }
 
-// prune drops the marks every replica read has reached, and the oldest
-// beyond maxGTIDMarks.
+// prune drops the marks every replica read has reached, keeping for each
+// the first it had not (its lag is that mark's age until it reaches it),
+// and the oldest beyond maxGTIDMarks.
 func (w *replicaWatch) prune() {
-	oldest := len(w.marks)
+	var live []*replicaState
 	for _, s := range w.states {
-		if s.gone || s.conn == nil {
-			continue
+		if !s.gone && s.conn != nil {
+			live = append(live, s)
 		}
+	}
+	w.pruneFor(live)
+}
+
+// pruneFor is prune for the replicas read.
+func (w *replicaWatch) pruneFor(states []*replicaState) {
+	oldest := len(w.marks)
+	for _, s := range states {
 		i := 0
-		if s.lag > 0 {
-			at := time.Now().Add(-s.lag)
-			for i < len(w.marks) && w.marks[i].at.Before(at) {
-				i++
-			}
-		} else {
-			i = len(w.marks) - 1 // keep the newest: the next reads compare with it
+		for i < len(w.marks)-1 && w.marks[i].at.Before(s.need) {
+			i++
 		}
-		oldest = min(oldest, max(i, 0))
+		oldest = min(oldest, i)
 	}
 	if len(w.marks)-oldest > maxGTIDMarks {
 		oldest = len(w.marks) - maxGTIDMarks
