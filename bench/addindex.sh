@@ -75,6 +75,7 @@ usage: bench/addindex.sh [options]
                     on this machine would be: a 2 GB buffer pool (the table and its
                     shadow fit), a 1 GB redo log, innodb_io_capacity 1000 (an SSD).
                     "" keeps the private MariaDB's own settings (a 256 MB pool).
+                    With --replica, the replica gets the same settings.
                     Either way the table is read once (warmed) before measuring.
 
 Environment: TABLEPROXY_RUN_DIR and TABLEPROXY_MARIADB_PORT choose the private
@@ -201,6 +202,12 @@ if ((REPLICA)); then
 	REPLICA_PORT="$("$ROOT/scripts/mariadb.sh" replica env | sed -n 's/^export TABLEPROXY_TEST_BACKEND=.*://p')"
 	mysql_replica() { mariadb --no-defaults -h 127.0.0.1 -P "$REPLICA_PORT" -u "$ROOT_USER" "-p$ROOT_PASS" --batch "$@"; }
 	mysql_replica -e "CREATE DATABASE IF NOT EXISTS $DB" # (made on the primary before the replica's start)
+	# The replica sized as the primary: with the private instance's small
+	# redo log, its own checkpoint flushes stall its applier for seconds
+	# whatever the primary sends.
+	if [[ -n "$SERVER_VARS" ]]; then
+		mysql_replica -e "$SERVER_VARS" || die "--server-vars failed on the replica"
+	fi
 fi
 have="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1" 2>/dev/null || echo 0)"
 if ((REUSE)) && [[ "$have" == "$ROWS" ]]; then
