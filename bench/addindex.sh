@@ -549,7 +549,7 @@ foreground() {
 	if ((REPLICA)); then
 		passes="proxy pt-osc"
 		fg_pass pt-osc pt-online-schema-change --alter "ADD $INDEX" "h=127.0.0.1,P=$DB_PORT,u=$ROOT_USER,p=$ROOT_PASS,D=$DB,t=sbtest1" \
-			--execute --recursion-method=hosts --max-lag="$MAX_LAG" --no-check-alter --alter-foreign-keys-method=auto
+			--execute --recursion-method=hosts --max-lag="$MAX_LAG" --no-check-replication-filters --no-check-alter --alter-foreign-keys-method=auto
 	fi
 	OUT="$BENCH_DIR/addindex-foreground-$DATE.md"
 	{
