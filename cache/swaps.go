@@ -15,10 +15,12 @@ import (
 // invalidating the table. Any other RENAME of a cached table, or this one
 // seen after its announcement ended, invalidates it as usual.
 //
-// The announcement is local: it reaches the watcher of this proxy, which
-// in a cluster follows the binary log only while it leads. A job run by
-// another proxy is a reload after the swap (its reads go to the backend
-// until the copy is loaded again), never a stale answer.
+// In a cluster the watcher runs on the leader: the proxy running the job
+// passes its announcement to every member (cluster.Node.AnnounceSwap), so
+// that whichever leads when the RENAME reaches the binary log keeps the
+// copy. A member that missed it reloads the table after the swap (its
+// reads go to the backend until the copy is loaded again), never a stale
+// answer.
 
 // swapTTL bounds how long an announced RENAME waits for the watcher: one
 // the watcher has not seen by then (a watcher far behind, a job that died
@@ -49,6 +51,15 @@ func (p *Plugin) ExpectSwap(rename string) (cancel func()) {
 		defer p.swaps.mu.Unlock()
 		delete(p.swaps.expected, key)
 	}
+}
+
+// WithdrawSwap withdraws an announcement of rename (ExpectSwap's cancel,
+// for an announcement that came from another proxy).
+func (p *Plugin) WithdrawSwap(rename string) {
+	key := strings.TrimSpace(rename)
+	p.swaps.mu.Lock()
+	defer p.swaps.mu.Unlock()
+	delete(p.swaps.expected, key)
 }
 
 // seen reports whether the binary log's statement q is an announced swap,

@@ -1,7 +1,7 @@
 package cluster
 
 // The cluster's HTTP API on the Raft port (see mux.go): propose,
-// revoke, join and remove, and the client that calls it.
+// revoke, swap (swaps.go), join and remove, and the client that calls it.
 
 import (
 	"bytes"
@@ -103,6 +103,7 @@ func (n *Node) routes() http.Handler {
 		}
 		writeJSON(w, map[string]bool{"ok": true})
 	})
+	mux.HandleFunc("POST /cluster/v1/swap", n.serveSwap)
 	mux.HandleFunc("POST /cluster/v1/join", func(w http.ResponseWriter, r *http.Request) {
 		var jr joinRequest
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&jr); err != nil || jr.ID == "" || jr.Addr == "" {

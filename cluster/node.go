@@ -112,6 +112,8 @@ type Node struct {
 	// knows none), kept by watchLeader for BinlogWatched.
 	leaderID atomic.Pointer[string]
 
+	swaps atomic.Pointer[SwapHandler] // what to do with swaps other members announce (swaps.go)
+
 	stop    chan struct{}
 	stopped sync.Once
 	wg      sync.WaitGroup

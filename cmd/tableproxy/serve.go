@@ -249,8 +249,16 @@ func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugin
 		return nil, err
 	}
 	if cp, dp := built.cache, built.ddl; cp != nil && dp != nil {
-		// A cached table keeps its copy through an ADD INDEX job's swap.
-		dp.SetSwapHook(cp.ExpectSwap)
+		// A cached table keeps its copy through an ADD INDEX job's swap,
+		// on every member: the leader's watcher is the one that matters.
+		dp.SetSwapHook(announceSwap(cp, node.node, env.Logger))
+		node.node.SetSwapHandler(func(rename string, withdraw bool) {
+			if withdraw {
+				cp.WithdrawSwap(rename)
+			} else {
+				cp.ExpectSwap(rename)
+			}
+		})
 	}
 	if cp, gp := built.cache, built.digest; cp != nil && gp != nil {
 		// The digests say where the cache answered, and the advisor plans
@@ -395,4 +403,20 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func
 		}
 	}()
 	return func() { _ = hs.Close() }, nil
+}
+
+// announceSwap is the ddloffload plugin's SwapHook: the swap announced to
+// this proxy's cache and to every other member's, and withdrawn from all
+// when the job cancels it.
+func announceSwap(cp *cache.Plugin, n *cluster.Node, log *slog.Logger) ddloffload.SwapHook {
+	return func(rename string) (cancel func()) {
+		local := cp.ExpectSwap(rename)
+		if missed := n.AnnounceSwap(context.Background(), rename, false); len(missed) > 0 {
+			log.Warn("ddl: swap not announced to every member; those reload the table after it", "members", missed)
+		}
+		return func() {
+			local()
+			n.AnnounceSwap(context.Background(), rename, true)
+		}
+	}
 }
