@@ -106,18 +106,7 @@ func testDDLFault(t *testing.T, fault, stage string) {
 	app := e.openVia(t, p, e.app)
 	admin := e.openVia(t, p, e.admin)
 
-	next := rows
-	m := startMirrored([]*sql.DB{direct}, direct, func(_, i int) string {
-		id := (i*37)%rows + 1
-		switch i % 3 {
-		case 0:
-			next++
-			return fmt.Sprintf("INSERT INTO %%s (id, k, c, pad, u) VALUES (%d, 1, 'new', 'x', %d)", next, next)
-		case 1:
-			return fmt.Sprintf("UPDATE %%s SET c = CONCAT(LEFT(c, 50), '+'), u = u + 1000000 WHERE id = %d", id)
-		}
-		return fmt.Sprintf("DELETE FROM %%s WHERE id = %d", id)
-	})
+	m := startChurn(direct, rows, 37)
 	defer m.stop()
 	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c), ADD UNIQUE INDEX uq_u (u)")
 	waitLog(t, p, 30*time.Second, `stalled for a fault test" job=1 table=`+e.db+".t stage="+stage)
@@ -347,4 +336,22 @@ func tableSumExcept(t *testing.T, db *sql.DB, skip int) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%d/%x", n, x)
+}
+
+// startChurn writes to t and ref directly, the same statements to both,
+// until stopped: inserts past the table's end, and updates (of the UNIQUE
+// column u too) and deletes of ids spread by stride, one in three each.
+func startChurn(direct *sql.DB, rows, stride int) *mirrored {
+	next := rows
+	return startMirrored([]*sql.DB{direct}, direct, func(_, i int) string {
+		id := (i*stride)%rows + 1
+		switch i % 3 {
+		case 0:
+			next++
+			return fmt.Sprintf("INSERT INTO %%s (id, k, c, pad, u) VALUES (%d, 1, 'new', 'x', %d)", next, next)
+		case 1:
+			return fmt.Sprintf("UPDATE %%s SET c = CONCAT(LEFT(c, 50), '+'), u = u + 1000000 WHERE id = %d", id)
+		}
+		return fmt.Sprintf("DELETE FROM %%s WHERE id = %d", id)
+	})
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"database/sql"
 	"fmt"
 	"regexp"
 	"slices"
@@ -49,18 +48,7 @@ func testDDLResumeBound(t *testing.T, method string) {
 	app := e.openVia(t, p, e.app)
 	admin := e.openVia(t, p, e.admin)
 
-	next := rows
-	m := startMirrored([]*sql.DB{direct}, direct, func(_, i int) string {
-		id := (i*7919)%rows + 1
-		switch i % 3 {
-		case 0:
-			next++
-			return fmt.Sprintf("INSERT INTO %%s (id, k, c, pad, u) VALUES (%d, 1, 'new', 'x', %d)", next, next)
-		case 1:
-			return fmt.Sprintf("UPDATE %%s SET c = CONCAT(LEFT(c, 50), '+'), u = u + 1000000 WHERE id = %d", id)
-		}
-		return fmt.Sprintf("DELETE FROM %%s WHERE id = %d", id)
-	})
+	m := startChurn(direct, rows, 7919)
 	defer m.stop()
 	done := goExec(app, "ALTER TABLE t ADD INDEX idx_c (c), ADD UNIQUE INDEX uq_u (u)")
 	j := waitJob(t, admin, 60*time.Second, "the copy to pass a fifth of the table", func(j ddlJob) bool {
