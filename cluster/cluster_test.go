@@ -43,13 +43,24 @@ func startMember(t *testing.T, id, dir, join string) *member {
 // hung is closed (nil: they do not wait), as a paused proxy's would.
 func startMemberHung(t *testing.T, id, dir, join string, hung chan struct{}) *member {
 	t.Helper()
+	return startMemberCfg(t, Config{ID: id, DataDir: dir, Join: join}, hung)
+}
+
+// startMemberCfg starts a member with cfg's ID, DataDir, Join, NonVoter and
+// DeadAfter, and the tests' timings.
+func startMemberCfg(t *testing.T, cfg Config, hung chan struct{}) *member {
+	t.Helper()
 	m := lease.NewRaft(testLease)
 	var leases Leases = m
 	if hung != nil {
 		leases = hungLeases{Raft: m, hung: hung}
 	}
-	n, err := Open(Config{ID: id, RaftListen: "127.0.0.1:0", DataDir: dir, Join: join,
-		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond, Leases: leases})
+	if cfg.RaftListen == "" {
+		cfg.RaftListen = "127.0.0.1:0"
+	}
+	cfg.Leases = leases
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 200*time.Millisecond, 200*time.Millisecond
+	n, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +165,10 @@ func TestHungProxyIsWaitedOut(t *testing.T) {
 	waitUntil(t, 5*time.Second, "a leads", a.n.IsLeader)
 	hung := make(chan struct{})
 	defer close(hung)
+	// b hangs as a paused proxy would: it neither stores appends (its log
+	// store stops its copies first, which hangs) nor answers revocations;
+	// a and c commit without it.
+	startMember(t, "c", t.TempDir(), a.n.Addr())
 	b := startMemberHung(t, "b", t.TempDir(), a.n.Addr(), hung)
 	waitUntil(t, 10*time.Second, "b holds a lease", b.m.LeaseValid)
 	start := time.Now()

@@ -29,6 +29,7 @@ type clusterEnv struct {
 	*cacheEnv
 	nodes []*clusterNode
 	via   string // the proxies' backend address: MariaDB's, or a relay's
+	extra string // more of the cluster section, in every node's config
 }
 
 // newClusterEnv starts n proxies on loopback in front of one MariaDB, the
@@ -40,6 +41,12 @@ func newClusterEnv(t *testing.T, n int) *clusterEnv {
 // newClusterEnvVia is newClusterEnv with the proxies reaching MariaDB
 // through relay(MariaDB's address), if relay is not nil.
 func newClusterEnvVia(t *testing.T, n int, relay func(backend string) string) *clusterEnv {
+	return newClusterEnvWith(t, n, relay, "")
+}
+
+// newClusterEnvWith is newClusterEnvVia with extra (YAML lines, indented
+// for the cluster section) in every node's cluster section.
+func newClusterEnvWith(t *testing.T, n int, relay func(backend string) string, extra string) *clusterEnv {
 	b := testdb.Get(t)
 	ce := &cacheEnv{backend: b, db: b.NewDatabase(t)}
 	ce.app = account{b.NewUser(t, "app-pw", "ALL", ce.db), "app-pw"}
@@ -47,7 +54,7 @@ func newClusterEnvVia(t *testing.T, n int, relay func(backend string) string) *c
 	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
 		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", ce.admin.name, host))
 	}
-	e := &clusterEnv{cacheEnv: ce, via: b.Addr}
+	e := &clusterEnv{cacheEnv: ce, via: b.Addr, extra: extra}
 	if relay != nil {
 		e.via = relay(b.Addr)
 	}
@@ -75,8 +82,8 @@ func newClusterEnvVia(t *testing.T, n int, relay func(backend string) string) *c
 // asked) and starts it.
 func (e *clusterEnv) addNode(t *testing.T, nd *clusterNode, join string, nonvoter bool) {
 	t.Helper()
-	yaml := fmt.Sprintf("shutdown_timeout: %s\nplugins:\n  - name: cache\n    options: {max_table_size: 1MB}\ncluster:\n  node_id: %s\n  raft_listen: %s\n  join: %q\n  nonvoter: %v\n",
-		shutdownTimeout, nd.id, nd.raft, join, nonvoter)
+	yaml := fmt.Sprintf("shutdown_timeout: %s\nplugins:\n  - name: cache\n    options: {max_table_size: 1MB}\ncluster:\n  node_id: %s\n  raft_listen: %s\n  join: %q\n  nonvoter: %v\n%s",
+		shutdownTimeout, nd.id, nd.raft, join, nonvoter, e.extra)
 	if err := os.WriteFile(nd.cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ type fakeLog struct {
 	sent      map[string][]Revocation
 	deaf      map[string]bool
 	unreached map[string]bool
+	appended  map[string]uint64 // by node: the index it acknowledged the append of
 }
 
 var (
@@ -42,7 +43,7 @@ var errDown = errors.New("no leader")
 
 func newFake(m *Raft) *fakeLog {
 	return &fakeLog{m: m, opened: map[string][]TableID{}, vers: map[TableID]Version{}, ints: map[TableID]int{},
-		sent: map[string][]Revocation{}, deaf: map[string]bool{}, unreached: map[string]bool{}}
+		sent: map[string][]Revocation{}, deaf: map[string]bool{}, unreached: map[string]bool{}, appended: map[string]uint64{}}
 }
 
 func (f *fakeLog) ID() string               { return "n1" }
@@ -50,6 +51,19 @@ func (f *fakeLog) Incarnation() uint64      { return 1 }
 func (f *fakeLog) IsLeader() bool           { return true }
 func (f *fakeLog) SetBinlogWatched(ok bool) { f.watched.Store(ok) }
 func (f *fakeLog) BinlogWatched() bool      { return f.watched.Load() }
+
+// AwaitAppended: the members in appended have stored the log up to the
+// index in it; the others never do, so they are asked.
+func (f *fakeLog) AwaitAppended(ctx context.Context, node string, index uint64) bool {
+	f.sentMu.Lock()
+	at, ok := f.appended[node]
+	f.sentMu.Unlock()
+	if ok && at >= index {
+		return true
+	}
+	<-ctx.Done()
+	return false
+}
 
 func (f *fakeLog) SendRevocation(ctx context.Context, addr string, r Revocation) error {
 	f.sentMu.Lock()
