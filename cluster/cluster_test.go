@@ -363,3 +363,33 @@ func TestLeaderLearnedBeforeObservingIsNoted(t *testing.T) {
 	go follower.n.watchLeader(make(chan raft.Observation))
 	waitUntil(t, time.Second, "the leader noted", func() bool { return *follower.n.leaderID.Load() == string(leader) })
 }
+
+// A member that has just joined says it has caught up (lease.Raft.CaughtUp)
+// only once it has applied the catalog committed before it started: until
+// then its proxy cannot tell a cached table from another, and holds its
+// statements (see cache.Plugin.awaitCatalog).
+func TestJoinedMemberCaughtUpKnowsTheCatalog(t *testing.T) {
+	a := startMember(t, "a", t.TempDir(), "")
+	waitUntil(t, 5*time.Second, "a leads", a.n.IsLeader)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := 0; i < 200; i++ { // a log to catch up with
+		if err := a.n.Bump(ctx, []lease.TableID{tB}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.n.CacheTable(ctx, CatalogEntry{Schema: tA.Schema, Table: tA.Table, CachedBy: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"b", "c", "d"} {
+		s := startMemberCfg(t, Config{ID: id, DataDir: t.TempDir(), Join: a.n.Addr(), NonVoter: i%2 == 0}, nil)
+		select {
+		case <-s.m.CaughtUp():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never caught up", id)
+		}
+		if cat := s.n.Catalog(); len(cat) != 1 || cat[0].ID() != tA {
+			t.Fatalf("%s caught up with the catalog %v", id, cat)
+		}
+	}
+}
