@@ -133,6 +133,17 @@ type Plugin struct {
 	// strings itself.
 	colls *eval.Collations
 
+	// catalogKnown is set once the cached tables include every table the
+	// cluster cached before this proxy started (catchUp); catalogSynced is
+	// closed then. Statements wait for it until catalogBy (awaitCatalog).
+	// catMu serializes the catalog's syncs; catalogLate is set once
+	// statements stopped waiting without it.
+	catalogKnown  atomic.Bool
+	catalogLate   atomic.Bool
+	catalogSynced chan struct{}
+	catalogBy     time.Time
+	catMu         sync.Mutex
+
 	dropped     atomic.Uint64 // tables dropped for growing past the cap
 	overBudgetN atomic.Uint64 // CACHEs refused and loads not done for the budget
 	// passReasons counts the statements sent to the backend, by reason.
@@ -286,6 +297,8 @@ func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, l
 		p.addTable(e)
 	}
 	p.followCatalog()
+	p.catalogSynced, p.catalogBy = make(chan struct{}), time.Now().Add(catalogWait)
+	go p.catchUp(leases.CaughtUp())
 	p.loaderWG.Add(1)
 	go p.loader()
 	if list := cat.List(); len(list) > 0 {
@@ -447,6 +460,7 @@ func (p *Plugin) Servable(id lease.TableID) (*eval.Snapshot, bool) {
 
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
+	p.awaitCatalog()
 	if st.Session == nil {
 		return p.onStatement(st)
 	}

@@ -82,13 +82,20 @@ func newClusterEnvWith(t *testing.T, n int, relay func(backend string) string, e
 // asked) and starts it.
 func (e *clusterEnv) addNode(t *testing.T, nd *clusterNode, join string, nonvoter bool) {
 	t.Helper()
+	e.writeConfig(t, nd, join, nonvoter)
+	e.nodes = append(e.nodes, nd)
+	e.startNode(t, nd)
+}
+
+// writeConfig writes nd's config, joining through join, as a non-voter if
+// asked.
+func (e *clusterEnv) writeConfig(t *testing.T, nd *clusterNode, join string, nonvoter bool) {
+	t.Helper()
 	yaml := fmt.Sprintf("shutdown_timeout: %s\nplugins:\n  - name: cache\n    options: {max_table_size: 1MB}\ncluster:\n  node_id: %s\n  raft_listen: %s\n  join: %q\n  nonvoter: %v\n%s",
 		shutdownTimeout, nd.id, nd.raft, join, nonvoter, e.extra)
 	if err := os.WriteFile(nd.cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.nodes = append(e.nodes, nd)
-	e.startNode(t, nd)
 }
 
 func (e *clusterEnv) startNode(t *testing.T, nd *clusterNode) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"tableproxy/internal/testdb"
 )
 
 // memberRow is a row of tableproxy.cluster_members.
@@ -231,5 +233,77 @@ func TestClusterFleetChurn(t *testing.T) {
 			return e.hits(t, db) > before, nil
 		})
 		db.Close()
+	}
+}
+
+// A sidecar writes a cached table the moment it accepts connections,
+// before it may have caught up with the cluster's log: the write must
+// still stop the others serving their copies, so a read through any
+// proxy right after it returns the new row. (A proxy that had not yet
+// applied the catalog took the table for an uncached one and let the
+// write through without an intent; the others served the old row until
+// the binary log's bump reached them.)
+func TestClusterNewSidecarWritesRevoke(t *testing.T) {
+	const rounds = 4
+	e := newClusterEnv(t, 3)
+	use := "USE `" + e.cacheEnv.db + "`; "
+	e.backend.Exec(t, use+"CREATE TABLE kv (id INT PRIMARY KEY, v INT NOT NULL)")
+	e.backend.Exec(t, use+"INSERT INTO kv VALUES (1, 0)")
+	admin := e.conn(t, e.nodes[0], e.admin)
+	if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	voters := append([]*clusterNode(nil), e.nodes...)
+	vdbs := make([]*sql.DB, len(voters))
+	for i, nd := range voters {
+		vdbs[i] = e.conn(t, nd, e.app)
+	}
+	for r := 1; r <= rounds; r++ {
+		// Every voter answers from memory before the write.
+		for i, db := range vdbs {
+			before := e.hits(t, db)
+			waitFor(t, 20*time.Second, voters[i].id+" answering reads from memory", func() (bool, error) {
+				var v int
+				if err := db.QueryRow("SELECT v FROM kv WHERE id = 1").Scan(&v); err != nil {
+					return false, err
+				}
+				return e.hits(t, db) > before, nil
+			})
+		}
+		sc, sdb := e.writeThroughNewSidecar(t, fmt.Sprintf("s%d", r), voters[r%3].raft, "UPDATE kv SET v = ? WHERE id = 1", r)
+		for i, db := range vdbs {
+			var v int
+			if err := db.QueryRow("SELECT v FROM kv WHERE id = 1").Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			if v != r {
+				t.Errorf("round %d: %s read v=%d after a write of %d through the new sidecar %s had returned", r, voters[i].id, v, r, sc.id)
+			}
+		}
+		sdb.Close()
+	}
+}
+
+// writeThroughNewSidecar starts a non-voter with a fresh data dir, joining
+// through join, and runs the write through it as soon as it accepts a
+// connection, not waiting for anything else.
+func (e *clusterEnv) writeThroughNewSidecar(t *testing.T, id, join, query string, args ...any) (*clusterNode, *sql.DB) {
+	t.Helper()
+	dir := t.TempDir()
+	nd := &clusterNode{id: id, raft: freePort(t), dataDir: filepath.Join(dir, "data"), cfg: filepath.Join(dir, "tableproxy.yaml")}
+	e.writeConfig(t, nd, join, true)
+	nd.p = launchProxy(t, nd.cfg, nd.dataDir, e.via, freePort(t), []account{e.app}, []account{e.admin})
+	e.nodes = append(e.nodes, nd)
+	db := testdb.Open(t, testdb.DSN(nd.p.addr, e.app.name, e.app.password, e.cacheEnv.db, map[string]string{"timeout": "2s", "readTimeout": "10s", "writeTimeout": "10s"}))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := db.Exec(query, args...)
+		if err == nil {
+			return nd, db
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v\n%s", id, err, nd.p.stderr.String())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
