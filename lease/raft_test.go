@@ -443,6 +443,45 @@ func TestRaftRevokeByIntentName(t *testing.T) {
 	}
 }
 
+// renewHook is the fake log with before called as a renewal starts,
+// after the renewer took its start time.
+type renewHook struct {
+	*fakeLog
+	before func()
+}
+
+func (r renewHook) Renew(ctx context.Context) (uint64, error) {
+	r.before()
+	return r.fakeLog.Renew(ctx)
+}
+
+// An intent's open stored twice (the leader that appended the first copy
+// lost it, and the writer's retry reached the next leader) keeps its tables
+// off memory until a renewal started after the second store is applied: a
+// renewal that started between the two may commit before the retried open,
+// which commits next and lets the write go on, since this proxy stored it.
+func TestRaftRevokeByIntentNameStoredAgain(t *testing.T) {
+	m, f, c := newTestRaft(t)
+	m.renewOnce()
+	tb := m.Table(t1)
+	m.RevokeIntent([]TableID{t1}, "x") // the copy the leader loses
+	c.advance(time.Millisecond)
+	m.log = renewHook{fakeLog: f, before: func() {
+		c.advance(time.Millisecond)
+		m.RevokeIntent([]TableID{t1}, "x") // the retried open, stored after the renewal started
+	}}
+	m.renewOnce() // appended before the retried open
+	if _, ok := tb.Servable(); ok {
+		t.Fatal("a renewal started before the intent's open was stored again ended its revocation")
+	}
+	m.log = f
+	_, _ = f.OpenIntent(context.Background(), "x", []TableID{t1})
+	_ = f.CloseIntent(context.Background(), "x")
+	if v, ok := tb.Servable(); !ok || v != 2 {
+		t.Fatalf("after the intent's open and close: %d %v", v, ok)
+	}
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
