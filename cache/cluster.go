@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"time"
+
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -26,6 +28,10 @@ type Leases interface {
 	FollowBinlog() bool
 	SetBinlogWatched(ok bool)
 	BinlogWatched() bool
+	// CaughtUp is closed once this proxy has applied the cluster's log up
+	// to a point after it started (lease.Raft.CaughtUp): the catalog then
+	// holds every table cached before it started.
+	CaughtUp() <-chan struct{}
 }
 
 // Cluster is what the proxies' cluster gives the cache.
@@ -46,22 +52,74 @@ func Open(raw plugins.Options, env plugins.Env, c Cluster) (*Plugin, error) {
 
 // followCatalog keeps the cached tables equal to a shared catalog's.
 func (p *Plugin) followCatalog() {
-	p.catalog.OnChange(func() {
-		list := p.catalog.List()
-		want := map[lease.TableID]bool{}
-		for _, e := range list {
-			want[e.ID()] = true
-			if p.table(e.ID()) == nil {
-				p.addTable(e)
-				p.startWatcher(e.CachedBy)
-			}
+	p.catalog.OnChange(p.syncCatalog)
+}
+
+// syncCatalog makes the cached tables the catalog's, as it is now.
+func (p *Plugin) syncCatalog() {
+	p.catMu.Lock()
+	defer p.catMu.Unlock()
+	list := p.catalog.List()
+	want := map[lease.TableID]bool{}
+	for _, e := range list {
+		want[e.ID()] = true
+		if p.table(e.ID()) == nil {
+			p.addTable(e)
+			p.startWatcher(e.CachedBy)
 		}
-		for _, id := range p.cachedIDs() {
-			if !want[id] {
-				p.removeTable(id)
-			}
+	}
+	for _, id := range p.cachedIDs() {
+		if !want[id] {
+			p.removeTable(id)
 		}
-	})
+	}
+}
+
+// catalogWait bounds how long statements wait, after the proxy started,
+// for it to know the tables cached before it started (awaitCatalog).
+const catalogWait = 10 * time.Second
+
+// catchUp marks the catalog known once the log has caught up, after
+// taking the catalog as it is then.
+func (p *Plugin) catchUp(caughtUp <-chan struct{}) {
+	select {
+	case <-caughtUp:
+	case <-p.stop:
+		return
+	}
+	p.syncCatalog()
+	p.catalogKnown.Store(true)
+	close(p.catalogSynced)
+}
+
+// awaitCatalog holds a statement until this proxy knows every table
+// cached in the cluster before it started. A proxy that has just joined
+// learns them as it catches up with the log; until then it would take a
+// cached table for an uncached one, and let a write to it through with no
+// intent while the other proxies serve their copies from memory (they
+// would learn of it only from the binary log, too late). The wait is
+// bounded: a proxy that cannot reach its cluster stops waiting catalogWait
+// after it started, and its writes to tables it does not know are cached
+// are then seen by the others as writes that bypass the proxies are.
+func (p *Plugin) awaitCatalog() {
+	if p.catalogKnown.Load() {
+		return
+	}
+	wait := time.Until(p.catalogBy)
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-p.catalogSynced:
+	case <-p.stop:
+	case <-t.C:
+		if !p.catalogLate.Swap(true) {
+			p.log.Warn("cache: this proxy has not caught up with the cluster's log; statements go on without knowing every cached table",
+				"waited", catalogWait)
+		}
+	}
 }
 
 // followsBinlogHere reports whether this proxy should follow the binary

@@ -59,6 +59,9 @@ type Options struct {
 	// MaxTableSize caps one table's data (on the backend, and in memory);
 	// "64MB" by default, as TiDB's cached tables.
 	MaxTableSize string `json:"max_table_size"`
+	// MaxTotalSize caps the memory of every cached table's copy together
+	// (see budget.go); "256MB" by default, "0" for no cap.
+	MaxTotalSize string `json:"max_total_size"`
 	// AcceptStaleRisk allows caching when the backend's binary log cannot
 	// show writes that bypass the proxy; such writes then stay invisible
 	// to cached reads until the next write through the proxy.
@@ -94,6 +97,7 @@ type Plugin struct {
 	swaps      swaps // an online ADD INDEX's RENAME, announced (swaps.go)
 	catalog    CatalogSource
 	maxBytes   int64
+	budget     int64 // max_total_size; 0: none (budget.go)
 	opts       Options
 
 	// tables are the cached tables. The map is never changed once stored:
@@ -129,7 +133,19 @@ type Plugin struct {
 	// strings itself.
 	colls *eval.Collations
 
-	dropped atomic.Uint64 // tables dropped for growing past the cap
+	// catalogKnown is set once the cached tables include every table the
+	// cluster cached before this proxy started (catchUp); catalogSynced is
+	// closed then. Statements wait for it until catalogBy (awaitCatalog).
+	// catMu serializes the catalog's syncs; catalogLate is set once
+	// statements stopped waiting without it.
+	catalogKnown  atomic.Bool
+	catalogLate   atomic.Bool
+	catalogSynced chan struct{}
+	catalogBy     time.Time
+	catMu         sync.Mutex
+
+	dropped     atomic.Uint64 // tables dropped for growing past the cap
+	overBudgetN atomic.Uint64 // CACHEs refused and loads not done for the budget
 	// passReasons counts the statements sent to the backend, by reason.
 	passReasons [eval.NumReasons]atomic.Uint64
 	// warnedUnchecked: a load could not check its snapshot against the
@@ -221,7 +237,7 @@ type heldWrite struct {
 // parseOptions reads the plugin's options, with their defaults, and
 // checks them and the environment.
 func parseOptions(raw plugins.Options, env plugins.Env) (Options, int64, error) {
-	opts := Options{MaxTableSize: "64MB", LoadTimeout: plugins.Duration(60 * time.Second)}
+	opts := Options{MaxTableSize: "64MB", MaxTotalSize: defaultMaxTotalSize, LoadTimeout: plugins.Duration(60 * time.Second)}
 	if err := plugins.DecodeOptions(raw, &opts); err != nil {
 		return opts, 0, err
 	}
@@ -230,6 +246,9 @@ func parseOptions(raw plugins.Options, env plugins.Env) (Options, int64, error) 
 		return opts, 0, fmt.Errorf("max_table_size: %q: want a size like 64MB", opts.MaxTableSize)
 	}
 	if _, _, err := resultCacheSizes(opts); err != nil {
+		return opts, 0, err
+	}
+	if _, err := parseBudget(opts); err != nil {
 		return opts, 0, err
 	}
 	if env.Backend == nil {
@@ -259,6 +278,7 @@ func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, l
 	p := &Plugin{log: log, backend: backend, binlog: follower, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
 		held:  map[uint32][]heldWrite{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
+	p.budget, _ = parseBudget(opts) // checked by parseOptions
 	p.privileges = leases.Table(privilegesID)
 	p.learned, _ = lru.New[defsKey, *learned](8192)
 	p.colls = eval.NewCollations()
@@ -277,6 +297,8 @@ func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, l
 		p.addTable(e)
 	}
 	p.followCatalog()
+	p.catalogSynced, p.catalogBy = make(chan struct{}), time.Now().Add(catalogWait)
+	go p.catchUp(leases.CaughtUp())
 	p.loaderWG.Add(1)
 	go p.loader()
 	if list := cat.List(); len(list) > 0 {
@@ -438,6 +460,7 @@ func (p *Plugin) Servable(id lease.TableID) (*eval.Snapshot, bool) {
 
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
+	p.awaitCatalog()
 	if st.Session == nil {
 		return p.onStatement(st)
 	}
@@ -821,9 +844,12 @@ func (p *Plugin) load(id lease.TableID) {
 	}
 	defer conn.Close()
 	// The in-memory form may cost up to twice the data it holds.
-	s, err := load.Snapshot(ctx, conn, id, v, p.maxBytes*2, p.colls)
+	limit, budgeted := p.loadLimit(id)
+	s, err := load.Snapshot(ctx, conn, id, v, limit, p.colls)
 	if err != nil {
-		p.loadFailed(ts, err)
+		if !p.loadOverBudget(ts, err, budgeted) {
+			p.loadFailed(ts, err)
+		}
 		return
 	}
 	if p.table(id) != ts {
@@ -882,7 +908,7 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 			Help: "Tables cached."}, func() float64 { return float64(len(p.cachedTables())) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_tables_dropped_total",
 			Help: "Tables no longer cached because they grew past max_table_size."}, func() float64 { return float64(p.dropped.Load()) }),
-	}, append(p.passReasonMetrics(), p.resultMetrics()...)...) {
+	}, append(append(p.passReasonMetrics(), p.resultMetrics()...), p.budgetMetrics()...)...) {
 		if err := reg.Register(c); err != nil {
 			p.log.Warn("cache: metric not registered", "err", err)
 		}
@@ -949,8 +975,12 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 	if typ := eval.ResultString(r, 0, 0); typ != "BASE TABLE" {
 		return errUnsupported(strings.ToLower(typ))
 	}
-	if size, _ := r.GetInt(0, 1); size > p.maxBytes {
+	size, _ := r.GetInt(0, 1)
+	if size > p.maxBytes {
 		return errUnsupported("table too large")
+	}
+	if err := p.overBudget(id, size); err != nil {
+		return err
 	}
 	if pk, err := load.PrimaryKey(conn, id); err != nil {
 		return backendError(err)

@@ -67,17 +67,19 @@ func NewMembersTable(n *Node) MembersTable { return MembersTable{n: n} }
 
 // Columns of tableproxy.cluster_members.
 func (MembersTable) Columns() []string {
-	return []string{"id", "address", "voter", "leader", "last_contact_ms", "applied_index", "self"}
+	return []string{"id", "address", "voter", "leader", "last_contact_ms", "applied_index", "self", "state", "remove_in_ms"}
 }
 
 // Numeric marks the BIGINT columns.
 func (MembersTable) Numeric() map[string]bool {
-	return map[string]bool{"last_contact_ms": true, "applied_index": true}
+	return map[string]bool{"last_contact_ms": true, "applied_index": true, "remove_in_ms": true}
 }
 
 // Rows lists the members. last_contact_ms is the time since this node
 // applied the member's last lease renewal (-1: none yet); applied_index is
-// the member's applied index as of that renewal (live for this node).
+// the member's applied index as of that renewal (live for this node);
+// state is live, unreachable, joining or leaving; remove_in_ms is, on the
+// leader, how long until it removes a silent non-voter (-1: none due).
 func (t MembersTable) Rows() [][]any {
 	ms, err := t.n.Members()
 	if err != nil {
@@ -95,7 +97,11 @@ func (t MembersTable) Rows() [][]any {
 		if m.LastContact >= 0 {
 			lc = m.LastContact.Milliseconds()
 		}
-		rows = append(rows, []any{m.ID, m.Address, yes(m.Voter), yes(m.Leader), lc, int64(m.AppliedIndex), yes(m.Self)})
+		ri := int64(-1)
+		if m.RemoveIn >= 0 {
+			ri = m.RemoveIn.Milliseconds()
+		}
+		rows = append(rows, []any{m.ID, m.Address, yes(m.Voter), yes(m.Leader), lc, int64(m.AppliedIndex), yes(m.Self), m.State, ri})
 	}
 	return rows
 }

@@ -41,6 +41,14 @@ type joinRequest struct {
 	Voter bool   `json:"voter"`
 }
 
+// leaveRequest is a member asking to be removed (Node.Leave): the
+// incarnation that asks, so that a late request from an earlier run of
+// the node cannot remove the one that replaced it.
+type leaveRequest struct {
+	ID  string `json:"id"`
+	Inc uint64 `json:"inc"`
+}
+
 // post sends a JSON body to a member's API and decodes the answer into out.
 func (n *Node) post(ctx context.Context, addr, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
@@ -58,6 +66,8 @@ func (n *Node) post(ctx context.Context, addr, path string, body []byte, out any
 	case http.StatusOK:
 	case http.StatusMisdirectedRequest, http.StatusServiceUnavailable:
 		return fmt.Errorf("%w: %s: %s", errForward, addr, strings.TrimSpace(string(data)))
+	case http.StatusForbidden:
+		return fmt.Errorf("%w (%s)", ErrNotMember, addr)
 	default:
 		return fmt.Errorf("cluster: %s%s: %s", addr, path, strings.TrimSpace(string(data)))
 	}
@@ -85,7 +95,11 @@ func (n *Node) routes() http.Handler {
 		}
 		idx, err := n.applyAsLeader(r.Context(), e, data)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			status := http.StatusServiceUnavailable
+			if errors.Is(err, ErrNotMember) {
+				status = http.StatusForbidden // not worth retrying: see Node.Renew
+			}
+			http.Error(w, err.Error(), status)
 			return
 		}
 		writeJSON(w, map[string]uint64{"index": idx})
@@ -116,23 +130,39 @@ func (n *Node) routes() http.Handler {
 		}
 		writeJSON(w, map[string]bool{"ok": true})
 	})
+	mux.HandleFunc("POST /cluster/v1/leave", func(w http.ResponseWriter, r *http.Request) {
+		var lr leaveRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&lr); err != nil || lr.ID == "" {
+			http.Error(w, "want {id, inc}", http.StatusBadRequest)
+			return
+		}
+		if n.raft.State() != raft.Leader {
+			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
+			return
+		}
+		answerRemoval(w, n.removeLeaving(r.Context(), lr))
+	})
 	mux.HandleFunc("POST /cluster/v1/remove", func(w http.ResponseWriter, r *http.Request) {
 		var jr joinRequest
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&jr); err != nil || jr.ID == "" {
 			http.Error(w, "want {id}", http.StatusBadRequest)
 			return
 		}
-		if err := n.RemoveNode(r.Context(), jr.ID); err != nil {
-			status := http.StatusServiceUnavailable
-			if errors.Is(err, ErrUnknownNode) {
-				status = http.StatusNotFound
-			}
-			http.Error(w, err.Error(), status)
-			return
-		}
-		writeJSON(w, map[string]bool{"ok": true})
+		answerRemoval(w, n.RemoveNode(r.Context(), jr.ID))
 	})
 	return mux
+}
+
+// answerRemoval answers a remove or leave request whose outcome is err.
+func answerRemoval(w http.ResponseWriter, err error) {
+	switch {
+	case err == nil:
+		writeJSON(w, map[string]bool{"ok": true})
+	case errors.Is(err, ErrUnknownNode):
+		http.Error(w, err.Error(), http.StatusNotFound)
+	default:
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	}
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

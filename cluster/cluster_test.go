@@ -43,13 +43,24 @@ func startMember(t *testing.T, id, dir, join string) *member {
 // hung is closed (nil: they do not wait), as a paused proxy's would.
 func startMemberHung(t *testing.T, id, dir, join string, hung chan struct{}) *member {
 	t.Helper()
+	return startMemberCfg(t, Config{ID: id, DataDir: dir, Join: join}, hung)
+}
+
+// startMemberCfg starts a member with cfg's ID, DataDir, Join, NonVoter and
+// DeadAfter, and the tests' timings.
+func startMemberCfg(t *testing.T, cfg Config, hung chan struct{}) *member {
+	t.Helper()
 	m := lease.NewRaft(testLease)
 	var leases Leases = m
 	if hung != nil {
 		leases = hungLeases{Raft: m, hung: hung}
 	}
-	n, err := Open(Config{ID: id, RaftListen: "127.0.0.1:0", DataDir: dir, Join: join,
-		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond, Leases: leases})
+	if cfg.RaftListen == "" {
+		cfg.RaftListen = "127.0.0.1:0"
+	}
+	cfg.Leases = leases
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 200*time.Millisecond, 200*time.Millisecond
+	n, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +165,10 @@ func TestHungProxyIsWaitedOut(t *testing.T) {
 	waitUntil(t, 5*time.Second, "a leads", a.n.IsLeader)
 	hung := make(chan struct{})
 	defer close(hung)
+	// b hangs as a paused proxy would: it neither stores appends (its log
+	// store stops its copies first, which hangs) nor answers revocations;
+	// a and c commit without it.
+	startMember(t, "c", t.TempDir(), a.n.Addr())
 	b := startMemberHung(t, "b", t.TempDir(), a.n.Addr(), hung)
 	waitUntil(t, 10*time.Second, "b holds a lease", b.m.LeaseValid)
 	start := time.Now()
@@ -347,4 +362,34 @@ func TestLeaderLearnedBeforeObservingIsNoted(t *testing.T) {
 	follower.n.wg.Add(1)
 	go follower.n.watchLeader(make(chan raft.Observation))
 	waitUntil(t, time.Second, "the leader noted", func() bool { return *follower.n.leaderID.Load() == string(leader) })
+}
+
+// A member that has just joined says it has caught up (lease.Raft.CaughtUp)
+// only once it has applied the catalog committed before it started: until
+// then its proxy cannot tell a cached table from another, and holds its
+// statements (see cache.Plugin.awaitCatalog).
+func TestJoinedMemberCaughtUpKnowsTheCatalog(t *testing.T) {
+	a := startMember(t, "a", t.TempDir(), "")
+	waitUntil(t, 5*time.Second, "a leads", a.n.IsLeader)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := 0; i < 200; i++ { // a log to catch up with
+		if err := a.n.Bump(ctx, []lease.TableID{tB}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.n.CacheTable(ctx, CatalogEntry{Schema: tA.Schema, Table: tA.Table, CachedBy: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"b", "c", "d"} {
+		s := startMemberCfg(t, Config{ID: id, DataDir: t.TempDir(), Join: a.n.Addr(), NonVoter: i%2 == 0}, nil)
+		select {
+		case <-s.m.CaughtUp():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never caught up", id)
+		}
+		if cat := s.n.Catalog(); len(cat) != 1 || cat[0].ID() != tA {
+			t.Fatalf("%s caught up with the catalog %v", id, cat)
+		}
+	}
 }

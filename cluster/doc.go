@@ -17,10 +17,12 @@
 //   - log.go: the operations others commit (lease.Log's, the catalog's);
 //   - propose.go: proposing through the leader, appending as the leader;
 //   - bumps.go: the bumps a leader defers while intents are open;
+//   - renewals.go: the renewals a leader appends together;
 //   - binlogword.go: the leader's word on the backend's binary log;
 //   - command.go: one type per log operation, and their encoding;
 //   - fsm.go: the state, applying entries, snapshots;
 //   - membership.go: join, add and remove members, Members;
+//   - reaper.go: removing silent non-voters, and non-voters leaving;
 //   - api.go, mux.go: the HTTP API and Raft on one port;
 //   - admin.go: ADMIN CLUSTER REMOVE NODE and cluster_members;
 //   - walfix.go: reading back segments raft-wal truncated.
@@ -31,7 +33,7 @@
 // measured) and its snapshots as files, both under <data-dir>/raft. One
 // TCP address carries Raft's RPCs and a small HTTP API (see mux.go): join,
 // propose (followers send their entries to the leader), revoke (the leader
-// tells a proxy to stop serving tables) and remove.
+// tells a proxy to stop serving tables), remove and leave.
 //
 // A proxy started without cluster flags bootstraps a cluster of one. With
 // --join it asks any member to add it (idempotently) and never bootstraps.

@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 
 	"tableproxy/lease"
 )
@@ -13,8 +14,16 @@ import (
 // for cluster_members) and returns its index. The leader refuses renewals
 // from nodes outside the configuration: a removed node no longer receives
 // the log, so it must not get a lease.
+//
+// A refusal is ErrNotMember, which the leader answers at once instead of
+// leaving the follower to retry until its context ends; a non-voter told
+// so joins again (notAMember).
 func (n *Node) Renew(ctx context.Context) (uint64, error) {
-	return n.propose(ctx, entry{op: renewal{Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise, Applied: n.raft.AppliedIndex()}})
+	idx, err := n.propose(ctx, entry{op: renewal{Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise, Applied: n.raft.AppliedIndex()}})
+	if errors.Is(err, ErrNotMember) {
+		n.notAMember()
+	}
+	return idx, err
 }
 
 // OpenIntent commits intent id on tables and returns its index once every

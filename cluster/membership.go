@@ -31,20 +31,36 @@ func (n *Node) isMember(id string) bool {
 	return false
 }
 
-// joinLoop asks the member at cfg.Join to add this node until it has.
+// startJoin starts a join loop unless one runs already.
+func (n *Node) startJoin() {
+	if !n.joining.CompareAndSwap(false, true) {
+		return
+	}
+	n.wg.Add(1)
+	go n.joinLoop()
+}
+
+// joinLoop asks the cluster to add this node until it has: through the
+// leader this node last knew of (a removed non-voter joining again), or
+// else the member at cfg.Join.
 func (n *Node) joinLoop() {
 	defer n.wg.Done()
+	defer n.joining.Store(false)
 	body, _ := json.Marshal(joinRequest{ID: n.cfg.ID, Addr: n.advertise, Voter: !n.cfg.NonVoter})
 	backoff := 100 * time.Millisecond
 	for {
+		via := n.cfg.Join
+		if addr, id := n.raft.LeaderWithID(); addr != "" && id != raft.ServerID(n.cfg.ID) {
+			via = string(addr)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := n.post(ctx, n.cfg.Join, "/cluster/v1/join", body, nil)
+		err := n.post(ctx, via, "/cluster/v1/join", body, nil)
 		cancel()
 		if err == nil {
-			n.log.Info("cluster: joined", "via", n.cfg.Join)
+			n.log.Info("cluster: joined", "via", via)
 			return
 		}
-		n.log.Warn("cluster: join failed; retrying", "via", n.cfg.Join, "err", err, "retry_in", backoff)
+		n.log.Warn("cluster: join failed; retrying", "via", via, "err", err, "retry_in", backoff)
 		select {
 		case <-n.stop:
 			return
@@ -54,6 +70,25 @@ func (n *Node) joinLoop() {
 			backoff *= 2
 		}
 	}
+}
+
+// notAMember is told that the leader refused this node's renewal because
+// it is not in the configuration: it was removed while alive (its
+// renewals stopped reaching the leader for longer than DeadAfter, or an
+// admin removed it). A non-voter joins again, as a pod that lost its
+// network for a while should; a voter stays out until an admin adds it
+// back, since a voter is never added or removed without one.
+func (n *Node) notAMember() {
+	if !n.cfg.NonVoter || n.leaving.Load() || n.cfg.Join == "" || n.cfg.Join == n.cfg.RaftListen {
+		return
+	}
+	select {
+	case <-n.stop:
+		return
+	default:
+	}
+	n.log.Warn("cluster: this non-voter was removed from the cluster; joining again")
+	n.startJoin()
 }
 
 // addMember adds (or, with a new address or role, re-adds) a member; on a
@@ -95,6 +130,7 @@ func (n *Node) addMember(ctx context.Context, jr joinRequest) error {
 	if err := f.Error(); err != nil {
 		return err
 	}
+	n.sawMember(jr.ID)
 	n.log.Info("cluster: member added", "id", jr.ID, "addr", jr.Addr, "voter", jr.Voter)
 	return nil
 }
@@ -151,6 +187,14 @@ type Member struct {
 	LastContact  time.Duration // since this node applied the member's last lease renewal; -1 if never
 	AppliedIndex uint64        // as the member reported it in that renewal (live for this node)
 	Self         bool
+	// State is live (its lease may be valid by this node's clock),
+	// unreachable (it ran out: the member is silent since LastContact),
+	// joining (no renewal applied yet) or leaving (removing itself).
+	State string
+	// RemoveIn is, on the leader, how long until it removes this silent
+	// non-voter; -1 when none is due (a voter, a live member, a follower's
+	// view).
+	RemoveIn time.Duration
 }
 
 // Members lists the configuration, as this node knows it.
@@ -160,6 +204,8 @@ func (n *Node) Members() ([]Member, error) {
 		return nil, err
 	}
 	_, leader := n.raft.LeaderWithID()
+	leading := n.raft.State() == raft.Leader
+	now := time.Now()
 	n.fsm.mu.RLock()
 	defer n.fsm.mu.RUnlock()
 	var out []Member
@@ -175,6 +221,7 @@ func (n *Node) Members() ([]Member, error) {
 		if m.Self {
 			m.AppliedIndex = n.raft.AppliedIndex()
 		}
+		m.State, m.RemoveIn = n.memberState(s, m.LastContact, leading, now)
 		out = append(out, m)
 	}
 	return out, nil

@@ -135,6 +135,9 @@ func (n *Node) applyAsLeader(ctx context.Context, e entry, data []byte) (_ uint6
 			return 0, err
 		}
 	}
+	if _, ok := e.op.(renewal); ok {
+		return n.appendRenewal(ctx, data)
+	}
 	f := n.raft.Apply(data, timeout)
 	commit := func() (uint64, error) {
 		if err := f.Error(); err != nil {

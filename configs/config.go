@@ -52,6 +52,10 @@ type Cluster struct {
 	// LeaseMargin is taken off it for clock drift.
 	Lease       time.Duration `yaml:"lease"`
 	LeaseMargin time.Duration `yaml:"lease_margin"`
+	// RemoveDeadAfter is how long the leader waits, after the last lease
+	// renewal it applied from a non-voter, before it removes that member
+	// (0: never). Voters are only ever removed by an admin.
+	RemoveDeadAfter time.Duration `yaml:"remove_dead_after"`
 }
 
 // Backend is the MySQL or MariaDB server behind the proxy.
@@ -116,6 +120,15 @@ func Default() Config {
 			PoolIdleTimeout: 60 * time.Second,
 		},
 		Log: Log{Level: "info", Format: "text"},
+		// 30 s is fifteen 2 s leases: no GC pause or CPU throttling
+		// silences a live sidecar that long, and removing one that was
+		// only cut off costs little (it joins again when it can reach the
+		// cluster). Short enough that membership stays bounded under a
+		// deploy's churn: sidecars stopped with SIGTERM leave at once, so
+		// only the ones killed outright linger, at most the replacement
+		// rate times 30 s of them (a whole deploy of pods killed one every
+		// 2 s leaves at most 15 dead members at any moment).
+		Cluster: Cluster{RemoveDeadAfter: 30 * time.Second},
 	}
 }
 
@@ -191,6 +204,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Cluster.Lease < 0 || c.Cluster.LeaseMargin < 0 || (c.Cluster.Lease > 0 && c.Cluster.LeaseMargin >= c.Cluster.Lease) {
 		bad("cluster.lease_margin", "must be below cluster.lease, and neither negative")
+	}
+	if c.Cluster.RemoveDeadAfter < 0 {
+		bad("cluster.remove_dead_after", "must not be negative (0 never removes a member)")
 	}
 	if c.Backend.ConnectTimeout <= 0 {
 		bad("backend.connect_timeout", "must be positive")

@@ -29,7 +29,8 @@ type clusterEnv struct {
 	*cacheEnv
 	nodes   []*clusterNode
 	via     string // the proxies' backend address: MariaDB's, or a relay's
-	plugins string // more of the nodes' plugins list (YAML items), for nodes added after it is set
+	plugins string // more of the nodes' plugins list (YAML items), after the cache
+	extra   string // more of the cluster section, in every node's config
 }
 
 // newClusterEnv starts n proxies on loopback in front of one MariaDB, the
@@ -41,12 +42,18 @@ func newClusterEnv(t *testing.T, n int) *clusterEnv {
 // newClusterEnvVia is newClusterEnv with the proxies reaching MariaDB
 // through relay(MariaDB's address), if relay is not nil.
 func newClusterEnvVia(t *testing.T, n int, relay func(backend string) string) *clusterEnv {
-	return buildClusterEnv(t, n, relay, "")
+	return newClusterEnvWith(t, n, relay, "")
 }
 
-// buildClusterEnv is newClusterEnvVia with plugins (YAML list items) after
+// newClusterEnvWith is newClusterEnvVia with extra (YAML lines, indented
+// for the cluster section) in every node's cluster section.
+func newClusterEnvWith(t *testing.T, n int, relay func(backend string) string, extra string) *clusterEnv {
+	return buildClusterEnv(t, n, relay, "", extra)
+}
+
+// buildClusterEnv is newClusterEnvWith with plugins (YAML list items) after
 // the cache in every node's plugins.
-func buildClusterEnv(t *testing.T, n int, relay func(backend string) string, plugins string) *clusterEnv {
+func buildClusterEnv(t *testing.T, n int, relay func(backend string) string, plugins, extra string) *clusterEnv {
 	b := testdb.Get(t)
 	ce := &cacheEnv{backend: b, db: b.NewDatabase(t)}
 	ce.app = account{b.NewUser(t, "app-pw", "ALL", ce.db), "app-pw"}
@@ -54,7 +61,7 @@ func buildClusterEnv(t *testing.T, n int, relay func(backend string) string, plu
 	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
 		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", ce.admin.name, host))
 	}
-	e := &clusterEnv{cacheEnv: ce, via: b.Addr, plugins: plugins}
+	e := &clusterEnv{cacheEnv: ce, via: b.Addr, plugins: plugins, extra: extra}
 	if relay != nil {
 		e.via = relay(b.Addr)
 	}
@@ -82,13 +89,20 @@ func buildClusterEnv(t *testing.T, n int, relay func(backend string) string, plu
 // asked) and starts it.
 func (e *clusterEnv) addNode(t *testing.T, nd *clusterNode, join string, nonvoter bool) {
 	t.Helper()
-	yaml := fmt.Sprintf("shutdown_timeout: %s\nplugins:\n  - name: cache\n    options: {max_table_size: 1MB}\n%scluster:\n  node_id: %s\n  raft_listen: %s\n  join: %q\n  nonvoter: %v\n",
-		shutdownTimeout, e.plugins, nd.id, nd.raft, join, nonvoter)
+	e.writeConfig(t, nd, join, nonvoter)
+	e.nodes = append(e.nodes, nd)
+	e.startNode(t, nd)
+}
+
+// writeConfig writes nd's config, joining through join, as a non-voter if
+// asked.
+func (e *clusterEnv) writeConfig(t *testing.T, nd *clusterNode, join string, nonvoter bool) {
+	t.Helper()
+	yaml := fmt.Sprintf("shutdown_timeout: %s\nplugins:\n  - name: cache\n    options: {max_table_size: 1MB}\n%scluster:\n  node_id: %s\n  raft_listen: %s\n  join: %q\n  nonvoter: %v\n%s",
+		shutdownTimeout, e.plugins, nd.id, nd.raft, join, nonvoter, e.extra)
 	if err := os.WriteFile(nd.cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.nodes = append(e.nodes, nd)
-	e.startNode(t, nd)
 }
 
 func (e *clusterEnv) startNode(t *testing.T, nd *clusterNode) {

@@ -268,7 +268,7 @@ func queryDump(ctx context.Context, db interface {
 // memory right after the job. Without the announcement the leader takes
 // the RENAME for any other and the version moves.
 func TestDDLCachedTableSwapOnFollower(t *testing.T) {
-	e := buildClusterEnv(t, 2, nil, "  - name: ddloffload\n    options: {strategy: backfill, workers: 2, old_table_retention: 0}\n")
+	e := buildClusterEnv(t, 2, nil, "  - name: ddloffload\n    options: {strategy: backfill, workers: 2, old_table_retention: 0}\n", "")
 	const rows = 3000
 	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
 		fmt.Sprintf("INSERT INTO `%s`.t (id, k, c, pad, u) SELECT seq, seq %% 100, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_%d", e.db, rows),

@@ -71,6 +71,10 @@ func (m *Raft) HoldersRestored(hs []Holder) {
 	}
 }
 
+// Hold is how long after this node applied a member's renewal that
+// member's lease may still be valid: lease plus margin.
+func (m *Raft) Hold() time.Duration { return m.cfg.Hold() }
+
 // SinceRenewal returns how long ago this node applied node's last renewal,
 // and false if it has applied none.
 func (m *Raft) SinceRenewal(node string) (time.Duration, bool) {
@@ -112,74 +116,62 @@ func (m *Raft) others(w Writer) []holder {
 	return out
 }
 
+// appendWait is how long the leader waits for a member to acknowledge
+// the append of an intent (which stops it serving the intent's tables)
+// before it asks the member directly: a healthy member has appended by the
+// time the intent commits, or a few milliseconds after.
+const appendWait = 50 * time.Millisecond
+
 // RevokeOthers is the leader's part in opening intent on tables for w:
 // the leader has queued the intent's entry, and commit waits for it to
-// commit and returns its index. It asks the other proxies that may be
-// serving the tables to stop, while the entry commits, and returns the
-// index once every one has stopped (or its lease ran out).
+// commit and returns its index. It returns the index once every other
+// proxy that may be serving the tables has stopped (or its lease ran
+// out).
+//
+// A member stops serving an intent's tables as it stores the intent's
+// entry, before it acknowledges the append (see Log.AwaitAppended): Raft
+// sends every member the entry anyway, in parallel and batched with
+// whatever else is queued, so most members cost the write nothing more.
+// Only one that has not acknowledged within appendWait after the commit
+// is asked directly, and waited out if it does not answer.
 func (m *Raft) RevokeOthers(ctx context.Context, tables []TableID, intent string, w Writer, commit func() (uint64, error)) (uint64, error) {
-	// The entry is queued: any renewal queued from now on commits after
-	// it. Ask the proxies that hold leases now to stop serving while it
-	// commits, instead of after.
-	early := m.revokeEarly(ctx, tables, intent, w)
 	index, err := commit()
 	if err != nil {
 		return 0, err
 	}
-	if err := m.revokeAt(ctx, tables, index, w, early); err != nil {
+	if err := m.revokeAt(ctx, tables, index, w); err != nil {
 		return 0, err
 	}
 	return index, nil
 }
 
-// revokeEarly asks every other proxy whose lease may be valid now, but
-// the intent's writer, to stop serving tables until it has applied intent,
-// and returns where each answer (nil: it acknowledged) will arrive.
-func (m *Raft) revokeEarly(ctx context.Context, tables []TableID, intent string, w Writer) map[string]chan error {
-	r := Revocation{Tables: tables, Intent: intent}
-	out := map[string]chan error{}
-	for _, h := range m.others(w) {
-		ch := make(chan error, 1)
-		out[h.Node] = ch
-		go func(h holder) {
-			rctx, cancel := context.WithDeadline(ctx, m.expires(&h))
-			defer cancel()
-			ch <- m.log.SendRevocation(rctx, h.Addr, r)
-		}(h)
-	}
-	return out
-}
-
 // revokeAt makes every proxy whose lease may still be valid, now that the
-// intent at index is applied here, stop serving tables (the writer, as in
-// revokeEarly, stops its own): the ones asked early have answered or are
-// waited for; the others (a renewal applied in between) are asked now, by
-// index. One that does not answer is waited out until its lease has
-// expired by this node's clock. This node applied the intent before its
-// commit returned, so its own copies are already stopped.
-func (m *Raft) revokeAt(ctx context.Context, tables []TableID, index uint64, w Writer, early map[string]chan error) error {
+// intent at index is applied here, stop serving tables (the writer stops
+// its own): each one that has stored the log up to index has; the others
+// are asked, by index, and one that does not answer is waited out until
+// its lease has expired by this node's clock. This node applied the
+// intent before its commit returned, so its own copies are already
+// stopped.
+func (m *Raft) revokeAt(ctx context.Context, tables []TableID, index uint64, w Writer) error {
 	r := Revocation{Tables: tables, Index: index}
 	var wg sync.WaitGroup
 	for _, h := range m.others(w) {
 		wg.Add(1)
-		go func(h holder, asked chan error) {
+		go func(h holder) {
 			defer wg.Done()
-			var err error
-			if asked != nil {
-				select {
-				case err = <-asked:
-				case <-ctx.Done():
-					return
-				}
-			} else {
-				rctx, cancel := context.WithDeadline(ctx, m.expires(&h))
-				err = m.log.SendRevocation(rctx, h.Addr, r)
-				cancel()
+			actx, cancel := context.WithTimeout(ctx, appendWait)
+			appended := m.log.AwaitAppended(actx, h.Node, index)
+			cancel()
+			if appended || ctx.Err() != nil {
+				return
 			}
+			rctx, cancel := context.WithDeadline(ctx, m.expires(&h))
+			err := m.log.SendRevocation(rctx, h.Addr, r)
+			cancel()
 			if err != nil {
 				m.awaitGone(ctx, h, r)
 			}
-		}(h, early[h.Node])
+		}(h)
 	}
 	wg.Wait()
 	return ctx.Err()

@@ -35,6 +35,11 @@ type Log interface {
 	// addr (to its Revoke or RevokeIntent) and returns once it has
 	// acknowledged.
 	SendRevocation(ctx context.Context, addr string, r Revocation) error
+	// AwaitAppended reports, as soon as this node (leading) knows it,
+	// whether member node has stored the log up to index, which stops it
+	// serving the tables of every intent opened up to there; false if ctx
+	// ends first. The leader asks only the members that have not.
+	AwaitAppended(ctx context.Context, node string, index uint64) bool
 }
 
 // Revocation asks a proxy to stop serving Tables until it has applied the

@@ -117,6 +117,10 @@ type Raft struct {
 	wakeMu      sync.Mutex
 	appliedWake chan struct{}
 
+	// caughtUp is closed once the first renewal is applied (CaughtUp).
+	caughtUp     chan struct{}
+	caughtUpOnce sync.Once
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	ctx      context.Context // canceled by Close: ends the log calls in flight
@@ -160,7 +164,8 @@ func NewRaft(cfg RaftConfig) *Raft {
 	}
 	m := &Raft{cfg: cfg, lg: cfg.Logger, base: time.Now(), tables: map[TableID]*raftTable{},
 		pending: map[TableID]bool{}, active: map[TableID]*shared{}, revokes: map[string]*namedRevoke{},
-		seen: map[string]struct{}{}, holders: map[string]*holder{}, appliedWake: make(chan struct{}), stop: make(chan struct{})}
+		seen: map[string]struct{}{}, holders: map[string]*holder{}, appliedWake: make(chan struct{}), caughtUp: make(chan struct{}),
+		stop: make(chan struct{})}
 	m.now = func() time.Duration { return time.Since(m.base) }
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
@@ -252,6 +257,7 @@ func (m *Raft) renewOnce() {
 	if !m.waitApplied(ctx, index) {
 		return
 	}
+	m.caughtUpOnce.Do(func() { close(m.caughtUp) })
 	// Every intent committed before this renewal is applied now, and one
 	// announced before it started but not applied yet never will be.
 	m.dropNamedRevokes(start)
@@ -268,6 +274,12 @@ func (m *Raft) renewOnce() {
 		m.notifyAll()
 	}
 }
+
+// CaughtUp is closed once this proxy has applied the log up to a renewal
+// it committed after it started: from then on it knows every table cached
+// in the cluster before it started (the cache decides which writes need
+// an intent by what it knows; see cache.Leases).
+func (m *Raft) CaughtUp() <-chan struct{} { return m.caughtUp }
 
 // waitApplied waits until this proxy has applied the log up to index, and
 // reports whether it has.

@@ -31,6 +31,7 @@ type fakeLog struct {
 	sent      map[string][]Revocation
 	deaf      map[string]bool
 	unreached map[string]bool
+	appended  map[string]uint64 // by node: the index it acknowledged the append of
 }
 
 var (
@@ -42,7 +43,7 @@ var errDown = errors.New("no leader")
 
 func newFake(m *Raft) *fakeLog {
 	return &fakeLog{m: m, opened: map[string][]TableID{}, vers: map[TableID]Version{}, ints: map[TableID]int{},
-		sent: map[string][]Revocation{}, deaf: map[string]bool{}, unreached: map[string]bool{}}
+		sent: map[string][]Revocation{}, deaf: map[string]bool{}, unreached: map[string]bool{}, appended: map[string]uint64{}}
 }
 
 func (f *fakeLog) ID() string               { return "n1" }
@@ -50,6 +51,19 @@ func (f *fakeLog) Incarnation() uint64      { return 1 }
 func (f *fakeLog) IsLeader() bool           { return true }
 func (f *fakeLog) SetBinlogWatched(ok bool) { f.watched.Store(ok) }
 func (f *fakeLog) BinlogWatched() bool      { return f.watched.Load() }
+
+// AwaitAppended: the members in appended have stored the log up to the
+// index in it; the others never do, so they are asked.
+func (f *fakeLog) AwaitAppended(ctx context.Context, node string, index uint64) bool {
+	f.sentMu.Lock()
+	at, ok := f.appended[node]
+	f.sentMu.Unlock()
+	if ok && at >= index {
+		return true
+	}
+	<-ctx.Done()
+	return false
+}
 
 func (f *fakeLog) SendRevocation(ctx context.Context, addr string, r Revocation) error {
 	f.sentMu.Lock()
@@ -426,6 +440,45 @@ func TestRaftRevokeByIntentName(t *testing.T) {
 	m.renewOnce()
 	if _, ok := tb.Servable(); !ok {
 		t.Fatal("the revocation of an intent that never committed outlived a later renewal")
+	}
+}
+
+// renewHook is the fake log with before called as a renewal starts,
+// after the renewer took its start time.
+type renewHook struct {
+	*fakeLog
+	before func()
+}
+
+func (r renewHook) Renew(ctx context.Context) (uint64, error) {
+	r.before()
+	return r.fakeLog.Renew(ctx)
+}
+
+// An intent's open stored twice (the leader that appended the first copy
+// lost it, and the writer's retry reached the next leader) keeps its tables
+// off memory until a renewal started after the second store is applied: a
+// renewal that started between the two may commit before the retried open,
+// which commits next and lets the write go on, since this proxy stored it.
+func TestRaftRevokeByIntentNameStoredAgain(t *testing.T) {
+	m, f, c := newTestRaft(t)
+	m.renewOnce()
+	tb := m.Table(t1)
+	m.RevokeIntent([]TableID{t1}, "x") // the copy the leader loses
+	c.advance(time.Millisecond)
+	m.log = renewHook{fakeLog: f, before: func() {
+		c.advance(time.Millisecond)
+		m.RevokeIntent([]TableID{t1}, "x") // the retried open, stored after the renewal started
+	}}
+	m.renewOnce() // appended before the retried open
+	if _, ok := tb.Servable(); ok {
+		t.Fatal("a renewal started before the intent's open was stored again ended its revocation")
+	}
+	m.log = f
+	_, _ = f.OpenIntent(context.Background(), "x", []TableID{t1})
+	_ = f.CloseIntent(context.Background(), "x")
+	if v, ok := tb.Servable(); !ok || v != 2 {
+		t.Fatalf("after the intent's open and close: %d %v", v, ok)
 	}
 }
 

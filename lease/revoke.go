@@ -48,11 +48,11 @@ func (m *Raft) Revoke(tables []TableID, index uint64) {
 }
 
 // RevokeIntent stops this proxy serving tables until it has applied intent
-// name, which the leader announces before it has committed it (so that
-// revocation and commit overlap). If the intent never commits (the leader
-// lost it), the revocation ends with the first renewal started after it
-// arrived: every intent committed before that renewal is applied by then,
-// and one enqueued before the revocation was sent and not committed
+// name, whose open this proxy's log is storing (or which the leader
+// announces before it has committed it). If the intent never commits (the
+// leader lost it), the revocation ends with the first renewal started
+// after it last arrived: every intent committed before that renewal is
+// applied by then, and one appended before it arrived and not committed
 // before the renewal never will be.
 func (m *Raft) RevokeIntent(tables []TableID, name string) {
 	ts := make([]*raftTable, len(tables))
@@ -64,7 +64,11 @@ func (m *Raft) RevokeIntent(tables []TableID, name string) {
 	if _, applied := m.seen[name]; applied {
 		return // its open is applied here: the intent itself stops serving
 	}
-	if m.revokes[name] != nil {
+	if r := m.revokes[name]; r != nil {
+		// Stored again (the leader that appended the open lost it, and the
+		// writer's retry reached the next one): a renewal started before
+		// now may be appended before this copy, which may commit.
+		r.at = m.now()
 		return
 	}
 	for _, t := range ts {

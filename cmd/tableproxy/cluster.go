@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -20,9 +21,8 @@ type clusterNode struct {
 	catalog *catalog
 }
 
-// startCluster opens the Raft node and starts the lease manager on it.
-// Close stops both.
-func startCluster(cfg configs.Config, log *slog.Logger) (*clusterNode, error) {
+// leaseConfig is the lease terms cfg sets, over lease's defaults.
+func leaseConfig(cfg configs.Config) lease.RaftConfig {
 	lc := lease.DefaultRaftConfig()
 	if cfg.Cluster.Lease > 0 {
 		lc.Lease = cfg.Cluster.Lease
@@ -31,13 +31,29 @@ func startCluster(cfg configs.Config, log *slog.Logger) (*clusterNode, error) {
 	if cfg.Cluster.LeaseMargin > 0 {
 		lc.Margin = cfg.Cluster.LeaseMargin
 	}
+	return lc
+}
+
+// checkCluster checks what configs.Validate cannot, since it needs the
+// lease's defaults: a member is removed only once its lease has run out.
+func checkCluster(cfg configs.Config) error {
+	if d, hold := cfg.Cluster.RemoveDeadAfter, leaseConfig(cfg).Hold(); d > 0 && d <= hold {
+		return fmt.Errorf("cluster.remove_dead_after: %s must be longer than cluster.lease plus cluster.lease_margin (%s)", d, hold)
+	}
+	return nil
+}
+
+// startCluster opens the Raft node and starts the lease manager on it.
+// Close stops both.
+func startCluster(cfg configs.Config, log *slog.Logger) (*clusterNode, error) {
+	lc := leaseConfig(cfg)
 	lc.Logger = log
 	leases := lease.NewRaft(lc)
 	cat := &catalog{changed: make(chan struct{}, 1)}
 	n, err := cluster.Open(cluster.Config{
 		ID: cfg.Cluster.NodeID, RaftListen: cfg.Cluster.RaftListen, DataDir: cfg.DataDir,
 		Join: cfg.Cluster.Join, NonVoter: cfg.Cluster.NonVoter, Logger: log,
-		Leases: leases, CatalogChanged: cat.poke,
+		DeadAfter: cfg.Cluster.RemoveDeadAfter, Leases: leases, CatalogChanged: cat.poke,
 	})
 	if err != nil {
 		return nil, err
@@ -53,9 +69,17 @@ func (c *clusterNode) cache() cache.Cluster {
 	return cache.Cluster{Leases: c.leases, Catalog: c.catalog}
 }
 
-// Close stops the lease manager, then the node.
+// Close stops the lease manager (this proxy serves nothing from memory
+// from then on), then, for a non-voter, asks the cluster to remove it at
+// once (a sidecar stopping is a pod going away: its replacement comes
+// with a new id), then stops the node.
 func (c *clusterNode) Close() {
 	c.leases.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	if err := c.node.Leave(ctx); err != nil {
+		slog.Warn("cluster: could not leave; the leader removes this member once cluster.remove_dead_after has passed", "err", err)
+	}
+	cancel()
 	c.catalog.close()
 	c.node.Close()
 }

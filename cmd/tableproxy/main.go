@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -19,6 +20,8 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serve(os.Args[2:])
+	case "check-config":
+		err = checkConfig(os.Args[2:])
 	case "ddl":
 		err = ddl(os.Args[2:])
 	case "version", "--version":
@@ -32,6 +35,9 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tableproxy:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
@@ -41,6 +47,9 @@ func usage() {
 
 commands:
   serve     run the proxy (tableproxy serve --help for flags)
+  check-config [serve's flags]
+            check the configuration file and flags without starting:
+            exit 0 valid, 1 invalid (each problem named), 2 bad command line
   ddl watch show the running DDL jobs with progress, rate and ETA (tableproxy ddl watch --help)
   version   print the version
 `)

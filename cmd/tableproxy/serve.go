@@ -48,9 +48,19 @@ func (l userList) Set(s string) error {
 	return nil
 }
 
-func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+// errUsage marks an error in the command line (exit status 2), as against
+// one in the configuration it names (status 1).
+var errUsage = errors.New("usage")
+
+// serveConfig reads the configuration serve runs with: the file --config
+// names, over the defaults, then the flags over it, validated. check is
+// --check (check and exit); deprecated lists the plugins whose deprecated
+// binlog_user option was used. A bad flag is an errUsage; help asked for
+// is flag.ErrHelp.
+func serveConfig(name string, args []string) (cfg configs.Config, check bool, deprecated []string, err error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	configPath := fs.String("config", "", "YAML config file (flags override it)")
+	checkOnly := fs.Bool("check", false, "check the configuration and the flags, then exit (as tableproxy check-config)")
 	listen := fs.String("listen", "", "client address (default 127.0.0.1:6033)")
 	listenSocket := fs.String("listen-socket", "", "Unix socket path for local clients as well (none by default)")
 	backend := fs.String("backend", "", "backend MySQL/MariaDB host:port")
@@ -61,6 +71,7 @@ func serve(args []string) error {
 	raftListen := fs.String("raft-listen", "", "address for Raft and the cluster API, reachable by the other proxies")
 	join := fs.String("join", "", "host:port (raft-listen) of any member of the cluster to join")
 	nonVoter := fs.Bool("raft-nonvoter", false, "join as a non-voting member")
+	removeDeadAfter := fs.Duration("remove-dead-after", 0, "remove a non-voter silent this long (0: never; default 30s)")
 	binlogUser := fs.String("binlog-user", "", "user the proxy reads the backend's binary log as (default: binlog_user, or the first admin user)")
 	pluginList := fs.String("plugins", "", "plugins to run, in order, separated by commas (\"none\" for none); default: the plugins section, or "+strings.Join(configs.DefaultPlugins, ","))
 	var flagUsers []configs.User
@@ -68,16 +79,18 @@ func serve(args []string) error {
 	fs.Var(userList{admin: true, users: &flagUsers}, "admin-user", "name:password of an admin user (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil
+			return cfg, false, nil, err
 		}
-		return err
+		return cfg, false, nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return cfg, false, nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 
-	cfg := configs.Default()
+	cfg = configs.Default()
 	if *configPath != "" {
-		var err error
 		if cfg, err = configs.Load(*configPath); err != nil {
-			return err
+			return cfg, *checkOnly, nil, err
 		}
 	}
 	fs.Visit(func(f *flag.Flag) {
@@ -102,6 +115,8 @@ func serve(args []string) error {
 			cfg.Cluster.Join = *join
 		case "raft-nonvoter":
 			cfg.Cluster.NonVoter = *nonVoter
+		case "remove-dead-after":
+			cfg.Cluster.RemoveDeadAfter = *removeDeadAfter
 		case "binlog-user":
 			cfg.BinlogUser = *binlogUser
 		}
@@ -113,8 +128,25 @@ func serve(args []string) error {
 	case cfg.Plugins == nil: // no plugins section: the product's features
 		cfg.SelectPlugins(configs.DefaultPlugins)
 	}
-	deprecated := cfg.ResolveBinlogUser()
+	deprecated = cfg.ResolveBinlogUser()
 	if err := cfg.Validate(); err != nil {
+		return cfg, *checkOnly, deprecated, err
+	}
+	if err := checkCluster(cfg); err != nil {
+		return cfg, *checkOnly, deprecated, err
+	}
+	return cfg, *checkOnly, deprecated, nil
+}
+
+func serve(args []string) error {
+	cfg, check, deprecated, err := serveConfig("serve", args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if check {
+		return checkResult(cfg, err)
+	}
+	if err != nil {
 		return err
 	}
 
@@ -212,34 +244,7 @@ type builtPlugins struct {
 // in front of all of them, whatever plugins are on.
 func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugins.Chain, error) {
 	var built builtPlugins
-	factories := plugins.Builtins()
-	factories.Add(cluster.AdminName, func(plugins.Options, plugins.Env) (plugins.Plugin, error) {
-		return cluster.NewAdmin(node.node), nil
-	})
-	factories.Add(cache.Name, func(o plugins.Options, env plugins.Env) (plugins.Plugin, error) {
-		p, err := cache.Open(o, env, node.cache())
-		if err != nil {
-			return nil, err
-		}
-		built.cache = p
-		return p, nil
-	})
-	factories.Add(ddloffload.Name, func(o plugins.Options, env plugins.Env) (plugins.Plugin, error) {
-		p, err := ddloffload.Open(o, env)
-		if err != nil {
-			return nil, err
-		}
-		built.ddl = p
-		return p, nil
-	})
-	factories.Add(digest.Name, func(o plugins.Options, env plugins.Env) (plugins.Plugin, error) {
-		p, err := digest.Open(o, env, node.node.ID(), cfg.BinlogUser)
-		if err != nil {
-			return nil, err
-		}
-		built.digest = p
-		return p, nil
-	})
+	factories := chainFactories(node, cfg.BinlogUser, &built)
 	specs := []plugins.Spec{{Name: cluster.AdminName}}
 	for _, p := range cfg.Plugins {
 		specs = append(specs, plugins.Spec{Name: p.Name, Options: p.Options})
@@ -267,6 +272,41 @@ func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugin
 	}
 	vs := virtualSchema(node, built)
 	return plugins.NewChain(append([]plugins.Plugin{vs}, chain.Plugins()...)...), nil
+}
+
+// chainFactories are the plugins a chain may name: the built-in ones, the
+// cluster's admin SQL, the cache and the DDL jobs, which record what they
+// built in built.
+func chainFactories(node *clusterNode, binlogUser string, built *builtPlugins) plugins.Factories {
+	factories := plugins.Builtins()
+	factories.Add(cluster.AdminName, func(plugins.Options, plugins.Env) (plugins.Plugin, error) {
+		return cluster.NewAdmin(node.node), nil
+	})
+	factories.Add(cache.Name, func(o plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+		p, err := cache.Open(o, env, node.cache())
+		if err != nil {
+			return nil, err
+		}
+		built.cache = p
+		return p, nil
+	})
+	factories.Add(ddloffload.Name, func(o plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+		p, err := ddloffload.Open(o, env)
+		if err != nil {
+			return nil, err
+		}
+		built.ddl = p
+		return p, nil
+	})
+	factories.Add(digest.Name, func(o plugins.Options, env plugins.Env) (plugins.Plugin, error) {
+		p, err := digest.Open(o, env, node.node.ID(), binlogUser)
+		if err != nil {
+			return nil, err
+		}
+		built.digest = p
+		return p, nil
+	})
+	return factories
 }
 
 // virtualSchema is the tableproxy schema with the tables of the plugins
