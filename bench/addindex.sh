@@ -45,6 +45,8 @@ usage: bench/addindex.sh [options]
   --job-vars SQL    with --foreground: SET statements run before the ALTER in its
                     session (e.g. "SET tableproxy_ddl_workers = 2;")
   --profile         with --foreground: a CPU profile of the proxy during the job
+  --passes N        with --foreground: the proxy's job N times in one invocation (default 1),
+                    each with its own idle part; the p99 ratio of each
                     With --replica too: the replica attached, the proxy's job holding its
                     copy for the replica's lag (--max-lag), then pt-online-schema-change
                     under the same foreground and lag limit; the replica's lag during
@@ -87,7 +89,7 @@ log() { printf 'addindex: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 ROWS=2000000 INDEX="INDEX idx_c (c)" WORKERS="1 2 4 8" METHODS="native floor proxy proxy-read-ahead pt-osc" REUSE=0 PROXY_BIN=""
-FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0 REPLICA=0 MAX_LAG=2 BIG=0 KILL_AT=40 INDEX_GIVEN=0
+FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0 REPLICA=0 MAX_LAG=2 BIG=0 KILL_AT=40 INDEX_GIVEN=0 PASSES=1
 # A backend sized for the table (see --server-vars); the buffer pool resizes
 # in the background, which the sleep waits for.
 SERVER_VARS="SET GLOBAL innodb_buffer_pool_size = 2147483648; SET GLOBAL innodb_log_file_size = 1073741824; SET GLOBAL innodb_io_capacity = 1000; DO SLEEP(5);"
@@ -107,6 +109,7 @@ while (($# > 0)); do
 	--profile) PROFILE=1 ;;
 	--replica) REPLICA=1 ;;
 	--max-lag) MAX_LAG="$2"; shift ;;
+	--passes) PASSES="$2"; shift ;;
 	--big) BIG=1 ;;
 	--kill-at) KILL_AT="$2"; shift ;;
 	--server-vars) SERVER_VARS="$2"; shift ;;
@@ -120,6 +123,7 @@ done
 [[ "$IDLE_TIME" =~ ^[1-9][0-9]*$ ]] || die "--idle-time needs a positive integer"
 ((FOREGROUND)) && METHODS="native"
 [[ "$MAX_LAG" =~ ^[1-9][0-9]*$ ]] || die "--max-lag needs a positive integer"
+[[ "$PASSES" =~ ^[1-9]$ ]] || die "--passes needs a number from 1 to 9"
 [[ "$KILL_AT" =~ ^[1-9][0-9]?$ ]] || die "--kill-at needs a percentage from 1 to 99"
 ((BIG && !INDEX_GIVEN)) && INDEX="UNIQUE INDEX uk_c (c)"
 ((BIG)) && METHODS="native"
@@ -540,14 +544,20 @@ errors_since() {
 # the replica's lag) and, with --replica, pt-online-schema-change under the
 # same foreground and the same lag limit; writes the report.
 foreground() {
-	local native passes="proxy"
+	local native passes="" name first i
 	native=$(timed native mysql_root "$DB" -e "ALTER TABLE sbtest1 ADD $INDEX")
 	log "native (idle): $native s"
 	((REPLICA)) && mysql_proxy -e "SET GLOBAL tableproxy_ddl_max_replica_lag = $MAX_LAG"
-	fg_pass proxy mysql_proxy -e "$JOB_VARS ALTER TABLE sbtest1 ADD $INDEX"
-	stage_breakdown "$LOG_DIR/addindex-fg-proxy-sysbench.log" >"$BENCH_DIR/addindex-fg-stages.md"
+	for ((i = 1; i <= PASSES; i++)); do
+		name=proxy
+		((PASSES == 1)) || name="proxy-$i"
+		fg_pass "$name" mysql_proxy -e "$JOB_VARS ALTER TABLE sbtest1 ADD $INDEX"
+		passes+="${passes:+ }$name"
+	done
+	first=${passes%% *}
+	stage_breakdown "$LOG_DIR/addindex-fg-$name-sysbench.log" >"$BENCH_DIR/addindex-fg-stages.md" # the last pass's
 	if ((REPLICA)); then
-		passes="proxy pt-osc"
+		passes+=" pt-osc"
 		fg_pass pt-osc pt-online-schema-change --alter "ADD $INDEX" "h=127.0.0.1,P=$DB_PORT,u=$ROOT_USER,p=$ROOT_PASS,D=$DB,t=sbtest1" \
 			--execute --recursion-method=hosts --max-lag="$MAX_LAG" --no-check-replication-filters --no-check-alter --alter-foreign-keys-method=auto
 	fi
@@ -575,9 +585,13 @@ foreground() {
 				"highest Threads_running during the job: ${FG[$p,thr_max]}; lost rows: ${FG[$p,verdict]}"
 		done
 		echo
-		echo "Job under load: $(ratio "${FG[proxy,job]}" "$native") x the native ALTER on the idle table ($native s)$( ((REPLICA)) && echo "; pt-online-schema-change under the same load: ${FG[pt-osc,job]} s ($(ratio "${FG[pt-osc,job]}" "${FG[proxy,job]}") x the proxy job's)")"
+		if ((PASSES > 1)); then
+			echo "The proxy job's p99 / idle, pass by pass: $(for p in $passes; do [[ "$p" == pt-osc ]] || printf '%s ' "$(ratio "${FG[$p,job_p99]}" "${FG[$p,idle_p99]}")"; done)"
+			echo
+		fi
+		echo "Job under load ($first): $(ratio "${FG[$first,job]}" "$native") x the native ALTER on the idle table ($native s)$( ((REPLICA)) && echo "; pt-online-schema-change under the same load: ${FG[pt-osc,job]} s ($(ratio "${FG[pt-osc,job]}" "${FG[$first,job]}") x the proxy job's)")"
 		echo
-		echo "The foreground during each stage of the proxy's job:"
+		echo "The foreground during each stage of the proxy's job ($name):"
 		cat "$BENCH_DIR/addindex-fg-stages.md"
 	} | tee "$OUT"
 	log "written to $OUT"
