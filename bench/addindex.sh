@@ -463,7 +463,7 @@ LUA
 		done) >"$hb" 2>/dev/null &
 		beat=$!
 	fi
-	if ((PROFILE)) && [[ "$name" == proxy ]]; then
+	if ((PROFILE)) && [[ "$name" == proxy || "$name" == proxy-1 ]]; then
 		curl -s -o "$BENCH_DIR/addindex-fg.pprof" "http://$METRICS_ADDR/debug/pprof/profile?seconds=10" &
 		curlpid=$!
 	fi
