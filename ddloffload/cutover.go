@@ -111,8 +111,7 @@ func (r *runner) blockers() []string {
 		'transaction open', LEFT(IFNULL(p.INFO, ''), 100)
 		   FROM information_schema.INNODB_TRX t LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
 		  WHERE t.trx_mysql_thread_id <> CONNECTION_ID() AND t.trx_started < NOW() - INTERVAL 1 SECOND AND IFNULL(p.INFO, '') NOT LIKE ` + mine)
-	var me *mysql.MyError
-	if errors.As(err, &me) && me.Code == mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR {
+	if lacksProcess(err) {
 		return []string{"not known: the job's user lacks the PROCESS privilege, which shows other sessions' transactions"}
 	}
 	if err != nil {
@@ -330,8 +329,7 @@ func (r *runner) waitTransactions(ctx context.Context, epoch uint64, by time.Tim
 	}
 	innodb := true
 	ids, err := open(nil)
-	var me *mysql.MyError
-	if errors.As(err, &me) && me.Code == mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR {
+	if lacksProcess(err) {
 		r.log.Warn("ddl: the job's user lacks the PROCESS privilege: the cut-over waits only for transactions through this proxy", "err", err)
 		innodb, err = false, nil
 	}
@@ -381,4 +379,11 @@ func (r *runner) logOpenTransactions(ids map[string]bool, sessions []uint32) {
 		}
 	}
 	r.log.Info("ddl: cut-over goes on with transactions still open", "transactions", open, "sessions", sessions)
+}
+
+// lacksProcess reports whether err is the backend's refusal to show other
+// sessions' transactions to a user without the PROCESS privilege.
+func lacksProcess(err error) bool {
+	var me *mysql.MyError
+	return errors.As(err, &me) && me.Code == mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR
 }
