@@ -234,9 +234,16 @@ type heldWrite struct {
 	unguarded []*tableState
 }
 
-// parseOptions reads the plugin's options, with their defaults, and
-// checks them and the environment.
-func parseOptions(raw plugins.Options, env plugins.Env) (Options, int64, error) {
+// CheckOptions checks the plugin's options as Open does, without opening
+// it (tableproxy check-config).
+func CheckOptions(raw plugins.Options) error {
+	_, _, err := readOptions(raw)
+	return err
+}
+
+// readOptions reads the plugin's options, with their defaults, and checks
+// them; it returns them and the per-table size limit.
+func readOptions(raw plugins.Options) (Options, int64, error) {
 	opts := Options{MaxTableSize: "64MB", MaxTotalSize: defaultMaxTotalSize, LoadTimeout: plugins.Duration(60 * time.Second)}
 	if err := plugins.DecodeOptions(raw, &opts); err != nil {
 		return opts, 0, err
@@ -249,6 +256,16 @@ func parseOptions(raw plugins.Options, env plugins.Env) (Options, int64, error) 
 		return opts, 0, err
 	}
 	if _, err := parseBudget(opts); err != nil {
+		return opts, 0, err
+	}
+	return opts, limit, nil
+}
+
+// parseOptions reads the plugin's options, with their defaults, and
+// checks them and the environment.
+func parseOptions(raw plugins.Options, env plugins.Env) (Options, int64, error) {
+	opts, limit, err := readOptions(raw)
+	if err != nil {
 		return opts, 0, err
 	}
 	if env.Backend == nil {

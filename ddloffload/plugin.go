@@ -219,6 +219,17 @@ type Plugin struct {
 	wg     sync.WaitGroup
 }
 
+// CheckOptions checks the plugin's options as Open does, without opening
+// it (tableproxy check-config); the temp dir's default, under the data
+// dir, is not checked.
+func CheckOptions(raw plugins.Options) error {
+	var opts Options
+	if err := plugins.DecodeOptions(raw, &opts); err != nil {
+		return err
+	}
+	return opts.setDefaults(".")
+}
+
 // Open builds the plugin from its options.
 func Open(raw plugins.Options, env plugins.Env) (*Plugin, error) {
 	var opts Options

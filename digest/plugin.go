@@ -58,6 +58,13 @@ type settings struct {
 	writePenalty                   time.Duration
 }
 
+// CheckOptions checks the plugin's options as Open does, without opening
+// it (tableproxy check-config).
+func CheckOptions(raw plugins.Options) error {
+	_, err := parseOptions(raw)
+	return err
+}
+
 func parseOptions(raw plugins.Options) (settings, error) {
 	var o Options
 	if err := plugins.DecodeOptions(raw, &o); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -138,4 +139,21 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
+}
+
+// CheckBuiltin checks a built-in plugin's options as its factory does,
+// without a running proxy: the plugin is built against a throwaway
+// environment (no backend, a registry of its own for its metrics) and
+// closed again. known is false for a name that is not a built-in.
+func CheckBuiltin(name string, opts Options) (known bool, err error) {
+	f, ok := Builtins()[name]
+	if !ok {
+		return false, nil
+	}
+	p, err := f(opts, Env{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		return true, err
+	}
+	NewChain(p).Close()
+	return true, nil
 }

@@ -245,7 +245,9 @@ type builtPlugins struct {
 func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugins.Chain, error) {
 	var built builtPlugins
 	factories := chainFactories(node, cfg.BinlogUser, &built)
-	specs := []plugins.Spec{{Name: cluster.AdminName}}
+	// The config's plugins, numbered as in the config in their errors;
+	// the cluster's admin SQL goes first, whatever the config says.
+	var specs []plugins.Spec
 	for _, p := range cfg.Plugins {
 		specs = append(specs, plugins.Spec{Name: p.Name, Options: p.Options})
 	}
@@ -271,7 +273,7 @@ func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugin
 		gp.SetCache(cp, cache.Name)
 	}
 	vs := virtualSchema(node, built)
-	return plugins.NewChain(append([]plugins.Plugin{vs}, chain.Plugins()...)...), nil
+	return plugins.NewChain(append([]plugins.Plugin{vs, cluster.NewAdmin(node.node)}, chain.Plugins()...)...), nil
 }
 
 // chainFactories are the plugins a chain may name: the built-in ones, the
