@@ -80,6 +80,7 @@ func (r *runner) backfill(ctx context.Context) error {
 	outer := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go r.followPace(ctx) // until the copy ends
 	ranges := make(chan seqRange, r.set.Workers)
 	var (
 		wg       sync.WaitGroup

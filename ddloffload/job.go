@@ -125,6 +125,7 @@ type jobRec struct {
 	rowsDone  atomic.Int64
 	copyStart atomic.Int64 // when the backfill began, in Unix nanoseconds
 	copyBase  atomic.Int64 // rows done before this run's backfill: a resumed copy's rate leaves them out
+	pace      pace         // the copy's recent rows a second, for the ETA (pace.go)
 	stage     atomic.Int32
 	cancelled atomic.Bool
 	gate      gate
@@ -149,8 +150,12 @@ func (r *jobRec) snapshot() Job {
 			if took > 0 {
 				j.Rate = float64(j.RowsDone-r.copyBase.Load()) / took.Seconds()
 			}
-			if Stage(r.stage.Load()) == StageBackfill && j.Rate > 0 && j.RowsEstimate > j.RowsDone {
-				j.ETA = time.Duration(float64(j.RowsEstimate-j.RowsDone) / j.Rate * float64(time.Second))
+			rate := r.pace.recent()
+			if rate <= 0 {
+				rate = j.Rate
+			}
+			if Stage(r.stage.Load()) == StageBackfill && rate > 0 && j.RowsEstimate > j.RowsDone {
+				j.ETA = time.Duration(float64(j.RowsEstimate-j.RowsDone) / rate * float64(time.Second))
 			}
 		}
 	}
