@@ -430,7 +430,7 @@ fi
 if ((BIG_ROWS > 0)); then
 	log "caching wbig ($BIG_ROWS rows) on every proxy"
 	mysql_root -e "USE sbtest; CREATE TABLE sbtest.wbig (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL, KEY k (k));
-		INSERT INTO sbtest.wbig SELECT seq, seq % 1000, CONCAT(MD5(seq), MD5(seq + 1), MD5(seq + 2)), CONCAT(MD5(-seq), '-pad') FROM seq_1_to_$BIG_ROWS" ||
+		INSERT INTO sbtest.wbig SELECT seq, seq % 1000, CONCAT(MD5(seq), MD5(seq + 1), MD5(seq + 2)), CONCAT(MD5(-seq), '-pad') FROM seq_1_to_$BIG_ROWS; ANALYZE TABLE sbtest.wbig" >/dev/null ||
 		die "could not create wbig"
 	mysql_at "${PORT[v2]}" -e "ALTER TABLE wbig CACHE"
 	for key in "${!PID[@]}"; do wait_ready "$key" wbig 300; done
