@@ -16,9 +16,21 @@
 # writes cached rows through random sidecars; the membership's size is
 # sampled every 2 s, and once more after --remove-dead-after.
 #
+# Before the churn, at the last N (bench/fleetprobe): one sidecar paused
+# with SIGSTOP for --stall seconds while writes go through another (what
+# the first write and the later ones wait; once resumed, no stale read and
+# how soon it answers from memory again); then the leader killed with
+# kill -9 (how long each sidecar goes without answering from memory, and
+# a write through the new leader), the voter then restarted. After the
+# churn: --big-rows rows in a table cached everywhere, and each proxy's
+# RSS with it.
+#
 # Options: --sidecars LIST (0,10,30), --idle SEC (10), --writes-n N (200
 # per table), --gap DUR (100ms), --churn SEC (300; 0: none), --churn-every
-# SEC (3), --remove-dead-after DUR (30s), --proxy-bin PATH (default: build
+# SEC (3), --remove-dead-after DUR (30s), --stall SEC (5; 0: none),
+# --leader-loss 0|1 (1), --big-rows N (100000; 0: none), --profile SEC (0:
+# none; else a CPU profile of the idle leader after the idle measurement,
+# in logs/leader-idle-N.pprof), --proxy-bin PATH (default: build
 # bin/tableproxy).
 #
 # Environment: TABLEPROXY_RUN_DIR, TABLEPROXY_MARIADB_PORT as for
@@ -40,6 +52,7 @@ log() { printf 'fleet-bench: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 SIDECARS=0,10,30 IDLE=10 WRITES_N=200 GAP=100ms CHURN=300 CHURN_EVERY=3 DEAD_AFTER=30s PROXY_BIN=""
+STALL=5 LEADER_LOSS=1 BIG_ROWS=100000 PROFILE=0
 ARGS="$*"
 while (($#)); do
 	case "$1" in
@@ -50,8 +63,12 @@ while (($#)); do
 	--churn) CHURN=$2; shift ;;
 	--churn-every) CHURN_EVERY=$2; shift ;;
 	--remove-dead-after) DEAD_AFTER=$2; shift ;;
+	--stall) STALL=$2; shift ;;
+	--leader-loss) LEADER_LOSS=$2; shift ;;
+	--big-rows) BIG_ROWS=$2; shift ;;
+	--profile) PROFILE=$2; shift ;;
 	--proxy-bin) PROXY_BIN=$2; shift ;;
-	-h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,39p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 	shift
@@ -126,7 +143,8 @@ if [[ -z "$PROXY_BIN" ]]; then
 else
 	REV="$(basename "$PROXY_BIN")"
 fi
-(cd "$ROOT" && go build -o "$BENCH_DIR/writelat" ./bench/writelat && go build -o "$BENCH_DIR/fsyncprobe" ./bench/fsyncprobe)
+(cd "$ROOT" && go build -o "$BENCH_DIR/writelat" ./bench/writelat && go build -o "$BENCH_DIR/fsyncprobe" ./bench/fsyncprobe &&
+	go build -o "$BENCH_DIR/fleetprobe" ./bench/fleetprobe)
 disk() { "$BENCH_DIR/fsyncprobe" -dir "$BENCH_DIR" -n 100 -gap 20ms; }
 
 JOIN="127.0.0.1:$((BASE_PORT + 101))"
@@ -168,20 +186,26 @@ members() {
 		awk '{ n++ } $1 == "live" { l++ } END { printf "%d %d\n", n, l }'
 }
 
-# wait_ready KEY: until wkv is ready in that proxy's cached_tables.
+# wait_ready KEY [TABLE [SEC]]: until TABLE (wkv) is ready in that proxy's
+# cached_tables.
 wait_ready() {
-	local port=${PORT[$1]} deadline=$((SECONDS + 60))
-	until [[ "$(mysql_at "$port" -N -e "SELECT state FROM tableproxy.cached_tables WHERE table_name = 'wkv'" 2>/dev/null)" == ready ]]; do
-		((SECONDS < deadline)) || die "wkv not ready on $1 after 60 s"
+	local port=${PORT[$1]} table=${2:-wkv} deadline=$((SECONDS + ${3:-60}))
+	until [[ "$(mysql_at "$port" -N -e "SELECT state FROM tableproxy.cached_tables WHERE table_name = '$table'" 2>/dev/null)" == ready ]]; do
+		((SECONDS < deadline)) || die "$table not ready on $1 after ${3:-60} s"
 		sleep 0.2
 	done
 }
 
-# leader: the key of the voter that leads.
+# leader: the key of the voter that leads, as the first running voter
+# sees it.
 leader() {
-	local id
-	id="$(mysql_at "${PORT[v1]}" -N -e "SELECT id FROM tableproxy.cluster_members WHERE leader = 'YES'" 2>/dev/null || true)"
-	echo "$id"
+	local id key
+	for key in v1 v2 v3; do
+		[[ -n "${PID[$key]:-}" ]] || continue
+		id="$(mysql_at "${PORT[$key]}" -N -e "SELECT id FROM tableproxy.cluster_members WHERE leader = 'YES'" 2>/dev/null || true)"
+		echo "$id"
+		return
+	done
 }
 
 # cpu_ticks PID: utime + stime in clock ticks.
@@ -231,6 +255,11 @@ for n in "${NS[@]}"; do
 	sleep "$IDLE"
 	t1="$(cpu_ticks "${PID[$lead]}")"
 	cpu="$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" -v s="$IDLE" 'BEGIN { printf "%.1f", 100 * (b - a) / hz / s }')"
+	if ((PROFILE > 0)); then
+		log "N = $n: CPU profile of the idle leader ($PROFILE s)"
+		curl -fsS -o "$LOG_DIR/leader-idle-$n.pprof" "http://127.0.0.1:$((BASE_PORT + 300 + ${lead#v}))/debug/pprof/profile?seconds=$PROFILE" ||
+			log "no profile"
+	fi
 	vrss="$(for key in v1 v2 v3; do rss_mb "${PID[$key]}"; echo; done | sort -g | tail -1)"
 	srss="-"
 	if ((n > 0)); then
@@ -259,6 +288,52 @@ if ((${#ADDED[@]} > 1)); then
 		r = (a > 0) ? b / a : 0
 		printf "\nAdded p99 at N = %d over N = %d: %.2f / %.2f ms = **%.2fx** (target: at most 1.5x).\n", nl, n0, b, a, r
 	}' >>"$OUT"
+fi
+
+dsn_of() { echo "sbtest:sbtest@tcp(127.0.0.1:${PORT[$1]})/sbtest"; }
+
+# --- a paused sidecar, the leader lost -----------------------------------
+
+if ((STALL > 0 && ${#SIDES[@]} > 1)); then
+	victim=${SIDES[-1]}
+	log "stall: $victim paused for $STALL s, writes through ${SIDES[0]}"
+	line="$("$BENCH_DIR/fleetprobe" stall -writer "$(dsn_of "${SIDES[0]}")" -stalled "$(dsn_of "$victim")" -pid "${PID[$victim]}" \
+		-pause "${STALL}s")" || die "stall probe failed: $line"
+	{
+		echo
+		echo "### A paused sidecar (N = ${#SIDES[@]})"
+		echo
+		echo "$line (lease + margin: 2.25 s.)"
+	} >>"$OUT"
+fi
+
+if ((LEADER_LOSS && ${#SIDES[@]} > 0)); then
+	lead="$(leader)"
+	[[ -n "$lead" ]] || die "no leader"
+	dsns=()
+	for key in "${SIDES[@]}"; do dsns+=(-sidecar "$(dsn_of "$key")"); done
+	log "leader loss: kill -9 $lead, watching ${#SIDES[@]} sidecars"
+	line="$("$BENCH_DIR/fleetprobe" leaderloss -writer "$(dsn_of "${SIDES[0]}")" -pid "${PID[$lead]}" "${dsns[@]}")" ||
+		die "leader-loss probe failed: $line"
+	wait "${PID[$lead]}" 2>/dev/null || true
+	unset "PID[$lead]"
+	{
+		echo
+		echo "### The leader lost (N = ${#SIDES[@]})"
+		echo
+		echo "$line (Election timeout 1 s, heartbeat timeout 500 ms.)"
+	} >>"$OUT"
+	# The killed voter again, with its data dir, joining through another.
+	i=${lead#v}
+	other=$((i % 3 + 1))
+	launch "$lead" $((BASE_PORT + i)) $((BASE_PORT + 100 + i)) --node-id "$lead" --join "127.0.0.1:$((BASE_PORT + 100 + other))" \
+		--metrics-listen "127.0.0.1:$((BASE_PORT + 300 + i))"
+	deadline=$((SECONDS + 60))
+	until [[ "$(members "${PORT[v$other]}")" == "$((3 + ${#SIDES[@]})) $((3 + ${#SIDES[@]}))" ]]; do
+		((SECONDS < deadline)) || die "the membership did not recover after the leader's restart: $(members "${PORT[v$other]}")"
+		sleep 0.5
+	done
+	wait_ready "$lead"
 fi
 
 # --- churn ---------------------------------------------------------------
@@ -348,6 +423,33 @@ if ((CHURN > 0 && ${#SIDES[@]} > 0)); then
 		echo
 		echo "Sidecars answering reads of wkv from memory after the churn: $hits of ${#SIDES[@]}. Membership every 2 s: \`$sizes\`."
 	} >>"$OUT"
+fi
+
+# --- a bigger table cached everywhere -----------------------------------
+
+if ((BIG_ROWS > 0)); then
+	log "caching wbig ($BIG_ROWS rows) on every proxy"
+	mysql_root -e "USE sbtest; CREATE TABLE sbtest.wbig (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL, KEY k (k));
+		INSERT INTO sbtest.wbig SELECT seq, seq % 1000, CONCAT(MD5(seq), MD5(seq + 1), MD5(seq + 2)), CONCAT(MD5(-seq), '-pad') FROM seq_1_to_$BIG_ROWS; ANALYZE TABLE sbtest.wbig" >/dev/null ||
+		die "could not create wbig"
+	mysql_at "${PORT[v2]}" -e "ALTER TABLE wbig CACHE"
+	for key in "${!PID[@]}"; do wait_ready "$key" wbig 300; done
+	sleep 2
+	mem="$(mysql_at "${PORT[v2]}" -N -e "SELECT memory_bytes FROM tableproxy.cached_tables WHERE table_name = 'wbig'")"
+	vrss="$(for key in v1 v2 v3; do rss_mb "${PID[$key]}"; echo; done | sort -g | tail -1)"
+	all="$(for key in "${SIDES[@]}"; do rss_mb "${PID[$key]}"; echo; done)"
+	{
+		echo
+		echo "### RSS with a table cached"
+		echo
+		echo "wbig, $BIG_ROWS sysbench-like rows ($(mysql_root -N -e "SELECT ROUND((data_length + index_length) / 1048576, 1) FROM information_schema.tables WHERE table_schema = 'sbtest' AND table_name = 'wbig'") MB in InnoDB), cached on all $((3 + ${#SIDES[@]})) proxies ($(awk -v b="$mem" 'BEGIN { printf "%.1f", b / 1048576 }') MB by cached_tables.memory_bytes):"
+		echo "2 s after the last load: voter RSS max $vrss MB; sidecar RSS median $(median <<<"$all") / max $(sort -g <<<"$all" | tail -1) MB."
+	} >>"$OUT"
+	# Go returns the loads' garbage to the kernel over a few minutes.
+	sleep 60
+	vrss="$(for key in v1 v2 v3; do rss_mb "${PID[$key]}"; echo; done | sort -g | tail -1)"
+	all="$(for key in "${SIDES[@]}"; do rss_mb "${PID[$key]}"; echo; done)"
+	echo "60 s later: voter RSS max $vrss MB; sidecar RSS median $(median <<<"$all") / max $(sort -g <<<"$all" | tail -1) MB." >>"$OUT"
 fi
 
 echo >>"$OUT"

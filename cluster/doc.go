@@ -25,6 +25,7 @@
 //   - reaper.go: removing silent non-voters, and non-voters leaving;
 //   - api.go, mux.go: the HTTP API and Raft on one port;
 //   - admin.go: ADMIN CLUSTER REMOVE NODE and cluster_members;
+//   - logcache.go: a voter's newest entries in memory;
 //   - walfix.go: reading back segments raft-wal truncated.
 //
 // A node stores its log in raft-wal (segment files, one fsync per append

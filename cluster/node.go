@@ -204,6 +204,9 @@ func (n *Node) start(dir string) error {
 	if err != nil {
 		return err
 	}
+	if n.wal != nil {
+		logs = newRecentLogs(logs, 1024)
+	}
 	ln, err := net.Listen("tcp", cfg.RaftListen)
 	if err != nil {
 		return fmt.Errorf("cluster: raft_listen: %w", err)

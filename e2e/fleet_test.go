@@ -124,13 +124,20 @@ func TestClusterSidecarsComeAndGo(t *testing.T) {
 	}
 }
 
-// fleetRounds is how many sidecars TestClusterFleetChurn replaces
-// (TABLEPROXY_FLEET_ROUNDS; 6 in CI, one history each).
-func fleetRounds() int {
-	if n, err := strconv.Atoi(os.Getenv("TABLEPROXY_FLEET_ROUNDS")); err == nil && n > 0 {
+// fleetRounds is how many rounds TestClusterFleetChurn runs
+// (TABLEPROXY_FLEET_ROUNDS; 6 in CI, one history each), and
+// fleetLeaderEvery how often a round loses the leader instead of a
+// sidecar (TABLEPROXY_FLEET_LEADER_EVERY; 0, never, in CI).
+// bench/histories.sh runs the long form.
+func fleetRounds() int { return envCount("TABLEPROXY_FLEET_ROUNDS", 6) }
+
+func fleetLeaderEvery() int { return envCount("TABLEPROXY_FLEET_LEADER_EVERY", 0) }
+
+func envCount(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n >= 0 {
 		return n
 	}
-	return 6
+	return def
 }
 
 // Churn, shortened for CI (bench/fleet.sh is the long form): three voters
@@ -140,7 +147,8 @@ func fleetRounds() int {
 // address. Every history is linearizable, the membership never holds more
 // dead members than were killed within remove_dead_after, it is back to
 // the running proxies once that has passed, and every sidecar then
-// answers reads from memory.
+// answers reads from memory. With TABLEPROXY_FLEET_LEADER_EVERY=k, every
+// k-th round kills the leader with kill -9 instead, and restarts it.
 func TestClusterFleetChurn(t *testing.T) {
 	const deadAfter, sidecars, keys = 4 * time.Second, 4, 4
 	e := newClusterEnvWith(t, 3, nil, fmt.Sprintf("  remove_dead_after: %s\n", deadAfter))
@@ -190,8 +198,36 @@ func TestClusterFleetChurn(t *testing.T) {
 			t.Fatalf("%s: %d members for %d running proxies and %d killed within remove_dead_after: %v", when, len(ms), running, lingering, ms)
 		}
 	}
-	rounds := fleetRounds()
+	rounds, leaderEvery := fleetRounds(), fleetLeaderEvery()
 	for r := 0; r < rounds; r++ {
+		if leaderEvery > 0 && (r+1)%leaderEvery == 0 {
+			l := e.leader(t, side[0])
+			if l == nil {
+				t.Fatalf("round %d: no leader", r+1)
+			}
+			var killedAt time.Time
+			ops := e.runClients(t, 4, keys, 3*time.Second, func() {
+				time.Sleep(time.Second)
+				e.kill9(t, l)
+				killedAt = time.Now()
+			}, nil)
+			checkHistory(t, fmt.Sprintf("churn round %d (leader %s, kill -9)", r+1, l.id), ops)
+			e.startNode(t, l)
+			e.waitReadyEverywhere(t, "kv", keys)
+			// The new leader counts a silence from when it took over
+			// (by now at the latest): a sidecar killed before that and
+			// not yet removed goes remove_dead_after after it.
+			for k, d := range deaths {
+				if d.killed && d.at.After(killedAt.Add(-deadAfter-time.Second)) {
+					deaths[k].at = time.Now()
+				}
+			}
+			if l == e.nodes[0] {
+				vdb.Close()
+				vdb = e.conn(t, e.nodes[0], e.app)
+			}
+			continue
+		}
 		i := r % len(side)
 		victim := side[i]
 		killed := r%2 == 0
