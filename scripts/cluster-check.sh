@@ -10,17 +10,9 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-RUN_DIR="${TABLEPROXY_RUN_DIR:-$ROOT/.run}"
 ROUNDS="${ROUNDS:-20}"
-started=0
-if ! scripts/mariadb.sh status >/dev/null 2>&1; then
-	scripts/mariadb.sh start
-	started=1
-fi
-trap '((started)) && scripts/mariadb.sh stop' EXIT
-# shellcheck disable=SC1091
-source "$RUN_DIR/mariadb.env"
-export TABLEPROXY_TEST_BACKEND TABLEPROXY_TEST_ROOT TABLEPROXY_MARIADB_SOCKET TABLEPROXY_TEST_REQUIRE=1
+# shellcheck source=scripts/e2e-env.sh
+source scripts/e2e-env.sh
 go build -race -o bin/tableproxy-race ./cmd/tableproxy
 TABLEPROXY_BIN="$ROOT/bin/tableproxy-race" TABLEPROXY_CLUSTER_ROUNDS="$ROUNDS" \
 	go test -count=1 -v -timeout "$((ROUNDS * 2 + 5))m" -run 'TestClusterLinearizableUnderFaults' ./e2e/ |

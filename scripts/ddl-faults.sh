@@ -10,14 +10,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 ROWS="${1:-100000}"
 COUNT="${2:-3}"
-RUN_DIR="${TABLEPROXY_RUN_DIR:-$ROOT/.run}"
-STARTED_DB=0
-if ! scripts/mariadb.sh status >/dev/null 2>&1; then
-	STARTED_DB=1
-	scripts/mariadb.sh start
-fi
-trap '((STARTED_DB)) && scripts/mariadb.sh stop || true' EXIT
-# shellcheck disable=SC1091
-source "$RUN_DIR/mariadb.env"
-export TABLEPROXY_TEST_BACKEND TABLEPROXY_TEST_ROOT TABLEPROXY_TEST_REQUIRE=1 TABLEPROXY_DDL_FAULT_ROWS="$ROWS"
+# shellcheck source=scripts/e2e-env.sh
+source scripts/e2e-env.sh
+export TABLEPROXY_DDL_FAULT_ROWS="$ROWS"
 go test -count="$COUNT" -timeout 60m -run 'TestDDLFaults|TestDDLProxyKilledDuringJob' ./e2e/
