@@ -92,11 +92,7 @@ func testDDLFault(t *testing.T, fault, stage string) {
 	if n, err := strconv.Atoi(os.Getenv("TABLEPROXY_DDL_FAULT_ROWS")); err == nil && n > 0 {
 		rows = n // scripts/ddl-faults.sh runs the matrix on larger tables
 	}
-	e.backend.Exec(t,
-		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
-		"CREATE TABLE `"+e.db+"`.ref "+ddlTestTable,
-		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 100, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_"+fmt.Sprint(rows),
-		"INSERT INTO `"+e.db+"`.ref SELECT * FROM `"+e.db+"`.t")
+	e.seedWithRef(t, rows)
 	direct := e.direct(t)
 	stall := stage + ":30s"
 	if fault == "pause" {
@@ -354,4 +350,15 @@ func startChurn(direct *sql.DB, rows, stride int) *mirrored {
 		}
 		return fmt.Sprintf("DELETE FROM %%s WHERE id = %d", id)
 	})
+}
+
+// seedWithRef creates t with rows rows, and ref, a copy of it that
+// startChurn's writes keep equal to what t must hold.
+func (e *ddlEnv) seedWithRef(t *testing.T, rows int) {
+	t.Helper()
+	e.backend.Exec(t,
+		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
+		"CREATE TABLE `"+e.db+"`.ref "+ddlTestTable,
+		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 100, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_"+fmt.Sprint(rows),
+		"INSERT INTO `"+e.db+"`.ref SELECT * FROM `"+e.db+"`.t")
 }

@@ -36,11 +36,7 @@ func testDDLResumeBound(t *testing.T, method string) {
 	)
 	e := newDDLEnv(t)
 	e.proxy.stop(t)
-	e.backend.Exec(t,
-		"CREATE TABLE `"+e.db+"`.t "+ddlTestTable,
-		"CREATE TABLE `"+e.db+"`.ref "+ddlTestTable,
-		"INSERT INTO `"+e.db+"`.t (id, k, c, pad, u) SELECT seq, seq % 100, CONCAT('row-', seq), MD5(seq), seq FROM mysql.seq_1_to_"+fmt.Sprint(rows),
-		"INSERT INTO `"+e.db+"`.ref SELECT * FROM `"+e.db+"`.t")
+	e.seedWithRef(t, rows)
 	direct := e.direct(t)
 	t.Setenv("TABLEPROXY_DDL_CHECKPOINT_EVERY", "1h")
 	extra := fmt.Sprintf(", chunk_rows: %d, copy_method: %s", chunkRows, method)
