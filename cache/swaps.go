@@ -46,15 +46,11 @@ func (p *Plugin) ExpectSwap(rename string) (cancel func()) {
 		p.swaps.expected = map[string]time.Time{}
 	}
 	p.swaps.expected[key] = time.Now()
-	return func() {
-		p.swaps.mu.Lock()
-		defer p.swaps.mu.Unlock()
-		delete(p.swaps.expected, key)
-	}
+	return func() { p.WithdrawSwap(key) }
 }
 
-// WithdrawSwap withdraws an announcement of rename (ExpectSwap's cancel,
-// for an announcement that came from another proxy).
+// WithdrawSwap withdraws an announcement of rename: ExpectSwap's cancel,
+// and another proxy's withdrawal.
 func (p *Plugin) WithdrawSwap(rename string) {
 	key := strings.TrimSpace(rename)
 	p.swaps.mu.Lock()
