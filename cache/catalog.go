@@ -19,6 +19,11 @@ type Entry struct {
 	Table    string    `json:"table"`
 	CachedBy string    `json:"cached_by"` // the admin who ran ALTER TABLE ... CACHE; loads run as this user
 	Since    time.Time `json:"since"`
+	// Index is the cluster log's index of the entry that cached the
+	// table; Pending, that not every proxy has learned of it yet, and no
+	// proxy serves it from memory (see learn.go).
+	Index   uint64 `json:"index,omitempty"`
+	Pending bool   `json:"pending,omitempty"`
 }
 
 // ID is the entry's table.

@@ -15,8 +15,9 @@ import (
 // stagedCatalog is the cluster's catalog as a proxy that has just joined
 // sees it: empty until it has caught up with the log.
 type stagedCatalog struct {
-	mu   sync.Mutex
-	list []Entry
+	mu      sync.Mutex
+	list    []Entry
+	learned uint64 // what the cache said it learned last
 }
 
 func (c *stagedCatalog) List() []Entry {
@@ -34,6 +35,7 @@ func (c *stagedCatalog) set(es ...Entry) {
 func (c *stagedCatalog) Put(Entry) error                    { return nil }
 func (c *stagedCatalog) Delete(lease.TableID) (bool, error) { return false, nil }
 func (c *stagedCatalog) OnChange(func())                    {}
+func (c *stagedCatalog) Learned(i uint64)                   { c.mu.Lock(); c.learned = i; c.mu.Unlock() }
 
 // A proxy that has not caught up with its cluster's log cannot tell a
 // cached table from another: a write waits until it has, then opens an
@@ -84,5 +86,101 @@ func TestCatalogWaitIsBounded(t *testing.T) {
 	p.awaitCatalog()
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("statements held %s by a catalog that never came", took)
+	}
+}
+
+// openSessions is the proxy's account of transactions as a test sets it:
+// the sessions open before any mark, each for as many more OpenBefore
+// calls as it says (negative: for ever).
+type openSessions struct {
+	mu    sync.Mutex
+	calls map[uint32]int
+}
+
+func (o *openSessions) Mark() uint64 { return 1 }
+
+func (o *openSessions) OpenBefore(uint64) []uint32 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var ids []uint32
+	for id, n := range o.calls {
+		if n == 0 {
+			continue
+		}
+		ids = append(ids, id)
+		if n > 0 {
+			o.calls[id] = n - 1
+		}
+	}
+	return ids
+}
+
+// A table this proxy learns is cached while a session is in a transaction
+// (or a statement) begun before: that session may have written it without
+// an intent, so it gets one, held until its transaction ends, before the
+// proxy says it has learned of the table. A session whose transaction ends
+// while its intent opens does not keep it.
+func TestLearningACachedTableCoversOpenSessions(t *testing.T) {
+	f := newResultsFixture(t)
+	p := f.p
+	p.mu.Lock()
+	p.changeTables(func(m map[lease.TableID]*tableState) { delete(m, f.id) })
+	p.mu.Unlock()
+	p.watchOnce.Do(func() {}) // no binary log here
+	cat := &stagedCatalog{}
+	p.catalog = cat
+	p.catalogKnown.Store(true)
+	// Session 9's transaction ends while its intent opens: listed, still
+	// open when checked, gone once the intent is held.
+	open := &openSessions{calls: map[uint32]int{9: 2}}
+	p.txs = open
+	entry := Entry{Schema: f.id.Schema, Table: f.id.Table, CachedBy: "app", Index: 5, Pending: true}
+	tb := p.leases.(*memLeases).table(f.id)
+	v := tb.version.Load()
+	cat.set(entry)
+	p.syncCatalog()
+	p.heldMu.Lock()
+	held9 := len(p.held[9])
+	p.heldMu.Unlock()
+	if n := tb.intents.Load(); n != 0 || held9 != 0 || tb.version.Load() != v+1 {
+		t.Fatalf("session 9, ended: %d intents open, %d held, version %d (from %d); want its intent opened and ended",
+			n, held9, tb.version.Load(), v)
+	}
+	cat.set()
+	p.syncCatalog() // NOCACHE
+
+	// Session 7 stays in its transaction.
+	open.calls[7] = -1
+	entry.Index = 6
+	cat.set(entry)
+	p.syncCatalog()
+	ts := p.table(f.id)
+	if ts == nil || !ts.catalogPending.Load() {
+		t.Fatal("the table was not added pending")
+	}
+	if cat.learned != 6 {
+		t.Fatalf("learned %d, want 6", cat.learned)
+	}
+	p.heldMu.Lock()
+	held7 := len(p.held[7])
+	p.heldMu.Unlock()
+	if n := tb.intents.Load(); n != 1 || held7 != 1 {
+		t.Fatalf("%d intents on the table after learning of it, %d held by session 7; want 1 and 1", n, held7)
+	}
+	if _, ok := ts.servable(); ok {
+		t.Fatal("servable while pending")
+	}
+	open.mu.Lock()
+	open.calls[7] = 0
+	open.mu.Unlock()
+	p.endWrites(7) // its transaction ends
+	if n := tb.intents.Load(); n != 0 {
+		t.Fatalf("%d intents left after the session's transaction ended", n)
+	}
+	entry.Pending = false
+	cat.set(entry)
+	p.syncCatalog()
+	if ts.catalogPending.Load() {
+		t.Fatal("still pending after the catalog said it is ready")
 	}
 }

@@ -16,6 +16,10 @@ type CatalogSource interface {
 	// OnChange calls fn after the list changed, here or on another proxy:
 	// the cache follows it.
 	OnChange(fn func())
+	// Learned says this proxy has learned of every entry up to index
+	// (Entry.Index): it has added those tables, and covered the writes it
+	// let through before it had (see learn.go).
+	Learned(index uint64)
 }
 
 // Leases is the lease manager the cache runs on. In a cluster one proxy,
@@ -55,17 +59,30 @@ func (p *Plugin) followCatalog() {
 	p.catalog.OnChange(p.syncCatalog)
 }
 
-// syncCatalog makes the cached tables the catalog's, as it is now.
+// syncCatalog makes the cached tables the catalog's, as it is now, and
+// then says which entries this proxy has learned of. Once statements run
+// (after catching up with the log), the sessions that may have written a
+// table it adds are covered first (see learn.go); before that they have
+// been held, and have written nothing.
 func (p *Plugin) syncCatalog() {
 	p.catMu.Lock()
 	defer p.catMu.Unlock()
 	list := p.catalog.List()
 	want := map[lease.TableID]bool{}
+	var added []lease.TableID
+	var newest uint64
 	for _, e := range list {
 		want[e.ID()] = true
-		if p.table(e.ID()) == nil {
+		newest = max(newest, e.Index)
+		ts := p.table(e.ID())
+		if ts == nil {
 			p.addTable(e)
 			p.startWatcher(e.CachedBy)
+			added = append(added, e.ID())
+			continue
+		}
+		if ts.catalogPending.Swap(e.Pending) && !e.Pending {
+			p.requestLoad(e.ID())
 		}
 	}
 	for _, id := range p.cachedIDs() {
@@ -73,6 +90,10 @@ func (p *Plugin) syncCatalog() {
 			p.removeTable(id)
 		}
 	}
+	if p.catalogKnown.Load() || p.catalogLate.Load() {
+		p.cover(added)
+	}
+	p.catalog.Learned(newest)
 }
 
 // catalogWait bounds how long statements wait, after the proxy started,

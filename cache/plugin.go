@@ -96,6 +96,7 @@ type Plugin struct {
 	indirect   indirectWrites
 	swaps      swaps // an online ADD INDEX's RENAME, announced (swaps.go)
 	catalog    CatalogSource
+	txs        plugins.Transactions // the sessions' transactions, to cover (learn.go)
 	maxBytes   int64
 	budget     int64 // max_total_size; 0: none (budget.go)
 	opts       Options
@@ -166,9 +167,12 @@ type tableState struct {
 	lease   lease.Table
 	snap    atomic.Pointer[eval.Snapshot]
 	pending atomic.Bool // a load is queued or running
-	lastErr atomic.Pointer[string]
-	hits    atomic.Uint64
-	passes  atomic.Uint64
+	// catalogPending: not every proxy of the cluster has learned yet that
+	// the table is cached (Entry.Pending); it is not served or loaded.
+	catalogPending atomic.Bool
+	lastErr        atomic.Pointer[string]
+	hits           atomic.Uint64
+	passes         atomic.Uint64
 	// gen is new each time the table is cached: its version does not move
 	// while it is not cached, so result-cache keys hold both.
 	gen        uint64
@@ -224,7 +228,7 @@ const (
 // in flight.
 func (ts *tableState) servable() (lease.Version, bool) {
 	v, ok := ts.lease.Servable()
-	return v, ok && ts.unguarded.Load() == 0
+	return v, ok && ts.unguarded.Load() == 0 && !ts.catalogPending.Load()
 }
 
 // heldWrite is what a session's write holds until its statement, or its
@@ -283,7 +287,7 @@ func build(env plugins.Env, leases Leases, cat CatalogSource, limit int64, opts 
 	if log == nil {
 		log = slog.Default()
 	}
-	p := New(log, env.Backend, env.Binlog, leases, cat, limit, opts)
+	p := New(log, env.Backend, env.Binlog, env.Transactions, leases, cat, limit, opts)
 	if env.Metrics != nil {
 		p.registerMetrics(env.Metrics)
 	}
@@ -291,8 +295,8 @@ func build(env plugins.Env, leases Leases, cat CatalogSource, limit int64, opts 
 }
 
 // New builds the plugin and starts loading the catalog's tables.
-func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, leases Leases, cat CatalogSource, maxBytes int64, opts Options) *Plugin {
-	p := &Plugin{log: log, backend: backend, binlog: follower, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
+func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, txs plugins.Transactions, leases Leases, cat CatalogSource, maxBytes int64, opts Options) *Plugin {
+	p := &Plugin{log: log, backend: backend, binlog: follower, txs: txs, leases: leases, catalog: cat, maxBytes: maxBytes, opts: opts,
 		held:  map[uint32][]heldWrite{},
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
 	p.budget, _ = parseBudget(opts) // checked by parseOptions
@@ -372,6 +376,7 @@ func (p *Plugin) addTable(e Entry) *tableState {
 	ts := p.table(e.ID())
 	if ts == nil {
 		ts = &tableState{entry: e, lease: p.leases.Table(e.ID()), gen: p.gens.Add(1)}
+		ts.catalogPending.Store(e.Pending)
 		p.changeTables(func(m map[lease.TableID]*tableState) { m[e.ID()] = ts })
 	}
 	p.mu.Unlock()
@@ -1019,10 +1024,27 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 	if err := p.catalog.Put(e); err != nil {
 		return mysql.NewError(mysql.ER_ERROR_ON_WRITE, "tableproxy cache catalog: "+err.Error())
 	}
-	p.addTable(e)
-	p.startWatcher(user)
+	p.awaitAdded(id)
 	p.log.Info("cache: table cached", "table", id.String(), "by", user)
 	return nil
+}
+
+// addedWait bounds how long ALTER TABLE ... CACHE waits for this proxy to
+// apply the entry it committed: a follower applies it with the leader's
+// next append, within a CommitTimeout.
+const addedWait = 2 * time.Second
+
+// awaitAdded returns once the catalog's sync has added id here (pending
+// until every proxy has learned of it: see learn.go), so that the statement
+// that cached it is answered once this proxy treats the table as cached.
+func (p *Plugin) awaitAdded(id lease.TableID) {
+	deadline := time.Now().Add(addedWait)
+	for p.table(id) == nil && time.Now().Before(deadline) {
+		p.syncCatalog()
+		if p.table(id) == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
 
 func (p *Plugin) nocacheTable(user string, id lease.TableID) *mysql.MyError {
@@ -1117,6 +1139,9 @@ func (p *Plugin) Tables() []Status {
 // from being answered from memory, in Servable's order (the state may move
 // between Servable and this: an empty answer means it just did).
 func (p *Plugin) whyStale(ts *tableState, s *eval.Snapshot) string {
+	if ts.catalogPending.Load() {
+		return "newly cached: not every proxy of the cluster has learned yet that it is cached"
+	}
 	if !p.bypassWritesVisible() {
 		return "writes that bypass the proxy are not being seen: " + p.watch.Load().status()
 	}

@@ -393,3 +393,52 @@ func TestJoinedMemberCaughtUpKnowsTheCatalog(t *testing.T) {
 		}
 	}
 }
+
+// A table cached while the cluster runs is pending until every member has
+// said it has learned of it, or is gone: a member whose cache says nothing
+// keeps it pending (here for a second, several renewals), the moment it
+// says so the leader marks it ready (bumping its version), and a member
+// that is gone does not hold it up.
+func TestCachedTableReadyOnceEveryMemberLearned(t *testing.T) {
+	ms := threeNodes(t)
+	a, b, c := ms[0], ms[1], ms[2]
+	b.n.TrackLearned()
+	c.n.TrackLearned()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pending := func(mb *member) (CatalogEntry, bool) {
+		for _, e := range mb.n.Catalog() {
+			if e.ID() == tA {
+				return e, e.Pending
+			}
+		}
+		t.Fatalf("%s: %v is not in the catalog", mb.n.ID(), tA)
+		return CatalogEntry{}, false
+	}
+	if err := a.n.CacheTable(ctx, CatalogEntry{Schema: tA.Schema, Table: tA.Table, CachedBy: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "b applies the entry", func() bool { return len(b.n.Catalog()) == 1 })
+	e, _ := pending(b)
+	v := b.m.Table(tA).Version()
+	time.Sleep(time.Second)
+	if _, p := pending(a); !p {
+		t.Fatal("ready before b and c said they learned of it")
+	}
+	if w := a.n.NotLearned(e.Index); len(w) != 2 {
+		t.Fatalf("waiting for %v, want b and c", w)
+	}
+	b.n.SetLearned(e.Index)
+	time.Sleep(time.Second)
+	if _, p := pending(a); !p {
+		t.Fatal("ready before c said it learned of it")
+	}
+	// c goes away without a word: once its lease has run out by the
+	// leader's clock and nothing answers at its address, it is not waited
+	// for.
+	c.close()
+	waitUntil(t, 10*time.Second, "the entry is ready on b", func() bool { _, p := pending(b); return !p })
+	if got := b.m.Table(tA).Version(); got <= v {
+		t.Fatalf("version %d after the ready entry, %d before", got, v)
+	}
+}

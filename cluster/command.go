@@ -31,6 +31,9 @@ type renewal struct {
 	Inc     uint64 // the node's incarnation (one per process start)
 	Addr    string // where the node answers revocations
 	Applied uint64 // the node's applied index, for cluster_members
+	// Learned is the index of the newest catalog entry this proxy has
+	// learned of (see Node.SetLearned); 0 from proxies that do not say.
+	Learned uint64
 }
 
 // intentOpen opens a write intent on some tables.
@@ -47,8 +50,15 @@ type intentClose struct{ Intent string }
 // versionBump raises versions for writes that bypassed the proxies.
 type versionBump struct{ Tables []lease.TableID }
 
-// tableCached adds a table to the catalog of cached tables.
-type tableCached struct{ Entry CatalogEntry }
+// tableCached adds a table to the catalog of cached tables, not servable
+// yet when Entry.Pending. With Ready, it is instead the leader saying that
+// the entry cached at index Ready may be served (see markReady): a node
+// of an earlier version applies it as a CACHE of a table it has, which
+// changes nothing, and the version bump that rides with it.
+type tableCached struct {
+	Entry CatalogEntry
+	Ready uint64
+}
 
 // tableUncached removes tables from the catalog.
 type tableUncached struct{ Tables []lease.TableID }
@@ -97,6 +107,8 @@ type wireEntry struct {
 	Addr     string          `json:"addr,omitempty"`
 	Intent   string          `json:"intent,omitempty"`
 	Applied  uint64          `json:"applied,omitempty"`
+	Learned  uint64          `json:"learned,omitempty"`
+	Ready    uint64          `json:"ready,omitempty"`
 	Tables   []lease.TableID `json:"tables,omitempty"`
 	Entry    *CatalogEntry   `json:"entry,omitempty"`
 	Bumps    []lease.TableID `json:"bumps,omitempty"`
@@ -104,16 +116,19 @@ type wireEntry struct {
 }
 
 func (o renewal) encode(w *wireEntry) {
-	w.Op, w.Node, w.Inc, w.Addr, w.Applied = opRenew, o.Node, o.Inc, o.Addr, o.Applied
+	w.Op, w.Node, w.Inc, w.Addr, w.Applied, w.Learned = opRenew, o.Node, o.Inc, o.Addr, o.Applied, o.Learned
 }
 
 func (o intentOpen) encode(w *wireEntry) {
 	w.Op, w.Node, w.Inc, w.Intent, w.Tables = opOpen, o.Node, o.Inc, o.Intent, o.Tables
 }
 
-func (o intentClose) encode(w *wireEntry)     { w.Op, w.Intent = opClose, o.Intent }
-func (o versionBump) encode(w *wireEntry)     { w.Op, w.Tables = opBump, o.Tables }
-func (o tableCached) encode(w *wireEntry)     { e := o.Entry; w.Op, w.Entry = opCache, &e }
+func (o intentClose) encode(w *wireEntry) { w.Op, w.Intent = opClose, o.Intent }
+func (o versionBump) encode(w *wireEntry) { w.Op, w.Tables = opBump, o.Tables }
+func (o tableCached) encode(w *wireEntry) {
+	e := o.Entry
+	w.Op, w.Entry, w.Ready = opCache, &e, o.Ready
+}
 func (o tableUncached) encode(w *wireEntry)   { w.Op, w.Tables = opNoCache, o.Tables }
 func (o memberForgotten) encode(w *wireEntry) { w.Op, w.Node = opForget, o.Node }
 
@@ -142,7 +157,7 @@ func unmarshalEntry(data []byte) (entry, error) {
 	}
 	switch w.Op {
 	case opRenew:
-		e.op = renewal{Node: w.Node, Inc: w.Inc, Addr: w.Addr, Applied: w.Applied}
+		e.op = renewal{Node: w.Node, Inc: w.Inc, Addr: w.Addr, Applied: w.Applied, Learned: w.Learned}
 	case opOpen:
 		e.op = intentOpen{Node: w.Node, Inc: w.Inc, Intent: w.Intent, Tables: w.Tables}
 	case opClose:
@@ -153,7 +168,7 @@ func unmarshalEntry(data []byte) (entry, error) {
 		if w.Entry == nil {
 			return entry{}, errors.New("a cached table without its table")
 		}
-		e.op = tableCached{Entry: *w.Entry}
+		e.op = tableCached{Entry: *w.Entry, Ready: w.Ready}
 	case opNoCache:
 		e.op = tableUncached{Tables: w.Tables}
 	case opForget:

@@ -23,6 +23,7 @@
 //   - fsm.go: the state, applying entries, snapshots;
 //   - membership.go: join, add and remove members, Members;
 //   - reaper.go: removing silent non-voters, and non-voters leaving;
+//   - ready.go: a newly cached table, ready once every member learned of it;
 //   - api.go, mux.go: the HTTP API and Raft on one port;
 //   - admin.go: ADMIN CLUSTER REMOVE NODE and cluster_members;
 //   - logcache.go: a voter's newest entries in memory;

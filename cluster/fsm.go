@@ -15,11 +15,20 @@ import (
 )
 
 // CatalogEntry is one cached table in the replicated catalog.
+//
+// A table cached while the cluster runs is Pending at first: no proxy
+// serves it from memory until every member has learned that it is cached
+// (see markReady). Until a proxy has applied the entry it takes the table
+// for an uncached one and writes it without an intent, unseen by the
+// others but for the binary log.
 type CatalogEntry struct {
 	Schema   string    `json:"schema"`
 	Table    string    `json:"table"`
 	CachedBy string    `json:"cached_by"`
 	Since    time.Time `json:"since"`
+	// Index is the log index that cached it (set as it is applied).
+	Index   uint64 `json:"index,omitempty"`
+	Pending bool   `json:"pending,omitempty"`
 }
 
 // ID is the entry's table.
@@ -51,6 +60,7 @@ type memberRec struct {
 	Addr    string `json:"addr"`
 	Inc     uint64 `json:"inc"`
 	Applied uint64 `json:"applied"`
+	Learned uint64 `json:"learned,omitempty"`
 }
 
 // state is everything the log carries.
@@ -164,6 +174,7 @@ type changes struct {
 	catalog bool
 	renewed *lease.Holder
 	forgot  string
+	index   uint64 // the entry's, for the operations that record it
 }
 
 // Apply panics on an entry it cannot decode: a corrupt log must not be
@@ -176,7 +187,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if err != nil {
 		panic(fmt.Sprintf("cluster: undecodable log entry %d: %v", l.Index, err))
 	}
-	ch := f.apply(e, l.Term)
+	ch := f.apply(e, l.Index, l.Term)
 	if ch.renewed != nil {
 		f.ev.Renewed(*ch.renewed)
 	}
@@ -209,9 +220,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return nil
 }
 
-// apply changes the state for e, an entry of term, and returns what it
-// changed.
-func (f *fsm) apply(e entry, term uint64) *changes {
+// apply changes the state for e, the entry at index of term, and returns
+// what it changed.
+func (f *fsm) apply(e entry, index, term uint64) *changes {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.st
@@ -221,7 +232,7 @@ func (f *fsm) apply(e entry, term uint64) *changes {
 			f.publishBinlog(st)
 		}
 	}
-	ch := &changes{tables: map[lease.TableID]tableRec{}}
+	ch := &changes{tables: map[lease.TableID]tableRec{}, index: index}
 	st.bump(e.bumps, ch)
 	e.op.apply(st, ch)
 	return ch
@@ -290,7 +301,7 @@ func (o renewal) apply(st *state, ch *changes) {
 	if m.Inc != o.Inc {
 		st.dropIntents(o.Node, o.Inc, ch)
 	}
-	m.Addr, m.Inc, m.Applied = o.Addr, o.Inc, o.Applied
+	m.Addr, m.Inc, m.Applied, m.Learned = o.Addr, o.Inc, o.Applied, o.Learned
 	ch.renewed = &lease.Holder{Node: o.Node, Inc: o.Inc, Addr: o.Addr}
 }
 
@@ -312,8 +323,21 @@ func (o intentClose) apply(st *state, ch *changes) { st.closeIntent(o.Intent, ch
 func (o versionBump) apply(st *state, ch *changes) { st.bump(o.Tables, ch) }
 
 func (o tableCached) apply(st *state, ch *changes) {
-	if _, had := st.Catalog[o.Entry.ID()]; !had {
-		st.Catalog[o.Entry.ID()] = o.Entry
+	id := o.Entry.ID()
+	cur, had := st.Catalog[id]
+	if o.Ready != 0 {
+		// (Its version bump rides on the entry: see markReady.)
+		if had && cur.Pending && cur.Index == o.Ready {
+			cur.Pending = false
+			st.Catalog[id] = cur
+			ch.catalog = true
+		}
+		return
+	}
+	if !had {
+		e := o.Entry
+		e.Index = ch.index
+		st.Catalog[id] = e
 		ch.catalog = true
 	}
 }

@@ -123,6 +123,24 @@ func TestFSMNewIncarnationClosesOldIntents(t *testing.T) {
 	}
 }
 
+// restored is a new FSM telling r, restored from a snapshot of f.
+func restored(t *testing.T, f *fsm, r events) *fsm {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := snap.Persist(&sink{Buffer: &buf}); err != nil {
+		t.Fatal(err)
+	}
+	f2 := newFSM(r)
+	if err := f2.Restore(io.NopCloser(&buf)); err != nil {
+		t.Fatal(err)
+	}
+	return f2
+}
+
 func TestFSMSnapshotRestore(t *testing.T) {
 	r := newRecorder()
 	f := newFSM(r)
@@ -132,19 +150,8 @@ func TestFSMSnapshotRestore(t *testing.T) {
 		entry{op: intentOpen{Node: "n1", Inc: 1, Intent: "i", Tables: []lease.TableID{tA}}},
 		entry{op: renewal{Node: "n1", Inc: 1, Addr: "127.0.0.1:1"}},
 	)
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := snap.Persist(&sink{Buffer: &buf}); err != nil {
-		t.Fatal(err)
-	}
 	r2 := newRecorder()
-	f2 := newFSM(r2)
-	if err := f2.Restore(io.NopCloser(&buf)); err != nil {
-		t.Fatal(err)
-	}
+	f2 := restored(t, f, r2)
 	if got := r2.get(tA); got != [2]int64{2, 1} {
 		t.Fatalf("restored table %v", got)
 	}
@@ -245,5 +252,45 @@ func TestFSMBinlogWordAndItsTerm(t *testing.T) {
 		if got := binlogTrusted(c.b, c.term, c.leader); got != c.want {
 			t.Errorf("binlogTrusted(%+v, %d, %q) = %v", c.b, c.term, c.leader, got)
 		}
+	}
+}
+
+// A table cached while the cluster runs is pending at the index that
+// cached it; only the leader's ready entry for that index (with its bump)
+// makes it servable, and a snapshot keeps all of it, and what each member
+// said it learned.
+func TestFSMPendingCatalogEntry(t *testing.T) {
+	r := newRecorder()
+	f := newFSM(r)
+	applyAll(t, f,
+		entry{op: tableCached{Entry: CatalogEntry{Schema: "s", Table: "a", CachedBy: "root", Pending: true}}},
+		entry{op: renewal{Node: "n1", Inc: 1, Addr: "127.0.0.1:1", Learned: 1}},
+	)
+	cat := f.catalog()
+	if len(cat) != 1 || !cat[0].Pending || cat[0].Index != 1 {
+		t.Fatalf("catalog after CACHE: %+v", cat)
+	}
+	f2 := restored(t, f, newRecorder())
+	if cat := f2.catalog(); len(cat) != 1 || !cat[0].Pending || cat[0].Index != 1 {
+		t.Fatalf("restored catalog %+v", cat)
+	}
+	if m := f2.st.Members["n1"]; m == nil || m.Learned != 1 {
+		t.Fatalf("restored member %+v", m)
+	}
+	e := cat[0]
+	stale := entry{op: tableCached{Entry: e, Ready: 7}, bumps: []lease.TableID{tA}}
+	ready := entry{op: tableCached{Entry: e, Ready: 1}, bumps: []lease.TableID{tA}}
+	for i, c := range []entry{stale, ready} {
+		data, err := c.marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Apply(&raft.Log{Index: uint64(3 + i), Type: raft.LogCommand, Data: data})
+		if got := f.catalog()[0].Pending; got != (i == 0) {
+			t.Fatalf("after the ready entry for index %d: pending %v", c.op.(tableCached).Ready, got)
+		}
+	}
+	if got := r.get(tA); got[0] != 3 {
+		t.Fatalf("version after two entries with a bump: %d", got[0])
 	}
 }

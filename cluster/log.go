@@ -19,7 +19,7 @@ import (
 // leaving the follower to retry until its context ends; a non-voter told
 // so joins again (notAMember).
 func (n *Node) Renew(ctx context.Context) (uint64, error) {
-	idx, err := n.propose(ctx, entry{op: renewal{Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise, Applied: n.raft.AppliedIndex()}})
+	idx, err := n.propose(ctx, entry{op: renewal{Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise, Applied: n.raft.AppliedIndex(), Learned: n.learnedIndex()}})
 	if errors.Is(err, ErrNotMember) {
 		n.notAMember()
 	}
@@ -57,8 +57,10 @@ func (n *Node) Bump(ctx context.Context, tables []lease.TableID) error {
 // Catalog lists the cached tables, as this node has applied them.
 func (n *Node) Catalog() []CatalogEntry { return n.fsm.catalog() }
 
-// CacheTable commits a table into the catalog.
+// CacheTable commits a table into the catalog, pending until every member
+// has learned of it (ready.go).
 func (n *Node) CacheTable(ctx context.Context, e CatalogEntry) error {
+	e.Pending = true
 	_, err := n.propose(ctx, entry{op: tableCached{Entry: e}})
 	return err
 }

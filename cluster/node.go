@@ -137,6 +137,10 @@ type Node struct {
 	renewals renewBatch
 	// acks are the appends the followers acknowledged (appended.go).
 	acks acks
+	// learned is the newest catalog entry this proxy's cache has learned
+	// of, once it tracks it (ready.go).
+	learned       atomic.Uint64
+	tracksLearned atomic.Bool
 
 	stop    chan struct{}
 	stopped sync.Once
@@ -265,8 +269,10 @@ func (n *Node) start(dir string) error {
 	go n.sayBinlog()
 	if cfg.DeadAfter > 0 {
 		n.wg.Add(1)
-		go n.reaper()
+		go n.whileLeading(min(cfg.DeadAfter/4, time.Second), n.reapDead)
 	}
+	n.wg.Add(1)
+	go n.whileLeading(readyEvery, n.markReady)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

@@ -56,12 +56,34 @@ func (n *Node) sawMember(id string) {
 	n.reap.seen[id] = time.Now()
 }
 
-// reaper removes, while this node leads, the non-voters silent for
-// DeadAfter. It checks a few times per DeadAfter, so a dead member goes
-// at most a quarter of DeadAfter (and at most a second) late.
-func (n *Node) reaper() {
+// reapDead removes, while this node leads, the non-voters silent for
+// DeadAfter. It runs a few times per DeadAfter (see Open), so a dead
+// member goes at most a quarter of DeadAfter (and at most a second) late.
+func (n *Node) reapDead(newTerm bool) {
+	if newTerm {
+		// A new term of leading: count silences from now, by this
+		// node's clock, for members whose renewals it never applied.
+		n.rmu.Lock()
+		n.reap.seen = map[string]time.Time{}
+		n.rmu.Unlock()
+	}
+	for _, id := range n.deadNonVoters(time.Now()) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := n.RemoveNode(ctx, id)
+		cancel()
+		if err != nil {
+			n.log.Warn("cluster: could not remove a non-voter that stopped renewing its lease", "id", id, "err", err)
+			continue
+		}
+		n.log.Info("cluster: removed a non-voter that stopped renewing its lease", "id", id, "dead_after", n.cfg.DeadAfter)
+	}
+}
+
+// whileLeading calls duty every period while this node leads, telling it
+// when a term of leading has just begun, until the node stops.
+func (n *Node) whileLeading(period time.Duration, duty func(newTerm bool)) {
 	defer n.wg.Done()
-	t := time.NewTicker(min(n.cfg.DeadAfter/4, time.Second))
+	t := time.NewTicker(period)
 	defer t.Stop()
 	leading := false
 	for {
@@ -74,24 +96,8 @@ func (n *Node) reaper() {
 			leading = false
 			continue
 		}
-		if !leading {
-			// A new term of leading: count silences from now, by this
-			// node's clock, for members whose renewals it never applied.
-			n.rmu.Lock()
-			n.reap.seen = map[string]time.Time{}
-			n.rmu.Unlock()
-			leading = true
-		}
-		for _, id := range n.deadNonVoters(time.Now()) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := n.RemoveNode(ctx, id)
-			cancel()
-			if err != nil {
-				n.log.Warn("cluster: could not remove a non-voter that stopped renewing its lease", "id", id, "err", err)
-				continue
-			}
-			n.log.Info("cluster: removed a non-voter that stopped renewing its lease", "id", id, "dead_after", n.cfg.DeadAfter)
-		}
+		duty(!leading)
+		leading = true
 	}
 }
 

@@ -343,3 +343,85 @@ func (e *clusterEnv) writeThroughNewSidecar(t *testing.T, id, join, query string
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A table cached while a session on another proxy (or on the same one)
+// has written it in a transaction not yet committed: that write went to
+// the backend without an intent, the table being uncached then. After the
+// COMMIT returns, every read must see it. The proxies serve the table from
+// memory only once every proxy has learned it is cached, and each one
+// first gives such sessions an intent on it, held until they end; so while
+// the transaction stays open no proxy answers the table from memory, and
+// the first read after the COMMIT is new.
+func TestClusterCacheWhileWritten(t *testing.T) {
+	e := newClusterEnv(t, 2)
+	use := "USE `" + e.cacheEnv.db + "`; "
+	e.backend.Exec(t, use+"CREATE TABLE kv (id INT PRIMARY KEY, v INT NOT NULL)")
+	e.backend.Exec(t, use+"INSERT INTO kv VALUES (1, 0)")
+	admin := e.conn(t, e.nodes[0], e.admin)
+	reader := e.conn(t, e.nodes[0], e.app)
+	read := func() int {
+		t.Helper()
+		var v int
+		if err := reader.QueryRow("SELECT v FROM kv WHERE id = 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for round, writerNode := range []*clusterNode{e.nodes[1], e.nodes[0]} {
+		want := round + 1
+		writer := e.conn(t, writerNode, e.app)
+		tx, err := writer.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec("UPDATE kv SET v = ? WHERE id = 1", want); err != nil {
+			t.Fatal(err)
+		}
+		cached := time.Now()
+		if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
+			t.Fatal(err)
+		}
+		// While the transaction is open, no read is answered from memory.
+		before := e.hits(t, reader)
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+			if v := read(); v != round {
+				t.Fatalf("round %d: read v=%d before the writer committed %d", round, v, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if h := e.hits(t, reader); h != before {
+			t.Errorf("round %d (writer %s): %d reads answered from memory while a transaction that wrote the table before it was cached was open",
+				round, writerNode.id, h-before)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if v := read(); v != want {
+			t.Errorf("round %d (writer %s): read v=%d right after the COMMIT of %d returned", round, writerNode.id, v, want)
+		}
+		waitFor(t, 20*time.Second, "reads from memory after the commit", func() (bool, error) {
+			h := e.hits(t, reader)
+			if v := read(); v != want {
+				return false, fmt.Errorf("read v=%d after the commit of %d", v, want)
+			}
+			return e.hits(t, reader) > h, nil
+		})
+		t.Logf("round %d (writer %s): served from memory %s after ALTER TABLE ... CACHE (the transaction held it 3 s of that)",
+			round, writerNode.id, time.Since(cached).Round(time.Millisecond))
+		writer.Close()
+		if _, err := admin.Exec("ALTER TABLE kv NOCACHE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// With no transaction open, a newly cached table is served soon.
+	cached := time.Now()
+	if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "reads from memory", func() (bool, error) {
+		h := e.hits(t, reader)
+		read()
+		return e.hits(t, reader) > h, nil
+	})
+	t.Logf("with nothing open: served from memory %s after ALTER TABLE ... CACHE", time.Since(cached).Round(time.Millisecond))
+}

@@ -98,7 +98,7 @@ type catalog struct {
 func (c *catalog) List() []cache.Entry {
 	var out []cache.Entry
 	for _, e := range c.n.Catalog() {
-		out = append(out, cache.Entry{Schema: e.Schema, Table: e.Table, CachedBy: e.CachedBy, Since: e.Since})
+		out = append(out, cache.Entry{Schema: e.Schema, Table: e.Table, CachedBy: e.CachedBy, Since: e.Since, Index: e.Index, Pending: e.Pending})
 	}
 	return out
 }
@@ -115,9 +115,14 @@ func (c *catalog) Delete(id lease.TableID) (bool, error) {
 	return true, c.n.NoCacheTable(ctx, id)
 }
 
+// Learned tells the node what its renewals say this proxy has learned.
+func (c *catalog) Learned(index uint64) { c.n.SetLearned(index) }
+
 // OnChange calls fn, from one goroutine, after the catalog changed
-// (coalescing bursts), never from the log's applier.
+// (coalescing bursts), never from the log's applier. The cache that
+// follows the catalog says what it has learned of it (Learned).
 func (c *catalog) OnChange(fn func()) {
+	c.n.TrackLearned()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fns = append(c.fns, fn)
