@@ -5,11 +5,19 @@
 #
 #   bench/fleet.sh                        # N = 0, 10, 30, then 5 min of churn at 30 (~15 min)
 #   bench/fleet.sh --sidecars 0,3 --churn 30 --writes-n 50    # a quick look
+#   bench/fleet.sh --floor --repeat 3 --churn 0 --stall 0 --leader-loss 0 --big-rows 0
+#                                         # the added write p99 against its floor
 #
 # For each N, in one run: each proxy's idle RSS and the leader's idle CPU
 # (over --idle seconds, nothing running), then lone cached writes through a
 # sidecar (a voter when N = 0), spaced by --gap, alternating with the same
 # write to an uncached table: p50 and p99 of each, and what caching adds.
+# With --floor, after each such run, the floor of the write's fan-out
+# (bench/fanoutfloor): one leader sending a 200-byte message to N + 2
+# follower processes and waiting for every acknowledgement, as many rounds
+# as writes, --gap apart. --repeat R runs the writes (and the floor) R
+# times at each N, in turn; the last lines compare, per repetition, the
+# largest N with the first.
 # Then churn at the last N: every --churn-every seconds a random sidecar is
 # killed (kill -9 and SIGTERM in turn) and a new one (fresh data dir, id
 # and address) started, for --churn seconds, while a client reads and
@@ -28,10 +36,12 @@
 # Options: --sidecars LIST (0,10,30), --idle SEC (10), --writes-n N (200
 # per table), --gap DUR (100ms), --churn SEC (300; 0: none), --churn-every
 # SEC (3), --remove-dead-after DUR (30s), --stall SEC (5; 0: none),
-# --leader-loss 0|1 (1), --big-rows N (100000; 0: none), --profile SEC (0:
-# none; else a CPU profile of the idle leader after the idle measurement,
-# in logs/leader-idle-N.pprof), --proxy-bin PATH (default: build
-# bin/tableproxy).
+# --leader-loss 0|1 (1), --big-rows N (100000; 0: none), --floor (off),
+# --repeat R (1), --profile SEC (0: none; else CPU profiles of the leader
+# at each N: idle, after the idle measurement, in logs/leader-idle-N.pprof,
+# and during lone cached writes --gap apart through the same proxy, after
+# the measured ones, in logs/leader-writes-N.pprof), --proxy-bin PATH
+# (default: build bin/tableproxy).
 #
 # Environment: TABLEPROXY_RUN_DIR, TABLEPROXY_MARIADB_PORT as for
 # bench/run.sh; TABLEPROXY_BENCH_FLEET_PORT (6500): voters listen on that
@@ -52,7 +62,7 @@ log() { printf 'fleet-bench: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 SIDECARS=0,10,30 IDLE=10 WRITES_N=200 GAP=100ms CHURN=300 CHURN_EVERY=3 DEAD_AFTER=30s PROXY_BIN=""
-STALL=5 LEADER_LOSS=1 BIG_ROWS=100000 PROFILE=0
+STALL=5 LEADER_LOSS=1 BIG_ROWS=100000 PROFILE=0 FLOOR=0 REPEAT=1
 ARGS="$*"
 while (($#)); do
 	case "$1" in
@@ -67,8 +77,10 @@ while (($#)); do
 	--leader-loss) LEADER_LOSS=$2; shift ;;
 	--big-rows) BIG_ROWS=$2; shift ;;
 	--profile) PROFILE=$2; shift ;;
+	--floor) FLOOR=1 ;;
+	--repeat) REPEAT=$2; shift ;;
 	--proxy-bin) PROXY_BIN=$2; shift ;;
-	-h | --help) sed -n '2,39p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,49p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 	shift
@@ -144,7 +156,7 @@ else
 	REV="$(basename "$PROXY_BIN")"
 fi
 (cd "$ROOT" && go build -o "$BENCH_DIR/writelat" ./bench/writelat && go build -o "$BENCH_DIR/fsyncprobe" ./bench/fsyncprobe &&
-	go build -o "$BENCH_DIR/fleetprobe" ./bench/fleetprobe)
+	go build -o "$BENCH_DIR/fleetprobe" ./bench/fleetprobe && go build -o "$BENCH_DIR/fanoutfloor" ./bench/fanoutfloor)
 disk() { "$BENCH_DIR/fsyncprobe" -dir "$BENCH_DIR" -n 100 -gap 20ms; }
 
 JOIN="127.0.0.1:$((BASE_PORT + 101))"
@@ -196,6 +208,8 @@ wait_ready() {
 	done
 }
 
+dsn_of() { echo "sbtest:sbtest@tcp(127.0.0.1:${PORT[$1]})/sbtest"; }
+
 # leader: the key of the voter that leads, as the first running voter
 # sees it.
 leader() {
@@ -231,13 +245,26 @@ HZ="$(getconf CLK_TCK)"
 	echo
 	echo "\`bench/fleet.sh $ARGS\`: three voters and N non-voter sidecars on loopback, one MariaDB; wkv (100 rows) cached."
 	echo
-	echo "| N | members | leader idle CPU % | voter RSS MB (max) | sidecar RSS MB (median / max) | via | cached p50 / p99 ms | uncached p50 / p99 ms | **added p50 / p99 ms** |"
-	echo "|---:|---:|---:|---:|---:|---|---:|---:|---:|"
+	if ((FLOOR)); then
+		echo "| N | rep | members | leader idle CPU % | voter RSS MB (max) | sidecar RSS MB (median / max) | via | cached p50 / p99 ms | uncached p50 / p99 ms | **added p50 / p99 ms** | floor: fan-out to N + 2, p50 / p99 ms |"
+		echo "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"
+	else
+		echo "| N | rep | members | leader idle CPU % | voter RSS MB (max) | sidecar RSS MB (median / max) | via | cached p50 / p99 ms | uncached p50 / p99 ms | **added p50 / p99 ms** |"
+		echo "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"
+	fi
 } >"$OUT"
 
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.1f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-ADDED=() # "N p50 p99"
+# profile_leader KEY NAME: a CPU profile of the leader KEY for --profile
+# seconds, in logs/NAME.pprof.
+profile_leader() {
+	curl -fsS -o "$LOG_DIR/$2.pprof" "http://127.0.0.1:$((BASE_PORT + 300 + ${1#v}))/debug/pprof/profile?seconds=$PROFILE" ||
+		log "no profile"
+}
+
+ADDED=() # "N rep p50 p99", in the order measured
+FLOORS=() # the same for the floor
 for n in "${NS[@]}"; do
 	while ((${#SIDES[@]} < n)); do add_sidecar; done
 	log "N = $n: waiting for $((3 + n)) live members and wkv ready everywhere"
@@ -257,8 +284,7 @@ for n in "${NS[@]}"; do
 	cpu="$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" -v s="$IDLE" 'BEGIN { printf "%.1f", 100 * (b - a) / hz / s }')"
 	if ((PROFILE > 0)); then
 		log "N = $n: CPU profile of the idle leader ($PROFILE s)"
-		curl -fsS -o "$LOG_DIR/leader-idle-$n.pprof" "http://127.0.0.1:$((BASE_PORT + 300 + ${lead#v}))/debug/pprof/profile?seconds=$PROFILE" ||
-			log "no profile"
+		profile_leader "$lead" "leader-idle-$n"
 	fi
 	vrss="$(for key in v1 v2 v3; do rss_mb "${PID[$key]}"; echo; done | sort -g | tail -1)"
 	srss="-"
@@ -270,27 +296,59 @@ for n in "${NS[@]}"; do
 		via=v2
 		[[ "$lead" != v2 ]] || via=v3
 	fi
-	log "N = $n: writes through $via"
-	tsv="$LOG_DIR/writes-$n.tsv"
-	"$BENCH_DIR/writelat" -dsn "sbtest:sbtest@tcp(127.0.0.1:${PORT[$via]})/sbtest" -tables wkv,wplain -n "$WRITES_N" -gap "$GAP" >"$tsv"
-	read -r c50 c99 < <(awk -F'\t' '$1 == "wkv" { print $3, $5 }' "$tsv")
-	read -r u50 u99 < <(awk -F'\t' '$1 == "wplain" { print $3, $5 }' "$tsv")
-	a50="$(awk -v a="$c50" -v b="$u50" 'BEGIN { printf "%.2f", a - b }')"
-	a99="$(awk -v a="$c99" -v b="$u99" 'BEGIN { printf "%.2f", a - b }')"
-	ADDED+=("$n $a50 $a99")
-	echo "| $n | $((3 + n)) | $cpu | $vrss | $srss | $via | $c50 / $c99 | $u50 / $u99 | **$a50 / $a99** |" >>"$OUT"
+	for ((r = 1; r <= REPEAT; r++)); do
+		log "N = $n, repetition $r: writes through $via"
+		tsv="$LOG_DIR/writes-$n-$r.tsv"
+		"$BENCH_DIR/writelat" -dsn "$(dsn_of "$via")" -tables wkv,wplain -n "$WRITES_N" -gap "$GAP" >"$tsv"
+		read -r c50 c99 < <(awk -F'\t' '$1 == "wkv" { print $3, $5 }' "$tsv")
+		read -r u50 u99 < <(awk -F'\t' '$1 == "wplain" { print $3, $5 }' "$tsv")
+		a50="$(awk -v a="$c50" -v b="$u50" 'BEGIN { printf "%.2f", a - b }')"
+		a99="$(awk -v a="$c99" -v b="$u99" 'BEGIN { printf "%.2f", a - b }')"
+		ADDED+=("$n $r $a50 $a99")
+		floor=""
+		if ((FLOOR)); then
+			log "N = $n, repetition $r: the fan-out floor, $((n + 2)) followers"
+			"$BENCH_DIR/fanoutfloor" -followers $((n + 2)) -n "$WRITES_N" -gap "$GAP" >"$LOG_DIR/floor-$n-$r.tsv"
+			read -r f50 f99 < <(awk -F'\t' '{ print $3, $5 }' "$LOG_DIR/floor-$n-$r.tsv")
+			FLOORS+=("$n $r $f50 $f99")
+			floor=" $f50 / $f99 |"
+		fi
+		echo "| $n | $r | $((3 + n)) | $cpu | $vrss | $srss | $via | $c50 / $c99 | $u50 / $u99 | **$a50 / $a99** |$floor" >>"$OUT"
+	done
+	if ((PROFILE > 0)); then
+		log "N = $n: CPU profile of the leader during cached writes through $via ($PROFILE s)"
+		"$BENCH_DIR/writelat" -dsn "$(dsn_of "$via")" -tables wkv -n 1000000 -gap "$GAP" >/dev/null &
+		CLIENT_PID=$!
+		profile_leader "$lead" "leader-writes-$n"
+		kill "$CLIENT_PID" 2>/dev/null || true
+		wait "$CLIENT_PID" 2>/dev/null || true
+		CLIENT_PID=""
+	fi
 done
 
-if ((${#ADDED[@]} > 1)); then
-	read -r n0 _ p0 <<<"${ADDED[0]}"
-	read -r nl _ pl <<<"${ADDED[-1]}"
-	awk -v n0="$n0" -v nl="$nl" -v a="$p0" -v b="$pl" 'BEGIN {
-		r = (a > 0) ? b / a : 0
-		printf "\nAdded p99 at N = %d over N = %d: %.2f / %.2f ms = **%.2fx** (target: at most 1.5x).\n", nl, n0, b, a, r
-	}' >>"$OUT"
+# compare LABEL FIGURES...: per repetition, the p99 at the last N over
+# that at the first ("N rep p50 p99" each).
+compare() {
+	local label=$1
+	shift
+	printf '%s\n' "$@" | awk -v label="$label" -v n0="${NS[0]}" -v nl="${NS[-1]}" '
+		$1 == n0 { a[$2] = $4 } $1 == nl { b[$2] = $4; reps[++k] = $2 }
+		END {
+			for (i = 1; i <= k; i++) {
+				r = reps[i]
+				printf "- %s, repetition %d: p99 at N = %d over N = %d: %.2f / %.2f ms = **%.2fx** (%+.2f ms)\n", label, r, nl, n0, b[r], a[r], (a[r] > 0) ? b[r] / a[r] : 0, b[r] - a[r]
+			}
+		}'
+}
+if ((${#NS[@]} > 1)); then
+	{
+		echo
+		echo "Added p99 of a lone cached write (target: at most 1.5x)$( ((FLOOR)) && echo ", and its floor's round p99"):"
+		echo
+		compare "added by caching" "${ADDED[@]}"
+		((FLOOR == 0)) || compare "floor, fan-out to N + 2" "${FLOORS[@]}"
+	} >>"$OUT"
 fi
-
-dsn_of() { echo "sbtest:sbtest@tcp(127.0.0.1:${PORT[$1]})/sbtest"; }
 
 # --- a paused sidecar, the leader lost -----------------------------------
 
