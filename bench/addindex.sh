@@ -45,6 +45,10 @@ usage: bench/addindex.sh [options]
   --job-vars SQL    with --foreground: SET statements run before the ALTER in its
                     session (e.g. "SET tableproxy_ddl_workers = 2;")
   --profile         with --foreground: a CPU profile of the proxy during the job
+  --floor-hold SEC  with --foreground: before each pass, the floor: the proxy's job started
+                    and paused at once for SEC seconds, then cancelled (its binary-log
+                    stream and the keys it collects, no copy): what following the log
+                    costs the foreground on this host
   --passes N        with --foreground: the proxy's job N times in one invocation (default 1),
                     each with its own idle part; the p99 ratio of each
                     With --replica too: the replica attached, the proxy's job holding its
@@ -89,7 +93,7 @@ log() { printf 'addindex: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 ROWS=2000000 INDEX="INDEX idx_c (c)" WORKERS="1 2 4 8" METHODS="native floor proxy proxy-read-ahead pt-osc" REUSE=0 PROXY_BIN=""
-FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0 REPLICA=0 MAX_LAG=2 BIG=0 KILL_AT=40 INDEX_GIVEN=0 PASSES=1
+FOREGROUND=0 FG_THREADS=4 IDLE_TIME=30 JOB_VARS="" PROFILE=0 REPLICA=0 MAX_LAG=2 BIG=0 KILL_AT=40 INDEX_GIVEN=0 PASSES=1 FLOOR_HOLD=0
 # A backend sized for the table (see --server-vars); the buffer pool resizes
 # in the background, which the sleep waits for.
 SERVER_VARS="SET GLOBAL innodb_buffer_pool_size = 2147483648; SET GLOBAL innodb_log_file_size = 1073741824; SET GLOBAL innodb_io_capacity = 1000; DO SLEEP(5);"
@@ -110,6 +114,7 @@ while (($# > 0)); do
 	--replica) REPLICA=1 ;;
 	--max-lag) MAX_LAG="$2"; shift ;;
 	--passes) PASSES="$2"; shift ;;
+	--floor-hold) FLOOR_HOLD="$2"; shift ;;
 	--big) BIG=1 ;;
 	--kill-at) KILL_AT="$2"; shift ;;
 	--server-vars) SERVER_VARS="$2"; shift ;;
@@ -124,6 +129,7 @@ done
 ((FOREGROUND)) && METHODS="native"
 [[ "$MAX_LAG" =~ ^[1-9][0-9]*$ ]] || die "--max-lag needs a positive integer"
 [[ "$PASSES" =~ ^[1-9]$ ]] || die "--passes needs a number from 1 to 9"
+[[ "$FLOOR_HOLD" =~ ^[0-9]+$ ]] || die "--floor-hold needs a number of seconds"
 [[ "$KILL_AT" =~ ^[1-9][0-9]?$ ]] || die "--kill-at needs a percentage from 1 to 99"
 ((BIG && !INDEX_GIVEN)) && INDEX="UNIQUE INDEX uk_c (c)"
 ((BIG)) && METHODS="native"
@@ -513,21 +519,22 @@ LUA
 	# Lost rows: the same ids, a clean table, and the new index holding
 	# every row the primary key does.
 	after="$(rows_state)"
-	local check by_index by_pk verdict=ok
+	local check by_index=- by_pk verdict=ok indexed=1
+	[[ "$name" == floor-* ]] && indexed=0 # the held job was cancelled: no index
 	check="$(mysql_root -N -e "CHECK TABLE $DB.sbtest1" | awk -F'\t' '$3 == "status" { print $4 }')"
-	by_index="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1 FORCE INDEX ($INDEX_NAME)")"
 	by_pk="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1 FORCE INDEX (PRIMARY)")"
-	[[ "$after" == "$base" && "$check" == "OK" && "$by_index" == "$by_pk" ]] || verdict=FAILED
+	((indexed)) && by_index="$(mysql_root -N -e "SELECT COUNT(*) FROM $DB.sbtest1 FORCE INDEX ($INDEX_NAME)")"
+	[[ "$after" == "$base" && "$check" == "OK" && ( "$by_index" == "$by_pk" || $indexed == 0 ) ]] || verdict=FAILED
 	if ((REPLICA)); then # the replica: the index, and the primary's rows
 		local a b
 		mysql_replica -N -e "SELECT MASTER_GTID_WAIT('$(mysql_root -N -e "SELECT @@gtid_binlog_pos")', 600)" >/dev/null
-		mysql_replica -N -e "SHOW CREATE TABLE $DB.sbtest1" | grep -q "KEY \`$INDEX_NAME\`" || verdict=FAILED
+		((indexed == 0)) || mysql_replica -N -e "SHOW CREATE TABLE $DB.sbtest1" | grep -q "KEY \`$INDEX_NAME\`" || verdict=FAILED
 		a="$(mysql_root -N -e "CHECKSUM TABLE $DB.sbtest1" | awk '{ print $2 }')"
 		b="$(mysql_replica -N -e "CHECKSUM TABLE $DB.sbtest1" | awk '{ print $2 }')"
 		[[ "$a" == "$b" ]] || { verdict=FAILED; log "$name: the replica's checksum $b differs from the primary's $a"; }
 	fi
 	FG[$name,verdict]="$verdict (COUNT, MIN, MAX, COUNT(DISTINCT id) before: $base, after: $after; CHECK TABLE: $check; rows through $INDEX_NAME: $by_index, through PRIMARY: $by_pk$( ((REPLICA)) && echo "; the replica's checksum: ${b:-?}, the primary's: ${a:-?}"))"
-	mysql_root -e "ALTER TABLE $DB.sbtest1 DROP INDEX $INDEX_NAME"
+	((indexed == 0)) || mysql_root -e "ALTER TABLE $DB.sbtest1 DROP INDEX $INDEX_NAME"
 	[[ "$verdict" == ok ]] || die "$name: rows were lost or the table is damaged: ${FG[$name,verdict]}"
 }
 
@@ -537,6 +544,25 @@ backend_errors() { curl -s "http://$METRICS_ADDR/metrics" | awk '/^tableproxy_ba
 # errors_since BEFORE AFTER: the codes whose counts grew, with how much.
 errors_since() {
 	awk 'NR == FNR { b[$1] = $2; next } $2 > b[$1] { printf "%s%s: %d", sep, $1, $2 - b[$1]; sep = ", " }' <(printf '%s\n' "$1") <(printf '%s\n' "$2")
+}
+
+# held_job SEC: the proxy's job started (returning at once) and paused,
+# for SEC seconds, then cancelled: the job's binary-log stream and the keys
+# it collects, without its copy, which is the floor of what a job costs the
+# foreground on this host.
+held_job() {
+	local id state
+	id="$(mysql_proxy -N -e "SET tableproxy_ddl_async = ON; $JOB_VARS ALTER TABLE sbtest1 ADD $INDEX")"
+	mysql_proxy -e "ADMIN PAUSE DDL JOBS $id"
+	sleep "$1"
+	mysql_proxy -e "ADMIN CANCEL DDL JOBS $id"
+	for ((t = 0; t < 600; t++)); do
+		state="$(mysql_proxy -N -e "SELECT state FROM tableproxy.ddl_jobs WHERE job_id = $id")"
+		[[ "$state" == cancelled || "$state" == failed ]] && return 0
+		sleep 0.1
+	done
+	echo "held_job: job $id still $state after its cancel" >&2
+	return 1
 }
 
 # foreground: the native ALTER on the idle table for reference, then the
@@ -549,12 +575,17 @@ foreground() {
 	log "native (idle): $native s"
 	((REPLICA)) && mysql_proxy -e "SET GLOBAL tableproxy_ddl_max_replica_lag = $MAX_LAG"
 	for ((i = 1; i <= PASSES; i++)); do
+		if ((FLOOR_HOLD > 0)); then
+			fg_pass "floor-$i" held_job "$FLOOR_HOLD"
+			passes+="${passes:+ }floor-$i"
+		fi
 		name=proxy
 		((PASSES == 1)) || name="proxy-$i"
 		fg_pass "$name" mysql_proxy -e "$JOB_VARS ALTER TABLE sbtest1 ADD $INDEX"
 		passes+="${passes:+ }$name"
 	done
-	first=${passes%% *}
+	first=${passes##*floor-1 }
+	first=${first%% *}
 	stage_breakdown "$LOG_DIR/addindex-fg-$name-sysbench.log" >"$BENCH_DIR/addindex-fg-stages.md" # the last pass's
 	if ((REPLICA)); then
 		passes+=" pt-osc"
@@ -579,6 +610,10 @@ foreground() {
 		done
 		echo
 		echo "Target: the proxy job's p99 / idle at most 1.5, zero errors, no lost rows."
+		if ((FLOOR_HOLD > 0)); then
+			echo
+			echo "The floor (floor-N: the job held, its binary-log stream only, $FLOOR_HOLD s), p99 / idle, pass by pass: $(for p in $passes; do [[ "$p" != floor-* ]] || printf '%s ' "$(ratio "${FG[$p,job_p99]}" "${FG[$p,idle_p99]}")"; done)"
+		fi
 		echo
 		for p in $passes; do
 			echo "- $p: backend errors seen by the proxy during the run, by code: ${FG[$p,codes]:-none}; InnoDB deadlocks: ${FG[$p,deadlocks]};" \
@@ -586,7 +621,7 @@ foreground() {
 		done
 		echo
 		if ((PASSES > 1)); then
-			echo "The proxy job's p99 / idle, pass by pass: $(for p in $passes; do [[ "$p" == pt-osc ]] || printf '%s ' "$(ratio "${FG[$p,job_p99]}" "${FG[$p,idle_p99]}")"; done)"
+			echo "The proxy job's p99 / idle, pass by pass: $(for p in $passes; do [[ "$p" == pt-osc || "$p" == floor-* ]] || printf '%s ' "$(ratio "${FG[$p,job_p99]}" "${FG[$p,idle_p99]}")"; done)"
 			echo
 		fi
 		echo "Job under load ($first): $(ratio "${FG[$first,job]}" "$native") x the native ALTER on the idle table ($native s)$( ((REPLICA)) && echo "; pt-online-schema-change under the same load: ${FG[pt-osc,job]} s ($(ratio "${FG[pt-osc,job]}" "${FG[$first,job]}") x the proxy job's)")"
