@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+	"weak"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -188,10 +189,12 @@ type tableState struct {
 	// loaded in vain: each one in a row doubles the wait before the next
 	// load (loadBackoff), so a table written all the time is not loaded
 	// all the time (its reads go to the backend anyway).
-	loadedHits uint64         // hits when the current copy was stored
-	judged     *eval.Snapshot // the copy whose use was last judged
-	wasted     int            // copies in a row that answered nothing
-	notBefore  time.Time      // no load before
+	loadedHits uint64 // hits when the current copy was stored
+	// judged is the copy whose use was last judged, by identity only: a
+	// pointer would keep a replaced copy, a whole table, in memory.
+	judged     weak.Pointer[eval.Snapshot]
+	wasted     int       // copies in a row that answered nothing
+	notBefore  time.Time // no load before
 	retryArmed atomic.Bool
 }
 
@@ -839,8 +842,8 @@ func (p *Plugin) load(id lease.TableID) {
 	if old != nil && old.Version == v && old.Epoch == epoch {
 		return
 	}
-	if old != nil && old != ts.judged {
-		ts.judged = old
+	if old != nil && weak.Make(old) != ts.judged {
+		ts.judged = weak.Make(old)
 		if ts.hits.Load() == ts.loadedHits {
 			ts.wasted++
 		} else {
