@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -216,6 +217,9 @@ func loadBackoff(took time.Duration, wasted int) time.Duration {
 }
 
 const (
+	// returnAfterLoad is the size of copy after whose load the memory
+	// freed is returned to the system at once.
+	returnAfterLoad = 4 << 20
 	// maxLoadBackoff bounds the reload backoff: a table that stops being
 	// written is back in memory within about this long.
 	maxLoadBackoff = 2 * time.Second
@@ -878,6 +882,14 @@ func (p *Plugin) load(id lease.TableID) {
 	s.Epoch = epoch
 	ts.loadedHits = ts.hits.Load()
 	ts.snap.Store(s)
+	if s.Bytes >= returnAfterLoad {
+		// Go's heap would keep what the load freed (the copy it
+		// replaced, its chunks) and grow into it again only at its own
+		// pace: a large table would cost twice its size in memory. A
+		// collection of a heap this size takes milliseconds; a load of
+		// it, a hundred or more.
+		debug.FreeOSMemory()
+	}
 	ts.notBefore = time.Now().Add(loadBackoff(s.LoadDuration, ts.wasted))
 	ts.lastErr.Store(nil)
 	p.log.Info("cache: table loaded", "table", id.String(), "version", s.Version, "rows", len(s.Rows),
