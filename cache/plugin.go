@@ -29,12 +29,14 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
+	"weak"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -192,10 +194,12 @@ type tableState struct {
 	// loaded in vain: each one in a row doubles the wait before the next
 	// load (loadBackoff), so a table written all the time is not loaded
 	// all the time (its reads go to the backend anyway).
-	loadedHits uint64         // hits when the current copy was stored
-	judged     *eval.Snapshot // the copy whose use was last judged
-	wasted     int            // copies in a row that answered nothing
-	notBefore  time.Time      // no load before
+	loadedHits uint64 // hits when the current copy was stored
+	// judged is the copy whose use was last judged, by identity only: a
+	// pointer would keep a replaced copy, a whole table, in memory.
+	judged     weak.Pointer[eval.Snapshot]
+	wasted     int       // copies in a row that answered nothing
+	notBefore  time.Time // no load before
 	retryArmed atomic.Bool
 }
 
@@ -217,6 +221,9 @@ func loadBackoff(took time.Duration, wasted int) time.Duration {
 }
 
 const (
+	// returnAfterLoad is the size of copy after whose load the memory
+	// freed is returned to the system at once.
+	returnAfterLoad = 4 << 20
 	// maxLoadBackoff bounds the reload backoff: a table that stops being
 	// written is back in memory within about this long.
 	maxLoadBackoff = 2 * time.Second
@@ -844,8 +851,8 @@ func (p *Plugin) load(id lease.TableID) {
 	if old != nil && old.Version == v && old.Epoch == epoch {
 		return
 	}
-	if old != nil && old != ts.judged {
-		ts.judged = old
+	if old != nil && weak.Make(old) != ts.judged {
+		ts.judged = weak.Make(old)
 		if ts.hits.Load() == ts.loadedHits {
 			ts.wasted++
 		} else {
@@ -880,6 +887,14 @@ func (p *Plugin) load(id lease.TableID) {
 	s.Epoch = epoch
 	ts.loadedHits = ts.hits.Load()
 	ts.snap.Store(s)
+	if s.Bytes >= returnAfterLoad {
+		// Go's heap would keep what the load freed (the copy it
+		// replaced, its chunks) and grow into it again only at its own
+		// pace: a large table would cost twice its size in memory. A
+		// collection of a heap this size takes milliseconds; a load of
+		// it, a hundred or more.
+		debug.FreeOSMemory()
+	}
 	ts.notBefore = time.Now().Add(loadBackoff(s.LoadDuration, ts.wasted))
 	ts.lastErr.Store(nil)
 	p.log.Info("cache: table loaded", "table", id.String(), "version", s.Version, "rows", len(s.Rows),

@@ -1,9 +1,12 @@
 package load
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +35,9 @@ func (e *ErrTooLarge) Error() string {
 // stands for (a write seen in the binary log, once the snapshot has
 // reached the log's end: see startSnapshot); a write that lands during the
 // load bumps the version past the tag, and the copy is never served.
+// The rows are read as a stream into the copy; a table past limit (0: no
+// limit) is read no further than the row that takes it past, and conn is
+// then closed, the rest of its result unread.
 func Snapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.Version, limit int64, colls *eval.Collations) (*eval.Snapshot, error) {
 	start := time.Now()
 	if err := conn.Conn.SetDeadline(deadlineOf(ctx)); err != nil {
@@ -57,11 +63,18 @@ func Snapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.
 	for i, c := range pk {
 		order[i] = mysqlwire.QuoteIdent(c)
 	}
-	query := fmt.Sprintf("SELECT * FROM %s ORDER BY %s", mysqlwire.QuoteTable(id.Schema, id.Table), strings.Join(order, ", "))
-	r, err := conn.Execute(query)
-	var floats [][]uint64
+	table, orderBy := mysqlwire.QuoteTable(id.Schema, id.Table), " ORDER BY "+strings.Join(order, ", ")
+	s := &eval.Snapshot{ID: id, Version: v, Unchecked: unchecked}
+	err = readRows(conn, "SELECT * FROM "+table+orderBy, s, pk, limit)
+	var tooLarge *ErrTooLarge
+	if errors.As(err, &tooLarge) {
+		// The rest of the table is unread on conn: close it rather than
+		// read it (the backend ends the query and its transaction).
+		conn.Close()
+		return nil, err
+	}
 	if err == nil {
-		floats, err = floatBits(conn, query, r.Fields)
+		s.Floats, err = floatBits(conn, s.Fields, len(s.Rows), table, orderBy)
 	}
 	if _, cerr := conn.Execute("COMMIT"); err == nil && cerr != nil {
 		err = cerr
@@ -69,21 +82,8 @@ func Snapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	s := &eval.Snapshot{ID: id, Version: v, LoadedAt: time.Now(), Unchecked: unchecked}
-	if err := setFields(s, r.Fields, pk); err != nil {
-		return nil, err
-	}
-	s.Rows = make([][]byte, len(r.RowDatas))
-	for i, row := range r.RowDatas {
-		s.Rows[i] = append([]byte(nil), row...)
-		s.Bytes += int64(len(row)) + 24
-		if limit > 0 && s.Bytes > limit {
-			return nil, &ErrTooLarge{id: id, bytes: s.Bytes, limit: limit}
-		}
-	}
-	s.Floats = floats
-	for _, f := range floats {
+	s.LoadedAt = time.Now()
+	for _, f := range s.Floats {
 		s.Bytes += int64(len(f)) * 8
 	}
 	if err := index(s, conn, collByName); err != nil {
@@ -97,38 +97,114 @@ func Snapshot(ctx context.Context, conn *client.Conn, id lease.TableID, v lease.
 	return s, nil
 }
 
-// floatBits reads the FLOAT and DOUBLE columns again in the binary
-// protocol, within the load's transaction (so the same rows in the same
-// order), and keeps their exact values.
-func floatBits(conn *client.Conn, query string, fields []*mysql.Field) ([][]uint64, error) {
-	has := false
-	for _, f := range fields {
-		has = has || f.Type == mysql.MYSQL_TYPE_FLOAT || f.Type == mysql.MYSQL_TYPE_DOUBLE
+// readRows reads query's rows into s as they come, in one pass: the
+// rows' bytes and the column definitions (see setFields). It stops with
+// ErrTooLarge, leaving the rest of the result unread, as soon as s holds
+// more than limit bytes (0: no limit).
+func readRows(conn *client.Conn, query string, s *eval.Snapshot, pk []string, limit int64) error {
+	var result mysql.Result
+	var tooLarge error
+	var scratch []byte
+	// The rows are gathered in chunks and joined once at the end: a
+	// slice grown row by row would allocate several times its final size.
+	var chunks [][][]byte
+	asText := &mysql.Field{Type: mysql.MYSQL_TYPE_STRING}
+	err := conn.ExecuteSelectStreaming(query, &result, func(row []mysql.FieldValue) error {
+		// The library parses each row into values it reuses for the
+		// next one (and reads the next row into the same packet
+		// buffer): the row is built again, then copied into memory of
+		// its own.
+		scratch = appendTextRow(scratch[:0], row)
+		if len(chunks) == 0 || len(chunks[len(chunks)-1]) == rowChunk {
+			chunks = append(chunks, make([][]byte, 0, rowChunk))
+		}
+		chunks[len(chunks)-1] = append(chunks[len(chunks)-1], bytes.Clone(scratch))
+		s.Bytes += int64(len(scratch)) + 24
+		if limit > 0 && s.Bytes > limit {
+			tooLarge = &ErrTooLarge{id: s.ID, bytes: s.Bytes, limit: limit}
+			return tooLarge
+		}
+		return nil
+	}, func(r *mysql.Result) error {
+		if err := setFields(s, r.Fields, pk); err != nil {
+			return err
+		}
+		// Every value is read as the text the backend sent: a number
+		// parsed and printed again may lose digits (a ZEROFILL
+		// column's zeros, a FLOAT's rounding).
+		for i := range r.Fields {
+			r.Fields[i] = asText
+		}
+		return nil
+	})
+	if tooLarge != nil {
+		return tooLarge
 	}
-	if !has {
+	s.Rows = slices.Concat(chunks...)
+	return err
+}
+
+// rowChunk is how many rows readRows gathers in one slice.
+const rowChunk = 4096
+
+// appendTextRow appends row, whose values were read as text, as the text
+// protocol's row payload: each value a length-encoded string, NULL 0xfb.
+// The backend encodes lengths in the fewest bytes, as
+// AppendLengthEncodedInteger does, so this is the payload it sent.
+func appendTextRow(out []byte, row []mysql.FieldValue) []byte {
+	for i := range row {
+		if row[i].Type == mysql.FieldValueTypeNull {
+			out = append(out, 0xfb)
+			continue
+		}
+		v := row[i].AsString()
+		out = mysql.AppendLengthEncodedInteger(out, uint64(len(v)))
+		out = append(out, v...)
+	}
+	return out
+}
+
+// floatBits reads the FLOAT and DOUBLE columns again in the binary
+// protocol, within the load's transaction and in the same order (so the
+// same rows), and keeps their exact values: one slice a column of fields,
+// nil for the others; nil for a table without such columns.
+func floatBits(conn *client.Conn, fields []*mysql.Field, rows int, table, orderBy string) ([][]uint64, error) {
+	var cols []int
+	var names []string
+	for i, f := range fields {
+		if f.Type == mysql.MYSQL_TYPE_FLOAT || f.Type == mysql.MYSQL_TYPE_DOUBLE {
+			cols = append(cols, i)
+			names = append(names, mysqlwire.QuoteIdent(string(f.Name)))
+		}
+	}
+	if len(cols) == 0 {
 		return nil, nil
 	}
-	stmt, err := conn.Prepare(query)
+	stmt, err := conn.Prepare("SELECT " + strings.Join(names, ", ") + " FROM " + table + orderBy)
 	if err != nil {
 		return nil, err
 	}
 	defer stmt.Close()
-	r, err := stmt.Execute()
+	out := make([][]uint64, len(fields))
+	for _, c := range cols {
+		out[c] = make([]uint64, 0, rows)
+	}
+	var result mysql.Result
+	err = stmt.ExecuteSelectStreaming(&result, func(row []mysql.FieldValue) error {
+		for j, c := range cols {
+			var bits uint64
+			if row[j].Type == mysql.FieldValueTypeFloat {
+				bits = math.Float64bits(row[j].AsFloat64())
+			}
+			out[c] = append(out[c], bits)
+		}
+		return nil
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	out := make([][]uint64, len(fields))
-	for c, f := range fields {
-		if f.Type != mysql.MYSQL_TYPE_FLOAT && f.Type != mysql.MYSQL_TYPE_DOUBLE {
-			continue
-		}
-		out[c] = make([]uint64, len(r.Values))
-		for i, row := range r.Values {
-			if row[c].Type == mysql.FieldValueTypeFloat {
-				out[c][i] = math.Float64bits(row[c].AsFloat64())
-			}
-		}
+	if n := len(out[cols[0]]); n != rows {
+		return nil, fmt.Errorf("%s: %d rows read again for their float values, %d read first", table, n, rows)
 	}
 	return out, nil
 }
