@@ -196,6 +196,11 @@ for host in 127.0.0.1 localhost; do
 	sql+="GRANT REPLICATION SLAVE, REPLICATION CLIENT, PROCESS ON *.* TO 'sbtest'@'$host';"
 done
 mysql_root -e "$sql" || die "cannot create $DB and its user"
+# Each run writes gigabytes of binary log (every job copies the table, and
+# the foreground writes throughout); the replica, if any, starts from the
+# primary's position anew, so no earlier log is needed: without this, runs
+# with --reuse filled the disk in a day.
+mysql_root -e "FLUSH BINARY LOGS; PURGE BINARY LOGS BEFORE NOW()" || die "cannot purge the binary logs"
 if [[ -n "$SERVER_VARS" ]]; then
 	log "server settings: $SERVER_VARS"
 	mysql_root -e "$SERVER_VARS" || die "--server-vars failed"
