@@ -205,7 +205,10 @@ func TestSnapshotTooLargeStopsReading(t *testing.T) {
 	if !errors.As(err, &tooLarge) {
 		t.Fatalf("a load over the cap: %v, want ErrTooLarge", err)
 	}
-	if n > 4*limit {
+	// The loader that read the whole result first allocated 29 MB here;
+	// a streaming one about 0.5 MB, and 1 MB under the race detector,
+	// whose instrumentation allocates too.
+	if n > 16*limit {
 		t.Errorf("a load stopped at a cap of %d bytes allocated %d bytes", limit, n)
 	}
 	if _, err := conn.Execute("SELECT 1"); err == nil {
