@@ -6,6 +6,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"time"
 
 	"tableproxy/lease"
 )
@@ -18,12 +19,36 @@ import (
 // A refusal is ErrNotMember, which the leader answers at once instead of
 // leaving the follower to retry until its context ends; a non-voter told
 // so joins again (notAMember).
+//
+// A removed non-voter stops hearing from the leader, and may lose track of
+// it before a renewal of its own is refused: one that has known no leader
+// for leaderlessRejoin asks to be added again through its join address,
+// which changes nothing if it is still a member.
 func (n *Node) Renew(ctx context.Context) (uint64, error) {
 	idx, err := n.propose(ctx, entry{op: renewal{Node: n.cfg.ID, Inc: n.inc, Addr: n.advertise, Applied: n.raft.AppliedIndex(), Learned: n.learnedIndex()}})
-	if errors.Is(err, ErrNotMember) {
+	switch {
+	case errors.Is(err, ErrNotMember):
+		n.notAMember()
+	case err != nil && n.leaderlessFor() >= leaderlessRejoin:
 		n.notAMember()
 	}
 	return idx, err
+}
+
+// leaderlessRejoin is how long a non-voter knows no leader before it asks
+// to join again (an election takes well under a second).
+const leaderlessRejoin = 2 * time.Second
+
+// leaderlessFor is how long this node has known no leader (0 if it knows
+// one now).
+func (n *Node) leaderlessFor() time.Duration {
+	if addr, _ := n.raft.LeaderWithID(); addr != "" {
+		n.leaderless.Store(0)
+		return 0
+	}
+	now := time.Now().UnixNano()
+	n.leaderless.CompareAndSwap(0, now)
+	return time.Duration(now - n.leaderless.Load())
 }
 
 // OpenIntent commits intent id on tables and returns its index once every

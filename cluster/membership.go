@@ -87,7 +87,7 @@ func (n *Node) notAMember() {
 		return
 	default:
 	}
-	n.log.Warn("cluster: this non-voter was removed from the cluster; joining again")
+	n.log.Warn("cluster: this non-voter was removed from the cluster, or has heard from no leader for a while; joining again")
 	n.startJoin()
 }
 
