@@ -130,9 +130,9 @@ func TestLearningACachedTableCoversOpenSessions(t *testing.T) {
 	cat := &stagedCatalog{}
 	p.catalog = cat
 	p.catalogKnown.Store(true)
-	// Session 9's transaction ends while its intent opens: listed, still
-	// open when checked, gone once the intent is held.
-	open := &openSessions{calls: map[uint32]int{9: 2}}
+	// Session 9's transaction ends while its intent opens: listed, gone
+	// once the intent is held.
+	open := &openSessions{calls: map[uint32]int{9: 1}}
 	p.txs = open
 	entry := Entry{Schema: f.id.Schema, Table: f.id.Table, CachedBy: "app", Index: 5, Pending: true}
 	tb := p.leases.(*memLeases).table(f.id)

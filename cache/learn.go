@@ -15,6 +15,7 @@ package cache
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"tableproxy/lease"
@@ -32,52 +33,49 @@ func (p *Plugin) cover(ids []lease.TableID) {
 		return
 	}
 	mark := p.txs.Mark() // after the tables were added: later statements see them
+	held := map[uint32]*lease.Intent{}
 	for _, conn := range p.txs.OpenBefore(mark) {
-		p.coverSession(conn, ids, mark)
+		if in := p.coverSession(conn, ids, mark); in != nil {
+			held[conn] = in
+		}
 	}
-}
-
-// coverSession holds an intent on ids for session conn until its current
-// statement or transaction ends.
-func (p *Plugin) coverSession(conn uint32, ids []lease.TableID, mark uint64) {
-	for {
-		if !p.openBefore(conn, mark) {
-			return
-		}
-		in, err := p.leases.BeginWrite(context.Background(), ids...)
-		if err != nil {
-			p.log.Warn("cache: could not open an intent for a session that may have written a newly cached table; retrying",
-				"conn", conn, "tables", ids, "err", err)
-			select {
-			case <-p.stop:
-				return
-			case <-time.After(coverRetry):
-			}
-			continue
-		}
-		hw := heldWrite{in: in}
-		p.heldMu.Lock()
-		p.held[conn] = append(p.held[conn], hw)
-		p.heldMu.Unlock()
-		// The session ends its writes (endWrites) after the proxy has
-		// recorded that its transaction ended: if it is not open now, it
-		// ended its writes before this one was held, or will end it.
-		if !p.openBefore(conn, mark) {
+	// A session ends its writes (endWrites) after the proxy has recorded
+	// that its transaction ended: one that is not open now ended its
+	// writes before its intent was held, or will end it.
+	still := map[uint32]bool{}
+	for _, conn := range p.txs.OpenBefore(mark) {
+		still[conn] = true
+	}
+	for conn, in := range held {
+		if !still[conn] {
 			p.dropHeld(conn, in)
 		}
-		return
 	}
 }
 
-// openBefore reports whether session conn is still in the transaction or
-// statement it was in at mark.
-func (p *Plugin) openBefore(conn uint32, mark uint64) bool {
-	for _, c := range p.txs.OpenBefore(mark) {
-		if c == conn {
-			return true
+// coverSession opens an intent on ids and holds it for session conn until
+// its current statement or transaction ends; nil if it ended before the
+// cluster could open one.
+func (p *Plugin) coverSession(conn uint32, ids []lease.TableID, mark uint64) *lease.Intent {
+	for {
+		in, err := p.leases.BeginWrite(context.Background(), ids...)
+		if err == nil {
+			p.heldMu.Lock()
+			p.held[conn] = append(p.held[conn], heldWrite{in: in})
+			p.heldMu.Unlock()
+			return in
+		}
+		p.log.Warn("cache: could not open an intent for a session that may have written a newly cached table; retrying",
+			"conn", conn, "tables", ids, "err", err)
+		select {
+		case <-p.stop:
+			return nil
+		case <-time.After(coverRetry):
+		}
+		if !slices.Contains(p.txs.OpenBefore(mark), conn) {
+			return nil
 		}
 	}
-	return false
 }
 
 // dropHeld ends in, held for session conn, unless the session ended it.
