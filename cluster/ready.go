@@ -16,9 +16,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
-	"net"
-	"syscall"
 	"time"
 
 	"tableproxy/lease"
@@ -100,11 +97,9 @@ func (n *Node) pendingEntries() []CatalogEntry {
 	return out
 }
 
-// NotLearned lists the members that have not said they know of the
+// notLearned lists the members that have not said they know of the
 // catalog entry cached at index, and are not gone: what a pending table
 // waits for.
-func (n *Node) NotLearned(index uint64) []string { return n.notLearned(index) }
-
 func (n *Node) notLearned(index uint64) []string {
 	cf := n.raft.GetConfiguration()
 	if cf.Error() != nil {
@@ -131,8 +126,7 @@ func (n *Node) notLearned(index uint64) []string {
 
 // gone reports whether member id cannot be writing: its lease has run out
 // by this node's clock (or it never renewed here) and nothing listens at
-// its address any more, so its process has ended. A proxy keeps that
-// address open while it runs (see lease.Raft.awaitGone). A paused or
+// its address any more, so its process has ended (lease.Probe). A paused or
 // unreachable member is not gone: it is waited for, and removed by the
 // reaper if it is a non-voter that stays silent.
 func (n *Node) gone(id, addr string) bool {
@@ -142,9 +136,6 @@ func (n *Node) gone(id, addr string) bool {
 	if since, ok := n.cfg.Leases.SinceRenewal(id); ok && since < n.cfg.Leases.Hold() {
 		return false
 	}
-	c, err := net.DialTimeout("tcp", addr, 250*time.Millisecond)
-	if c != nil {
-		c.Close()
-	}
-	return errors.Is(err, syscall.ECONNREFUSED)
+	refused, _ := lease.Probe(addr, 250*time.Millisecond)
+	return refused
 }

@@ -189,14 +189,13 @@ func (m *Raft) revokeAt(ctx context.Context, tables []TableID, index uint64, w W
 func (m *Raft) awaitGone(ctx context.Context, h holder, r Revocation) {
 	expires := m.expires(&h)
 	for time.Now().Before(expires) {
-		c, err := net.DialTimeout("tcp", h.Addr, min(time.Until(expires), 250*time.Millisecond))
-		if errors.Is(err, syscall.ECONNREFUSED) {
+		refused, connected := Probe(h.Addr, min(time.Until(expires), 250*time.Millisecond))
+		if refused {
 			return
 		}
-		if c != nil {
-			c.Close()
+		if connected {
 			rctx, cancel := context.WithDeadline(ctx, expires)
-			err = m.log.SendRevocation(rctx, h.Addr, r)
+			err := m.log.SendRevocation(rctx, h.Addr, r)
 			cancel()
 			if err == nil {
 				return
@@ -210,6 +209,19 @@ func (m *Raft) awaitGone(ctx context.Context, h holder, r Revocation) {
 			return
 		}
 	}
+}
+
+// Probe dials a proxy's cluster address within timeout. refused: nothing
+// listens there, so the proxy's process has ended (a proxy keeps that
+// address open for as long as it may serve or write). connected: something
+// accepted, which a paused process's kernel does too; neither: no answer
+// in time (paused, unreachable).
+func Probe(addr string, timeout time.Duration) (refused, connected bool) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if c != nil {
+		c.Close()
+	}
+	return errors.Is(err, syscall.ECONNREFUSED), err == nil
 }
 
 // AwaitLeaseEnd returns once node's lease, as this node has applied its
