@@ -141,8 +141,9 @@ type Node struct {
 	// of, once it tracks it (ready.go).
 	learned       atomic.Uint64
 	tracksLearned atomic.Bool
-	// leaderless is when this node last found it knew no leader after
-	// knowing one (UnixNano; 0: it knows one), for Renew.
+	// leaderless is since when this node's failed renewals have found it
+	// knowing no leader (UnixNano; 0: it knew one at the last look), for
+	// Renew.
 	leaderless atomic.Int64
 
 	stop    chan struct{}
