@@ -296,12 +296,15 @@ func (r *runner) copySplit(c *client.Conn, keys [][]string, mode applyMode) (spl
 
 // catchUp applies dirty keys until few are left: a pass that finds fewer
 // than a batch of them, or that takes under half a second. Its batches are
-// throttled as the copy is.
+// throttled as the copy is, and paced down to catchUpMinShare while the
+// passes shrink: a pass that found more keys than the one before runs the
+// next one unpaced, so that pacing never keeps the catch-up from ending.
 func (r *runner) catchUp(ctx context.Context) error {
 	return r.throttled(ctx, func(th *throttle) error { return r.catchUpPaced(ctx, th) })
 }
 
 func (r *runner) catchUpPaced(ctx context.Context, th *throttle) error {
+	last := -1 // keys of the last pass
 	for pass := 0; pass < 100; pass++ {
 		if err := r.rec.gate.wait(ctx); err != nil {
 			return err
@@ -309,11 +312,13 @@ func (r *runner) catchUpPaced(ctx context.Context, th *throttle) error {
 		if err := r.readToEnd(ctx, time.Minute); err != nil {
 			return err
 		}
+		th.setBatchPace(catchUpPace(last, r.stream.pending()))
 		t0 := time.Now()
 		n, err := r.drain(ctx, r.conn, live, th)
 		if err != nil {
 			return err
 		}
+		last = n
 		if pass == 0 {
 			if err := r.stall(ctx, StageCatchUp); err != nil {
 				return err
@@ -325,4 +330,14 @@ func (r *runner) catchUpPaced(ctx context.Context, th *throttle) error {
 		}
 	}
 	return fmt.Errorf("catch-up: the table changes faster than the job can apply (%d keys pending)", r.stream.pending())
+}
+
+// catchUpPace is the least share a catch-up pass of pending keys is paced
+// at (see throttle.acquireBatch), after a pass of last keys (-1: it is the
+// first): catchUpMinShare while the passes shrink, else none.
+func catchUpPace(last, pending int) float64 {
+	if last >= 0 && pending >= last {
+		return 0
+	}
+	return catchUpMinShare
 }

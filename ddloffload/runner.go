@@ -34,6 +34,8 @@ type runner struct {
 	nativeDone bool             // a resumed native job whose ALTER had finished
 	rowsBase   int64            // rows copied before this run, for the rate
 	fgBase     [2]time.Duration // the foreground's p99s without the job (statements, transactions), once a throttle measured them
+	share      float64          // the copy's share when the job's last throttle stopped (see throttle.share)
+	shareKept  bool             // a throttle has stopped: share holds
 	cpMu       sync.Mutex       // guards cp while the copy's goroutines save it
 
 	uniques   []uniqueIndex // the new UNIQUE indexes, checked by the sort

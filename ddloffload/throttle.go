@@ -49,6 +49,12 @@ type throttle struct {
 	// per latWindow, as the window a check reads still holds the
 	// latencies from before the last cut.
 	lastCut time.Time
+	// batchPace is the least share the live catch-up's batches are paced
+	// at (see acquireBatch); 0: they are not paced.
+	batchPace float64
+	// slowStart: this is the job's first throttle; its first latency
+	// check that finds a foreground lets the copy start at one worker.
+	slowStart bool
 
 	// The latency check's state; only run's goroutine touches it.
 	sig       [2]fgSignal   // the foreground's statements and transactions
@@ -56,6 +62,7 @@ type throttle struct {
 	heldSince time.Time     // the latency check has held the copy since (zero: it does not)
 	holds     int           // times the latency check held the copy
 	held      time.Duration // for how long in all
+	slowSince time.Time     // since when every hold found the foreground over its bar alone (zero: not)
 	lastLog   time.Time
 	unlogged  int // changes not logged since lastLog
 }
@@ -73,12 +80,31 @@ type fgSignal struct {
 // limit is the p99 above which the signal slows the copy.
 func (s *fgSignal) limit(pct int64) time.Duration { return s.base * time.Duration(pct) / 100 }
 
-// newThrottle makes a throttle for a stage of r; start it with run.
+// newThrottle makes a throttle for a stage of r; start it with run. It
+// starts from the share the job's previous stage ended with: a stage that
+// started at every worker made the foreground's worst seconds of the job
+// (the catch-up's p99 2.7 times idle), until the check, cutting once per
+// latWindow, had halved the share down again.
 func newThrottle(r *runner) *throttle {
-	return &throttle{p: r.p, r: r, share: float64(r.set.Workers), sig: [2]fgSignal{
+	t := &throttle{p: r.p, r: r, share: float64(r.set.Workers), sig: [2]fgSignal{
 		{what: "statement", l: r.p.fg, base: r.fgBase[0]},
 		{what: "transaction", l: r.p.fgTx, base: r.fgBase[1]},
 	}}
+	if r.shareKept {
+		t.share = min(r.share, t.share)
+	} else {
+		t.slowStart = true
+	}
+	return t
+}
+
+// keep leaves what the throttle learned to the job's next stage: the
+// foreground's baselines and the copy's share.
+func (t *throttle) keep() {
+	t.r.fgBase = [2]time.Duration{t.sig[0].base, t.sig[1].base}
+	t.mu.Lock()
+	t.r.share, t.r.shareKept = t.share, true
+	t.mu.Unlock()
 }
 
 // startThrottle starts a throttle measuring for a stage of r until ctx
@@ -96,7 +122,7 @@ func (r *runner) startThrottle(ctx context.Context) (th *throttle, stop func()) 
 	return th, func() {
 		cancel()
 		<-stopped
-		r.fgBase = [2]time.Duration{th.sig[0].base, th.sig[1].base}
+		th.keep()
 	}
 }
 
@@ -119,6 +145,18 @@ const (
 	shareStep = 1.0 / 8
 	// minShare: a share halved below this holds the copy.
 	minShare = 1.0 / 32
+	// latGrowPct: the share grows only while every p99 is below this
+	// percentage of its limit, and stays as it is between that and the
+	// limit. Grown whenever the p99 was at most the limit, the copy kept
+	// the foreground's 500 ms windows at the limit itself, half of them
+	// above it, and the job's own p99 landed above the limit (1.6 times
+	// idle against a bar of 1.5).
+	latGrowPct = 80
+	// catchUpMinShare: the live catch-up's batches are paced down to this
+	// share and no lower, so that it applies changes several times faster
+	// than a write-heavy foreground makes them (its first pass applied
+	// 288 s of them in 20 s).
+	catchUpMinShare = 1.0 / 4
 	// latWindow is the foreground's recent past the check reads: short,
 	// so that the copy slows as soon as the foreground does.
 	latWindow = 500 * time.Millisecond
@@ -130,11 +168,18 @@ const (
 	// chunks under way to finish, then latProbe of foreground alone.
 	latProbeSettle = 500 * time.Millisecond
 	latProbe       = time.Second
-	// latRebase: a copy held this long by the latency check measures the
-	// baseline again from the hold's last latRebaseWindow, so a foreground
-	// that became slower by itself does not stop the job for good.
+	// latRebase: a copy held this long by the latency check with the
+	// foreground still over its bar (over the hold's last
+	// latRebaseWindow) copies a chunk or so at shareStep, and the check
+	// goes on; so a foreground that became slower by itself does not stop
+	// the job, and one slowed by the copy's after-effects (InnoDB's purge,
+	// a replica applying, the buffer pool) is given the time to recover.
 	latRebase       = 5 * time.Second
 	latRebaseWindow = 2 * time.Second
+	// latRaiseAfter: a foreground found over its bar by every hold for
+	// this long became slower by itself: its baseline is measured again
+	// (see rebase), one step at most.
+	latRaiseAfter = time.Minute
 	// throttleLogEvery limits the throttle's log lines: a latency check
 	// holds and releases the copy many times a minute.
 	throttleLogEvery = 10 * time.Second
@@ -252,18 +297,28 @@ func (t *throttle) wait(ctx context.Context) error {
 // acquire returns once a chunk may be copied, or ctx ends; done is called
 // when the chunk is.
 func (t *throttle) acquire(ctx context.Context) (done func(), err error) {
-	return t.take(ctx, true)
-}
-
-// acquireBatch is acquire for a batch of the live catch-up, which is not
-// paced below one worker: its work is the application's own writes,
-// applied once more, and applied more slowly than they come it would never
-// end. It waits while the copy is held, and with the copy's chunks.
-func (t *throttle) acquireBatch(ctx context.Context) (done func(), err error) {
 	return t.take(ctx, false)
 }
 
-func (t *throttle) take(ctx context.Context, paced bool) (done func(), err error) {
+// acquireBatch is acquire for a batch of the live catch-up, which is paced
+// at batchPace at least (not at all when 0): its work is the application's
+// own writes, applied once more, and applied more slowly than they come it
+// would never end. Unpaced, the catch-up's first pass ran at full speed
+// whatever the share (one connection: only a held copy stopped it), and
+// its 25 s were the foreground's slowest of the job. It waits while the
+// copy is held, and with the copy's chunks.
+func (t *throttle) acquireBatch(ctx context.Context) (done func(), err error) {
+	return t.take(ctx, true)
+}
+
+// setBatchPace sets batchPace (see acquireBatch).
+func (t *throttle) setBatchPace(least float64) {
+	t.mu.Lock()
+	t.batchPace = least
+	t.mu.Unlock()
+}
+
+func (t *throttle) take(ctx context.Context, batch bool) (done func(), err error) {
 	if t.measured != nil {
 		select {
 		case <-t.measured:
@@ -273,6 +328,7 @@ func (t *throttle) take(ctx context.Context, paced bool) (done func(), err error
 	}
 	for {
 		t.mu.Lock()
+		paced := !batch || t.batchPace > 0
 		wait := time.Until(t.notBefore)
 		if !paced {
 			wait = 0
@@ -285,10 +341,14 @@ func (t *throttle) take(ctx context.Context, paced bool) (done func(), err error
 				t.mu.Lock()
 				defer t.mu.Unlock()
 				t.busy--
-				if paced && t.share > 0 && t.share < 1 {
+				share := t.share
+				if batch {
+					share = max(share, t.batchPace)
+				}
+				if paced && share > 0 && share < 1 {
 					// Copy share of the time: a chunk of d, then a pause.
 					took := time.Since(start)
-					t.notBefore = time.Now().Add(time.Duration(float64(took) * (1 - t.share) / t.share))
+					t.notBefore = time.Now().Add(time.Duration(float64(took) * (1 - share) / share))
 				}
 			}, nil
 		}
@@ -338,8 +398,19 @@ func (t *throttle) latency() string {
 	if why, measuring := t.baselines(now); measuring {
 		return why
 	}
+	if t.slowStart && (t.sig[0].base != 0 || t.sig[1].base != 0) {
+		// The job's first check that finds a foreground: the copy starts
+		// at one worker and grows as the foreground allows. Started at
+		// every worker, it doubled the foreground's p99 for the seconds
+		// the check took to halve the share down.
+		t.slowStart = false
+		t.mu.Lock()
+		t.share = min(t.share, 1)
+		t.mu.Unlock()
+	}
 	var over *fgSignal
 	var cur time.Duration
+	near := false // a p99 above latGrowPct of its limit
 	for i := range t.sig {
 		s := &t.sig[i]
 		if s.base == 0 {
@@ -350,15 +421,23 @@ func (t *throttle) latency() string {
 			// A foreground slowed down sends fewer statements: look further back.
 			p99, n = s.l.percentile(now.Add(-latLongWindow), now, 99)
 		}
-		if n >= latMinCount && p99 > s.limit(pct) {
+		if n < latMinCount {
+			continue
+		}
+		if p99 > s.limit(pct) {
 			over, cur = s, p99
 			break
 		}
+		near = near || p99 > s.limit(pct)*latGrowPct/100
 	}
 	t.mu.Lock()
 	switch {
-	case over == nil:
+	case over == nil && (!near || t.share == 0):
+		// A held copy resumes in the band too: the foreground is under
+		// its bar.
 		t.share = min(t.share+shareStep, float64(t.r.set.Workers))
+	case over == nil:
+		// Close under the limit: the share stays (see latGrowPct).
 	case now.Sub(t.lastCut) >= latWindow:
 		t.lastCut = now
 		if t.share /= 2; t.share < minShare {
@@ -367,6 +446,9 @@ func (t *throttle) latency() string {
 	}
 	share := t.share
 	t.mu.Unlock()
+	if over == nil {
+		t.slowSince = time.Time{}
+	}
 	if share > 0 || over == nil {
 		t.endHold(now)
 		return ""
@@ -375,7 +457,16 @@ func (t *throttle) latency() string {
 	case t.heldSince.IsZero():
 		t.heldSince = now
 		t.holds++
-	case now.Sub(t.heldSince) >= latRebase && t.rebase(now, pct):
+	case now.Sub(t.heldSince) >= latRebase:
+		// The foreground is over its bar with the copy held: copy a
+		// chunk or so (see latRebase), with the bar where it was, unless
+		// every hold has found it so for latRaiseAfter.
+		if t.slowSince.IsZero() {
+			t.slowSince = t.heldSince
+		}
+		if now.Sub(t.slowSince) >= latRaiseAfter && t.rebase(now, pct) {
+			t.slowSince = time.Time{}
+		}
 		t.endHold(now)
 		t.mu.Lock()
 		t.share = shareStep
@@ -446,16 +537,19 @@ func (t *throttle) baselines(now time.Time) (why string, measuring bool) {
 	return "", false
 }
 
-// rebase measures the baselines again after the latency check has held the
-// copy for latRebase, over the hold's last latRebaseWindow, long after the
-// chunks under way when it began have ended, so that a foreground that
-// became slower by itself does not stop the job for good. A new baseline
-// rises one step at most (to the limit it replaces, or to 1.5 times itself
-// when that limit is lower): a foreground still slowed by the copy's
-// after-effects (InnoDB's purge, the buffer pool refilling) must not set a
-// lax bar for the rest of the job, as a p99 of 3.3 ms against 1.15 ms
-// before the job once did; one that really became slower is followed step
-// by step, a hold of latRebase each. It reports whether a baseline rose.
+// rebase measures the baselines again over the hold's last
+// latRebaseWindow, long after the chunks under way when it began have
+// ended, once every hold of latRebase has found the foreground over its
+// bar for latRaiseAfter: a foreground that became slower by itself is not
+// held to its old bar for good. Not sooner: raised at the first such hold,
+// a baseline set the limit at 2.25 times the real one for the rest of a
+// job, its catch-up included, though the slowness was the copy's
+// after-effects; the chunks copied at each hold meanwhile (see latRebase)
+// keep the job going. A new baseline rises one step at most (to the limit
+// it replaces, or to 1.5 times itself when that limit is lower), as a p99
+// of 3.3 ms against 1.15 ms before the job once showed; one that really
+// became slower is followed step by step, one each latRaiseAfter. It
+// reports whether a baseline rose.
 func (t *throttle) rebase(now time.Time, pct int64) bool {
 	rose := false
 	for i := range t.sig {
