@@ -62,12 +62,17 @@ func TestDDLJobsVirtualTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var query, end string
-	if err := app.QueryRow(fmt.Sprintf("SELECT state, stage, progress, query, end_time FROM tableproxy.ddl_jobs WHERE job_id = %d", id)).
-		Scan(&state, &stage, &progress, &query, &end); err != nil {
+	if err := app.QueryRow(fmt.Sprintf("SELECT state, stage, progress, query, end_time, rows_estimated FROM tableproxy.ddl_jobs WHERE job_id = %d", id)).
+		Scan(&state, &stage, &progress, &query, &end, &estimate); err != nil {
 		t.Fatal(err)
 	}
 	if state != "done" || stage != "done" || progress != "100.0" || query != "ALTER TABLE t ADD INDEX idx_c (c)" || end == "" {
 		t.Errorf("finished job: state=%s stage=%s progress=%s query=%q end=%q", state, stage, progress, query, end)
+	}
+	// The count, in slices of ten chunks (the last one empty here),
+	// replaced the backend's estimate.
+	if estimate != 30000 {
+		t.Errorf("rows_estimated %d after the job, want the table's 30000 rows counted", estimate)
 	}
 	rows, err := app.Query("SELECT * FROM tableproxy.ddl_jobs")
 	if err != nil {
