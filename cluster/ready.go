@@ -16,6 +16,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"tableproxy/lease"
@@ -67,10 +68,17 @@ func (n *Node) learnedIndex() uint64 {
 }
 
 // markReady marks the pending catalog entries that every member has
-// learned of ready; it runs while this node leads (see Open).
+// learned of ready; it runs while this node leads (see Open). Each member
+// is judged once per run, however many entries are pending: a member
+// whose lease ran out is probed, up to 250 ms for one that is paused.
 func (n *Node) markReady(bool) {
-	for _, e := range n.pendingEntries() {
-		if waiting := n.notLearned(e.Index); len(waiting) > 0 {
+	pending := n.pendingEntries()
+	if len(pending) == 0 {
+		return
+	}
+	learned := n.membersLearned()
+	for _, e := range pending {
+		if waiting := learned.waiting(e.Index); len(waiting) > 0 {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -97,31 +105,55 @@ func (n *Node) pendingEntries() []CatalogEntry {
 	return out
 }
 
-// notLearned lists the members that have not said they know of the
-// catalog entry cached at index, and are not gone: what a pending table
-// waits for.
-func (n *Node) notLearned(index uint64) []string {
+// learnedBy is, for each member of the configuration that is not gone,
+// the newest catalog entry it has said it learned of.
+type learnedBy map[string]uint64
+
+// waiting lists the members that have not said they know of the catalog
+// entry cached at index: what a pending table waits for.
+func (l learnedBy) waiting(index uint64) []string {
+	var out []string
+	for id, learned := range l {
+		if learned < index {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// membersLearned reads what each member of the configuration has learned,
+// leaving out the members that are gone (a member that has learned every
+// pending entry is not probed).
+func (n *Node) membersLearned() learnedBy {
 	cf := n.raft.GetConfiguration()
 	if cf.Error() != nil {
-		return []string{"(the configuration cannot be read)"}
+		return learnedBy{"(the configuration cannot be read)": 0}
 	}
-	var waiting []string
+	newest := uint64(0)
+	for _, e := range n.pendingEntries() {
+		newest = max(newest, e.Index)
+	}
+	out := learnedBy{}
 	for _, s := range cf.Configuration().Servers {
 		id := string(s.ID)
 		addr := string(s.Address)
 		n.fsm.mu.RLock()
 		m := n.fsm.st.Members[id]
-		learned := m != nil && m.Learned >= index
-		if m != nil && m.Addr != "" {
-			addr = m.Addr
+		learned := uint64(0)
+		if m != nil {
+			learned = m.Learned
+			if m.Addr != "" {
+				addr = m.Addr
+			}
 		}
 		n.fsm.mu.RUnlock()
-		if learned || n.gone(id, addr) {
+		if learned < newest && n.gone(id, addr) {
 			continue
 		}
-		waiting = append(waiting, id)
+		out[id] = learned
 	}
-	return waiting
+	return out
 }
 
 // gone reports whether member id cannot be writing: its lease has run out
