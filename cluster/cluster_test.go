@@ -425,7 +425,7 @@ func TestCachedTableReadyOnceEveryMemberLearned(t *testing.T) {
 	if _, p := pending(a); !p {
 		t.Fatal("ready before b and c said they learned of it")
 	}
-	if w := a.n.membersLearned().waiting(e.Index); len(w) != 2 {
+	if w := a.n.membersLearned(e.Index).waiting(e.Index); len(w) != 2 {
 		t.Fatalf("waiting for %v, want b and c", w)
 	}
 	b.n.SetLearned(e.Index)

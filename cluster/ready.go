@@ -76,7 +76,11 @@ func (n *Node) markReady(bool) {
 	if len(pending) == 0 {
 		return
 	}
-	learned := n.membersLearned()
+	newest := uint64(0)
+	for _, e := range pending {
+		newest = max(newest, e.Index)
+	}
+	learned := n.membersLearned(newest)
 	for _, e := range pending {
 		if waiting := learned.waiting(e.Index); len(waiting) > 0 {
 			continue
@@ -123,16 +127,12 @@ func (l learnedBy) waiting(index uint64) []string {
 }
 
 // membersLearned reads what each member of the configuration has learned,
-// leaving out the members that are gone (a member that has learned every
-// pending entry is not probed).
-func (n *Node) membersLearned() learnedBy {
+// leaving out the members that are gone; a member that has learned the
+// entry at newest (the newest pending one) is not probed.
+func (n *Node) membersLearned(newest uint64) learnedBy {
 	cf := n.raft.GetConfiguration()
 	if cf.Error() != nil {
 		return learnedBy{"(the configuration cannot be read)": 0}
-	}
-	newest := uint64(0)
-	for _, e := range n.pendingEntries() {
-		newest = max(newest, e.Index)
 	}
 	out := learnedBy{}
 	for _, s := range cf.Configuration().Servers {
