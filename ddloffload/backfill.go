@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -295,27 +294,13 @@ func (r *runner) waitWatermark(ctx context.Context, track *copyTracker) {
 func (r *runner) walk(ctx context.Context, c *client.Conn, gap keyRange, out func(i int, kr keyRange) error) error {
 	lo := gap.lo
 	for i := 0; ; i++ {
-		var conds []string
-		if lo != nil {
-			conds = append(conds, r.t.keyCompare(">", lo))
-		}
-		if gap.hi != nil {
-			conds = append(conds, r.t.keyCompare("<=", gap.hi))
-		}
-		where := ""
-		if len(conds) > 0 {
-			where = " WHERE " + strings.Join(conds, " AND ")
-		}
-		res, err := c.Execute("SELECT " + r.t.keyList() + " FROM " + r.t.name() + where +
-			" ORDER BY " + r.t.keyList() + " LIMIT 1 OFFSET " + strconv.Itoa(r.set.BatchSize-1))
+		key, found, err := r.keyAt(c, keyRange{lo, gap.hi}, r.set.BatchSize)
 		if err != nil {
 			return err
 		}
 		hi := gap.hi
-		if res.RowNumber() > 0 {
-			if hi, err = r.t.keyLiterals(res.Values[0]); err != nil {
-				return err
-			}
+		if found {
+			hi = key
 		}
 		if err := r.rec.gate.wait(ctx); err != nil {
 			return err
@@ -323,11 +308,23 @@ func (r *runner) walk(ctx context.Context, c *client.Conn, gap keyRange, out fun
 		if err := out(i, keyRange{lo, hi}); err != nil {
 			return err
 		}
-		if res.RowNumber() == 0 || slices.Equal(hi, gap.hi) {
+		if !found || slices.Equal(hi, gap.hi) {
 			return nil
 		}
 		lo = hi
 	}
+}
+
+// keyAt reads the key of the n-th row of kr in key order; found is false
+// when kr holds fewer than n rows.
+func (r *runner) keyAt(c *client.Conn, kr keyRange, n int) (key []string, found bool, err error) {
+	res, err := c.Execute("SELECT " + r.t.keyList() + " FROM " + r.t.name() + " WHERE " + r.t.rangeCond(kr) +
+		" ORDER BY " + r.t.keyList() + " LIMIT 1 OFFSET " + strconv.Itoa(n-1))
+	if err != nil || res.RowNumber() == 0 {
+		return nil, false, err
+	}
+	key, err = r.t.keyLiterals(res.Values[0])
+	return key, err == nil, err
 }
 
 // keyLiterals renders a row of key values read through the text protocol.
@@ -390,10 +387,10 @@ func (r *runner) countRows(ctx context.Context, th *throttle) {
 const countSlices = 10
 
 // count counts the table's rows along its walk key: the end of each slice
-// of countSlices*BatchSize rows found as the walk finds a chunk's, the
+// of countSlices*BatchSize rows found as the walk finds a chunk's (keyAt), the
 // last slice counted.
 func (r *runner) count(ctx context.Context, c *client.Conn, th *throttle) (int64, error) {
-	slice := int64(countSlices * r.set.BatchSize)
+	slice := countSlices * r.set.BatchSize
 	var lo []string
 	var n int64
 	for {
@@ -404,24 +401,17 @@ func (r *runner) count(ctx context.Context, c *client.Conn, th *throttle) (int64
 		if err != nil {
 			return 0, err
 		}
-		where := ""
-		if lo != nil {
-			where = " WHERE " + r.t.keyCompare(">", lo)
-		}
-		res, err := c.Execute("SELECT " + r.t.keyList() + " FROM " + r.t.name() + where +
-			" ORDER BY " + r.t.keyList() + " LIMIT 1 OFFSET " + strconv.FormatInt(slice-1, 10))
-		if err == nil && res.RowNumber() > 0 {
-			n += slice
-			lo, err = r.t.keyLiterals(res.Values[0])
+		rest := keyRange{lo: lo}
+		key, found, err := r.keyAt(c, rest, slice)
+		if err == nil && found {
 			done()
-			if err != nil {
-				return 0, err
-			}
+			n, lo = n+int64(slice), key
 			continue
 		}
+		var res *mysql.Result
 		if err == nil {
 			// The last slice: fewer rows than a slice are left.
-			res, err = c.Execute("SELECT COUNT(*) FROM " + r.t.name() + where)
+			res, err = c.Execute("SELECT COUNT(*) FROM " + r.t.name() + " WHERE " + r.t.rangeCond(rest))
 		}
 		done()
 		if err != nil {
