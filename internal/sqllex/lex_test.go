@@ -15,7 +15,7 @@ func TestReadingsFollowTheServerVersion(t *testing.T) {
 	}
 	mysql := DialectOf("8.0.36")
 	for _, c := range []struct {
-		sql         string
+		sql          string
 		maria, mysql string
 	}{
 		{"/*!99999 SELECT 1, */ UPDATE t", "UPDATE t", "UPDATE t"},
