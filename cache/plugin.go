@@ -151,6 +151,9 @@ type Plugin struct {
 	overBudgetN atomic.Uint64 // CACHEs refused and loads not done for the budget
 	// passReasons counts the statements sent to the backend, by reason.
 	passReasons [eval.NumReasons]atomic.Uint64
+	// conservatives counts the requests taken as writes of every cached
+	// table because their effect could not be named, by reason.
+	conservatives [plugins.NumConservative]atomic.Uint64
 	// warnedUnchecked: a load could not check its snapshot against the
 	// binary log's end, and the log said so (once per process).
 	warnedUnchecked atomic.Bool
@@ -566,59 +569,73 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 	if st.Command != plugins.ComStmtPrepare {
 		session(st).temps.expect(a)
 	}
-	switch a.Effect {
-	case plugins.EffectCache, plugins.EffectNoCache:
+	if a.Effect == plugins.EffectCache || a.Effect == plugins.EffectNoCache {
 		if st.Command == plugins.ComStmtPrepare {
 			return plugins.Continue // the execution is what acts
 		}
 		return p.admin(st, a)
-	case plugins.EffectDDL:
-		p.forgetIndirect() // (it may create or drop a view or a trigger)
-		si := session(st)
-		targets := leaseIDs(a.Targets)
-		if a.DropSchema != "" {
-			for _, id := range p.cachedIDs() {
-				if strings.EqualFold(id.Schema, a.DropSchema) {
-					targets = append(targets, id)
-				}
+	}
+	if a.Programs || a.Effect == plugins.EffectDDL || a.Effect == plugins.EffectUnknown {
+		p.forgetIndirect() // (it may create or drop a view, a trigger or a stored function)
+	}
+	if e := p.refuseDDL(st, a); e != nil {
+		return plugins.RefuseWith(e)
+	}
+	if st.Command == plugins.ComStmtPrepare {
+		return plugins.Continue
+	}
+	si := session(st)
+	if a.Accounts || a.Effect == plugins.EffectUnknown {
+		si.privilegesMayChange = true
+		si.accountsMayChange = si.accountsMayChange || a.Accounts
+	}
+	var ids []lease.TableID
+	written := leaseIDs(a.Written)
+	switch {
+	case a.Effect == plugins.EffectUnknown:
+		p.conservative(a.Why)
+		ids = p.cachedIDs()
+	case len(written) == 0:
+	case p.writesElsewhere(written):
+		ids = p.cachedIDs() // through a view or a trigger
+	default:
+		for _, id := range written {
+			if p.table(id) != nil {
+				ids = append(ids, id)
 			}
-		}
-		if a.IndexOnly {
-			// An index changes no row and no column: the copies stay
-			// exact (see ExpectSwap for an online ADD INDEX's swap).
-			break
-		}
-		for _, id := range targets {
-			if p.table(id) != nil && !si.temps.has(id) {
-				e := errUnsupported(ddlName(st.SQL))
-				e.Message += fmt.Sprintf(" Run ALTER TABLE %s NOCACHE first.", mysqlwire.QuoteTable(id.Schema, id.Table))
-				return plugins.RefuseWith(e)
-			}
-		}
-	case plugins.EffectWrite, plugins.EffectUnknown:
-		if st.Command == plugins.ComStmtPrepare {
-			return plugins.Continue
-		}
-		var ids []lease.TableID
-		written := leaseIDs(a.Tables)
-		if a.Effect == plugins.EffectUnknown {
-			ids = p.cachedIDs()
-			session(st).privilegesMayChange = true
-			p.forgetIndirect() // (it may create a view or a trigger)
-		} else if p.writesElsewhere(written) {
-			ids = p.cachedIDs() // through a view or a trigger
-		} else {
-			for _, id := range written {
-				if p.table(id) != nil {
-					ids = append(ids, id)
-				}
-			}
-		}
-		if len(ids) > 0 {
-			p.beginWrite(st, ids)
 		}
 	}
+	if len(ids) > 0 {
+		p.beginWrite(st, ids)
+	}
 	return plugins.Continue
+}
+
+// refuseDDL is the error for a DDL statement that would change a cached
+// table's definition (other than by adding indexes), or nil.
+func (p *Plugin) refuseDDL(st *plugins.Statement, a plugins.Analysis) *mysql.MyError {
+	if a.IndexOnly || len(a.Targets) == 0 && a.DropSchema == "" {
+		// An index changes no row and no column: the copies stay exact
+		// (see ExpectSwap for an online ADD INDEX's swap).
+		return nil
+	}
+	si := session(st)
+	targets := leaseIDs(a.Targets)
+	if a.DropSchema != "" {
+		for _, id := range p.cachedIDs() {
+			if strings.EqualFold(id.Schema, a.DropSchema) {
+				targets = append(targets, id)
+			}
+		}
+	}
+	for _, id := range targets {
+		if p.table(id) != nil && !si.temps.has(id) {
+			e := errUnsupported(ddlName(st.SQL))
+			e.Message += fmt.Sprintf(" Run ALTER TABLE %s NOCACHE first.", mysqlwire.QuoteTable(id.Schema, id.Table))
+			return e
+		}
+	}
+	return nil
 }
 
 // analyze is the statement's analysis, remembered by statement shape: the
@@ -643,7 +660,7 @@ func (p *Plugin) analyze(st *plugins.Statement) (plugins.Analysis, error) {
 		return a, nil
 	}
 	a, err := st.Analysis()
-	if err == nil {
+	if err == nil && !a.PerRequest {
 		p.effects.Add(planKey{db: strings.Clone(key.db), text: strings.Clone(key.text)}, a)
 	}
 	return a, err
@@ -738,7 +755,8 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 			// change was on its way is learned again.
 			si.privilegesMayChange = false
 			p.leases.Invalidate(privilegesID)
-			if plugins.MayChangeAccounts(st.SQL) {
+			if si.accountsMayChange {
+				si.accountsMayChange = false
 				p.leases.Invalidate(accountsID)
 			}
 		}
@@ -945,7 +963,7 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 			Help: "Tables cached."}, func() float64 { return float64(len(p.cachedTables())) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_tables_dropped_total",
 			Help: "Tables no longer cached because they grew past max_table_size."}, func() float64 { return float64(p.dropped.Load()) }),
-	}, append(append(p.passReasonMetrics(), p.resultMetrics()...), p.budgetMetrics()...)...) {
+	}, append(append(append(p.passReasonMetrics(), p.conservativeMetrics()...), p.resultMetrics()...), p.budgetMetrics()...)...) {
 		if err := reg.Register(c); err != nil {
 			p.log.Warn("cache: metric not registered", "err", err)
 		}
@@ -964,6 +982,28 @@ func (p *Plugin) passReasonMetrics() []prometheus.Collector {
 			func() float64 { return float64(p.passReasons[r].Load()) }))
 	}
 	return out
+}
+
+// conservativeMetrics are the counters of requests whose effect could not
+// be named, so that they counted as writes of every cached table, by
+// reason (plugins.Conservative).
+func (p *Plugin) conservativeMetrics() []prometheus.Collector {
+	var out []prometheus.Collector
+	for _, r := range plugins.ConservativeReasons() {
+		out = append(out, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_conservative_writes_total",
+			Help:        "Requests whose effect the proxy could not name, taken as writes of every cached table, by reason.",
+			ConstLabels: prometheus.Labels{"reason": r.String()}},
+			func() float64 { return float64(p.conservatives[r].Load()) }))
+	}
+	return out
+}
+
+// conservative counts a request taken as a write of every cached table.
+func (p *Plugin) conservative(why plugins.Conservative) {
+	if int(why) >= plugins.NumConservative {
+		why = plugins.WhyOther
+	}
+	p.conservatives[why].Add(1)
 }
 
 // admin runs ALTER TABLE ... CACHE / NOCACHE.

@@ -78,6 +78,9 @@ type sessionInfo struct {
 	// privilegesMayChange: the statement being handled may change the
 	// backend's privileges (see privilegesID).
 	privilegesMayChange bool
+	// accountsMayChange: it may also change who may log in (see
+	// accountsID).
+	accountsMayChange bool
 	// pureRead: the statement being handled is a read that changes
 	// nothing (no locking clause, no INTO, deterministic functions only),
 	// so a deferred BEGIN may travel with it (see plugins.Statement.Begin).

@@ -21,6 +21,9 @@ type cacheEnv struct {
 	dataDir string
 	yaml    string
 	proxy   *proxyProc
+	// more are users the proxy accepts beside app (add them, then
+	// restart).
+	more []account
 }
 
 func newCacheEnv(t *testing.T) *cacheEnv {
@@ -38,7 +41,7 @@ func newCacheEnv(t *testing.T) *cacheEnv {
 }
 
 func (e *cacheEnv) start(t *testing.T) {
-	e.proxy = startProxyOpts(t, e.backend.Addr, []account{e.app}, proxyOpts{yaml: e.yaml, admins: []account{e.admin}, dataDir: e.dataDir})
+	e.proxy = startProxyOpts(t, e.backend.Addr, append([]account{e.app}, e.more...), proxyOpts{yaml: e.yaml, admins: []account{e.admin}, dataDir: e.dataDir})
 }
 
 func (e *cacheEnv) open(t *testing.T, a account) *sql.DB {

@@ -2,12 +2,15 @@ package plugins
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions for the standalone parser
+
+	"tableproxy/internal/sqllex"
 )
 
 // Parsing. A statement is parsed at most once, by the first plugin that
@@ -28,9 +31,17 @@ type Parsed struct {
 	p     *parser.Parser
 }
 
-// Parse parses sql (one statement or several) in the default SQL mode.
-func Parse(sql string) Parsed {
+// Parse parses sql (one statement or several) in the default SQL mode. A
+// panic of the parser (its value driver, made for the parser's own tests,
+// refuses some literals MariaDB accepts, such as integers of 82 digits) is
+// a parse error, and that parser is not reused.
+func Parse(sql string) (pd Parsed) {
 	p := parsers.Get().(*parser.Parser)
+	defer func() {
+		if r := recover(); r != nil {
+			pd = Parsed{Err: fmt.Errorf("the SQL parser failed on this statement: %v", r)}
+		}
+	}()
 	stmts, _, err := p.ParseSQL(sql)
 	return Parsed{Stmts: stmts, Err: err, p: p}
 }
@@ -74,16 +85,9 @@ func (st *Statement) Analysis() (Analysis, error) {
 	if st.analyzed {
 		return st.analysis, st.analysisErr
 	}
-	var a Analysis
-	var err error
-	stmts, perr := st.Parsed()
-	if HidesCode(st.SQL) {
-		a = hiddenCode(stmts, perr, st.DB)
-	} else {
-		a, err = analyzeStmts(stmts, perr, st.DB)
-	}
+	a, err := analyzeRequest(st.SQL, st.DB, st.Dialect, sessionPrepared(st.Session))
 	st.analysis, st.analysisErr, st.analyzed = a, err, true
-	if m := st.memo; m != nil {
+	if m := st.memo; m != nil && !a.PerRequest {
 		m.analysis, m.analysisErr, m.analyzed = a, err, true
 	}
 	return a, err
@@ -131,6 +135,26 @@ type Analysis struct {
 	// table.
 	Named    []TableID
 	Unparsed bool
+	// Written are the tables whose rows a statement of the request may
+	// change (INSERT, UPDATE, DELETE, REPLACE, LOAD), whatever else it
+	// does.
+	Written []TableID
+	// Why says why Effect is EffectUnknown.
+	Why Conservative
+	// Stmts are the statements the request runs, in order, with those
+	// inside compound statements, EXECUTE IMMEDIATE and EXECUTE.
+	Stmts []StmtInfo
+	// Accounts: the request may change who may log in or with which
+	// rights (GRANT, REVOKE, CREATE USER, SET PASSWORD, FLUSH, a write of
+	// the mysql schema, or anything unknown). Role: it runs SET ROLE,
+	// which changes the session's own rights. Session: it may change the
+	// session's settings (SET, USE, a block, anything unknown). Programs:
+	// it may create or drop a stored program or trigger.
+	Accounts, Role, Session, Programs bool
+	// PerRequest: the account depends on the session (PREPARE,
+	// EXECUTE) or on the request's literals (EXECUTE IMMEDIATE 'text'),
+	// so it must not be kept for the text, or the shape, of the request.
+	PerRequest bool
 	// IndexOnly: every statement of the request is a DDL statement that
 	// only adds secondary indexes (ADD INDEX / KEY / UNIQUE, CREATE
 	// INDEX), so no row and no column of its tables changes: a copy of
@@ -143,62 +167,18 @@ type Analysis struct {
 var errMixedAdmin = errors.New("ALTER TABLE ... CACHE/NOCACHE must be a statement of its own")
 
 // Analyze parses sql (one statement or several) and reports its effect on
-// tables, resolving unqualified names against db. It errs on the side of
-// caution: anything that could write a table it cannot name is
-// EffectUnknown, and every table a writing statement mentions counts as
-// written (a needless invalidation costs a reload; a missed one serves a
-// stale row).
+// tables, resolving unqualified names against db, for a backend of unknown
+// version (see AnalyzeFor). It errs on the side of caution: anything that
+// could write a table it cannot name is EffectUnknown, and every table a
+// writing statement mentions counts as written (a needless invalidation
+// costs a reload; a missed one serves a stale row).
 func Analyze(sql, db string) (Analysis, error) {
-	pd := Parse(sql)
-	defer pd.Release() // the tree is the parser's until its next parse
-	if HidesCode(sql) {
-		return hiddenCode(pd.Stmts, pd.Err, db), nil
-	}
-	return analyzeStmts(pd.Stmts, pd.Err, db)
+	return analyzeRequest(sql, db, sqllex.Dialect{}, nil)
 }
 
-// hiddenCode is the analysis of a request with a MariaDB executable
-// comment: any effect, though the tables the parser sees are named.
-func hiddenCode(stmts []ast.StmtNode, err error, db string) Analysis {
-	a := Analysis{Effect: EffectUnknown, TempsUnknown: true, Unparsed: err != nil}
-	if err == nil {
-		a.Named = namedIn(stmts, db)
-	}
-	return a
-}
-
-// analyzeStmts is the analysis of a parse, for unqualified names in db.
-func analyzeStmts(stmts []ast.StmtNode, err error, db string) (Analysis, error) {
-	if err != nil {
-		return Analysis{Effect: EffectUnknown, TempsUnknown: true, Unparsed: true}, nil
-	}
-	out := Analysis{Named: namedIn(stmts, db), IndexOnly: len(stmts) > 0}
-	for _, stmt := range stmts {
-		out.IndexOnly = out.IndexOnly && AddsIndexesOnly(stmt)
-		if u, ok := stmt.(*ast.UseStmt); ok {
-			db = u.DBName // later statements of the request resolve against it
-		}
-		a := analyzeOne(stmt, db)
-		if a.Effect == EffectCache || a.Effect == EffectNoCache {
-			if len(stmts) > 1 {
-				return Analysis{Named: out.Named}, errMixedAdmin
-			}
-			a.Named = out.Named
-			return a, nil
-		}
-		if a.Effect > out.Effect {
-			out.Effect = a.Effect
-		}
-		out.Tables = appendUnique(out.Tables, a.Tables...)
-		out.Targets = appendUnique(out.Targets, a.Targets...)
-		if a.DropSchema != "" {
-			out.DropSchema = a.DropSchema // (one DROP DATABASE per request is enough to refuse it)
-		}
-		out.TempCreated = append(out.TempCreated, a.TempCreated...)
-		out.TempDropped = append(out.TempDropped, a.TempDropped...)
-		out.TempsUnknown = out.TempsUnknown || a.TempsUnknown || a.Effect == EffectUnknown
-	}
-	return out, nil
+// AnalyzeFor is Analyze for a backend of dialect d.
+func AnalyzeFor(sql, db string, d sqllex.Dialect) (Analysis, error) {
+	return analyzeRequest(sql, db, d, nil)
 }
 
 // AddsIndexesOnly reports whether stmt only adds secondary indexes to a

@@ -1,6 +1,10 @@
 package plugins
 
-import "strings"
+import (
+	"strings"
+
+	"tableproxy/internal/sqllex"
+)
 
 // Kind is a cheap lexical classification of a statement, from its first
 // keyword. It is computed for every statement, so it reads a few bytes and
@@ -27,6 +31,8 @@ const (
 	KindKill     // KILL
 	KindAdmin    // ADMIN (the proxy's own admin SQL)
 	KindWith     // WITH ... (a CTE; usually a read)
+	KindMulti    // a request of several statements
+	KindCompound // a compound statement: BEGIN NOT ATOMIC, IF, CASE, LOOP, REPEAT, WHILE, FOR
 	numKinds
 )
 
@@ -36,6 +42,7 @@ const NumKinds = int(numKinds)
 var kindNames = [numKinds]string{
 	"other", "select", "insert", "update", "delete", "replace", "load", "ddl",
 	"begin", "commit", "rollback", "set", "use", "show", "call", "kill", "admin", "with",
+	"multi", "compound",
 }
 
 func (k Kind) String() string {
@@ -54,16 +61,71 @@ func (k Kind) IsWrite() bool {
 	return false
 }
 
+// ClassifyFor returns the kind of sql as a backend of dialect d reads it:
+// its executable comments run or skipped as d does (see Classify). When the
+// dialect is unknown and the readings disagree, the kind is KindOther.
+func ClassifyFor(sql string, d sqllex.Dialect) Kind {
+	if !sqllex.HasExecComments(sql) {
+		return Classify(sql)
+	}
+	rs := sqllex.Readings(sql, d, true)
+	k := Classify(rs[0])
+	for _, r := range rs[1:] {
+		if Classify(r) != k {
+			return KindOther
+		}
+	}
+	return k
+}
+
 // Classify returns the kind of sql from its first keyword, skipping leading
 // whitespace, comments (/* */, -- and #) and opening parentheses. MySQL's
-// executable comments (/*! ... */) are read as code.
+// executable comments (/*! ... */) are read as code (ClassifyFor reads them
+// as the backend does). A request of several statements is KindMulti, a
+// compound statement KindCompound, and SET STATEMENT ... FOR KindOther:
+// none of them is what its first word says.
 func Classify(sql string) Kind {
-	word := FirstKeyword(sql)
+	k := classifyFirst(sql)
+	if strings.IndexByte(sql, ';') >= 0 && !SingleStatement(sql) {
+		// (A ';' in a string or inside a compound statement does not end
+		// a statement: count them as the backend does.)
+		toks := sqllex.Tokens(sql, true)
+		if ss := sqllex.Split(sql, toks); len(ss) > 1 {
+			return KindMulti
+		} else if len(ss) == 1 && ss[0].Block && k != KindDDL {
+			return KindCompound
+		}
+	}
+	return k
+}
+
+// classifyFirst is Classify of a single statement.
+func classifyFirst(sql string) Kind {
+	word, end := wordAt(sql, 0)
+	if word != "" {
+		// A label ("l: LOOP ...") starts a compound statement.
+		j := end
+		for j < len(sql) && (sql[j] == ' ' || sql[j] == '\t' || sql[j] == '\n' || sql[j] == '\r') {
+			j++
+		}
+		if j < len(sql) && sql[j] == ':' && (j+1 == len(sql) || sql[j+1] != '=') {
+			return KindCompound
+		}
+	}
 	switch len(word) {
+	case 2:
+		if eqFold(word, "IF") {
+			return KindCompound
+		}
 	case 3:
 		switch {
 		case eqFold(word, "SET"):
+			if eqFold(secondKeyword(sql), "STATEMENT") {
+				return KindOther // SET STATEMENT ... FOR statement
+			}
 			return KindSet
+		case eqFold(word, "FOR"):
+			return KindCompound
 		case eqFold(word, "USE"):
 			return KindUse
 		}
@@ -81,13 +143,20 @@ func Classify(sql string) Kind {
 			return KindKill
 		case eqFold(word, "WITH"):
 			return KindWith
+		case eqFold(word, "CASE"), eqFold(word, "LOOP"):
+			return KindCompound
 		}
 	case 5:
 		switch {
 		case eqFold(word, "ALTER"):
 			return KindDDL
 		case eqFold(word, "BEGIN"):
+			if eqFold(secondKeyword(sql), "NOT") {
+				return KindCompound // BEGIN NOT ATOMIC
+			}
 			return KindBegin
+		case eqFold(word, "WHILE"):
+			return KindCompound
 		case eqFold(word, "START"):
 			// START TRANSACTION, not START SLAVE / REPLICA / GROUP_REPLICATION.
 			if eqFold(secondKeyword(sql), "TRANSACTION") {
@@ -110,6 +179,8 @@ func Classify(sql string) Kind {
 			return KindDDL
 		case eqFold(word, "COMMIT"):
 			return KindCommit
+		case eqFold(word, "REPEAT"):
+			return KindCompound
 		}
 	case 7:
 		switch {
@@ -244,34 +315,32 @@ func eqFold(word, upper string) bool {
 	return true
 }
 
-// MayChangeAccounts reports whether sql may change the backend's accounts
-// or what they may do: GRANT, REVOKE, FLUSH (PRIVILEGES); CREATE, ALTER,
-// DROP or RENAME of a USER or ROLE; SET PASSWORD or SET DEFAULT ROLE; a
-// CALL or EXECUTE (which may run any of them); and anything whose first
-// word cannot be read (an executable comment) or that holds several
-// statements. SET ROLE changes only the session's own rights.
-func MayChangeAccounts(sql string) bool {
-	if !SingleStatement(sql) {
-		return true
-	}
-	// (Compared in place with eqFold: this runs for every query, and
-	// upper-casing the words would allocate.)
-	var words [4]string
-	i := 0
-	for n := range words {
-		words[n], i = wordAt(sql, i)
-	}
-	switch w := words[0]; {
-	case w == "" || eqFold(w, "GRANT") || eqFold(w, "REVOKE") || eqFold(w, "FLUSH") || eqFold(w, "CALL") || eqFold(w, "EXECUTE"):
-		return true
-	case eqFold(w, "CREATE") || eqFold(w, "ALTER") || eqFold(w, "DROP") || eqFold(w, "RENAME"):
-		for _, w := range words[1:] { // (CREATE OR REPLACE USER, DROP ROLE IF EXISTS)
-			if eqFold(w, "USER") || eqFold(w, "ROLE") {
-				return true
-			}
+// MayChangeAccounts reports whether the statement may change the
+// backend's accounts or what they may do (see Analysis.Accounts). A plain
+// statement of a kind that cannot (a single SELECT, SHOW, USE, BEGIN,
+// COMMIT, ROLLBACK, KILL, or a row write of a table outside the mysql
+// schema) is decided from its kind, without parsing; SET by its first
+// words; anything else by its account.
+func (st *Statement) MayChangeAccounts() bool {
+	switch st.Kind {
+	case KindSelect, KindWith, KindShow, KindUse, KindBegin, KindCommit, KindRollback, KindKill, KindAdmin:
+		// (A stored function cannot run GRANT or CREATE USER: they commit.)
+		return false
+	case KindInsert, KindUpdate, KindDelete, KindReplace, KindLoad:
+		if !ContainsFold(st.SQL, "MYSQL") {
+			return false
 		}
-	case eqFold(w, "SET"):
+	case KindSet:
+		if sqllex.HasExecComments(st.SQL) {
+			break // its words as the backend reads them: the account's
+		}
+		var words [3]string
+		i := 0
+		for n := range words {
+			words[n], i = wordAt(st.SQL, i)
+		}
 		return eqFold(words[1], "PASSWORD") || eqFold(words[1], "DEFAULT") && eqFold(words[2], "ROLE")
 	}
-	return false
+	a, _ := st.Analysis()
+	return a.Accounts
 }

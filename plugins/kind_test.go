@@ -206,7 +206,9 @@ func TestMayChangeAccounts(t *testing.T) {
 		"UPDATE t SET v = 1;":                                        false,
 		"INSERT INTO t VALUES (1) RETURNING id":                      false,
 	} {
-		if got := MayChangeAccounts(sql); got != want {
+		st := &Statement{Session: &SessionState{}, Dialect: mariadb1011}
+		st.Reset(ComQuery, sql)
+		if got := st.MayChangeAccounts(); got != want {
 			t.Errorf("MayChangeAccounts(%q) = %v, want %v", sql, got, want)
 		}
 	}
@@ -214,7 +216,9 @@ func TestMayChangeAccounts(t *testing.T) {
 
 // MayChangeAccounts runs for every query: it must not allocate.
 func TestMayChangeAccountsDoesNotAllocate(t *testing.T) {
-	if n := testing.AllocsPerRun(100, func() { MayChangeAccounts("SELECT c FROM sbtest1 WHERE id=1") }); n != 0 {
+	st := &Statement{}
+	st.Reset(ComQuery, "SELECT c FROM sbtest1 WHERE id=1")
+	if n := testing.AllocsPerRun(100, func() { st.MayChangeAccounts() }); n != 0 {
 		t.Fatalf("%v allocations per call", n)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser"
+
+	"tableproxy/internal/sqllex"
 )
 
 // Plugin is the part every plugin has. A plugin takes part in the chain by
@@ -109,6 +111,9 @@ type Statement struct {
 	// ExtendedMetadata: the client negotiated MariaDB's extended column
 	// metadata (column definitions carry one more field).
 	ExtendedMetadata bool
+	// Dialect is the backend's flavor and version, which decide what its
+	// executable comments run (see Kind and Analysis).
+	Dialect sqllex.Dialect
 
 	// Params is the raw parameter block of a COM_STMT_EXECUTE (everything
 	// after the statement id), ParamCount how many parameters the
@@ -229,7 +234,7 @@ type Memo struct {
 func (st *Statement) Reset(cmd Command, sql string) {
 	st.Command = cmd
 	st.SQL = sql
-	st.Kind = Classify(sql)
+	st.Kind = ClassifyFor(sql, st.Dialect)
 	st.normalized = ""
 	st.digest = ""
 	st.memo = nil
@@ -250,7 +255,7 @@ func (st *Statement) forgetDerived() {
 // (the proxy keeps one Memo per prepared statement).
 func (st *Statement) ResetMemo(cmd Command, sql string, m *Memo) {
 	if !m.classified {
-		m.kind, m.classified = Classify(sql), true
+		m.kind, m.classified = ClassifyFor(sql, st.Dialect), true
 	}
 	st.Command = cmd
 	st.SQL = sql

@@ -16,6 +16,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"tableproxy/internal/mysqlwire"
+	"tableproxy/internal/sqllex"
 	"tableproxy/plugins"
 )
 
@@ -335,7 +336,7 @@ func (s *session) bindBackend(ctx context.Context) error {
 	}
 	s.st = plugins.Statement{ConnID: s.id, User: s.user.Name, Admin: s.user.Admin, Remote: s.client.raw.RemoteAddr(),
 		Tx: &s.tx, Session: &plugins.SessionState{}, Backend: sessionBackend{s},
-		ExtendedMetadata: s.client.extCaps&mariadbExtendedMetadata != 0}
+		ExtendedMetadata: s.client.extCaps&mariadbExtendedMetadata != 0, Dialect: sqllex.DialectOf(bc.GetServerVersion())}
 	s.stmts = map[uint32]*prepared{}
 	s.srv.registerBackend(s)
 	return nil
@@ -551,7 +552,7 @@ func (s *session) runStatement() error {
 	if cmd == plugins.ComQuery && (st.Kind == plugins.KindOther || strings.IndexByte(st.SQL, ';') >= 0) && mayBeXA(st.SQL) {
 		s.usedXA = true
 	}
-	if cmd == plugins.ComQuery && plugins.MayChangeAccounts(st.SQL) {
+	if cmd == plugins.ComQuery && st.MayChangeAccounts() {
 		// After it ran: sessions that start from then on log in afresh.
 		defer s.srv.pool.cfg.Logins.Changed()
 	}

@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"tableproxy/internal/testdb"
+)
+
+// runRequest sends one request (one COM_QUERY, perhaps of several
+// statements) on conn and reads every result it returns.
+func runRequest(ctx context.Context, conn *sql.Conn, q string) error {
+	rows, err := conn.QueryContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	for {
+		for rows.Next() {
+		}
+		if !rows.NextResultSet() {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// TestUnusualWritesAreSeen: each form of request that once wrote a cached
+// table without the proxy noticing (a write behind a read in one request,
+// SET STATEMENT, a compound statement, an executable comment the backend
+// skips, dynamic SQL) is seen by the very next read through another
+// session, in every trial, with the table answered from memory in between.
+func TestUnusualWritesAreSeen(t *testing.T) {
+	e := newCacheEnv(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.kv (id INT PRIMARY KEY, v BIGINT NOT NULL)",
+		"INSERT INTO `"+e.db+"`.kv VALUES (1, 0), (2, 0)")
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "kv", "ready", 2, 1)
+	writerDB := testdb.Open(t, testdb.DSN(e.proxy.addr, e.app.name, e.app.password, e.db, map[string]string{"multiStatements": "true"}))
+	ctx := context.Background()
+	writer, err := writerDB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	reader := e.open(t, e.app)
+	read := func() int64 {
+		var v int64
+		if err := reader.QueryRow("SELECT v FROM kv WHERE id = 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	const w = "UPDATE kv SET v = %d WHERE id = 1"
+	forms := []string{
+		"SELECT 1; " + w,
+		"USE `" + e.db + "`; " + w,
+		"SET @a = 1; " + w,
+		"SHOW TABLES; " + w,
+		"COMMIT; " + w,
+		"SELECT ';'; " + w,
+		"SET STATEMENT max_statement_time=0 FOR " + w,
+		"BEGIN NOT ATOMIC " + w + "; END",
+		"BEGIN NOT ATOMIC DECLARE n INT DEFAULT 0; WHILE n < 1 DO SET n = n + 1; IF n = 1 THEN " + w + "; END IF; END WHILE; END",
+		"/*!99999 SELECT 1, */ " + w,
+		"/*M!100100 " + w + " */",
+		"EXECUTE IMMEDIATE '" + w + "'",
+		"PREPARE s FROM 'UPDATE kv SET v = ? WHERE id = 1'; SET @v = %d; EXECUTE s USING @v",
+		"REPLACE INTO kv VALUES (1, %d) RETURNING id",
+		"SET @q = '" + w + "'; PREPARE s2 FROM @q; EXECUTE s2",
+	}
+	const trials = 6
+	v := int64(0)
+	hits0 := hitsOf(t, admin, "kv")
+	for _, form := range forms {
+		stale := 0
+		for i := 0; i < trials; i++ {
+			waitSettled(t, admin, "kv", 2)
+			read() // from memory: the write below must take the table off it
+			v++
+			q := form
+			if strings.Contains(q, "%d") {
+				q = fmt.Sprintf(form, v)
+			}
+			if err := runRequest(ctx, writer, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			if got := read(); got != v {
+				stale++
+			}
+		}
+		if stale > 0 {
+			t.Errorf("%s: the next read missed the write in %d of %d trials", form, stale, trials)
+		}
+	}
+	if hitsOf(t, admin, "kv") == hits0 {
+		t.Fatal("no read was answered from memory: the test did not exercise the cache")
+	}
+}
+
+// TestReturningKeepsOtherTablesCached: INSERT ... RETURNING (what Django
+// sends for every create() on MariaDB) writes its own table only: reads of
+// another, cached table go on being answered from memory.
+func TestReturningKeepsOtherTablesCached(t *testing.T) {
+	e := newCacheEnv(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.kv (id INT PRIMARY KEY, v BIGINT NOT NULL)",
+		"INSERT INTO `"+e.db+"`.kv VALUES (1, 7)",
+		"CREATE TABLE `"+e.db+"`.log (id INT AUTO_INCREMENT PRIMARY KEY, msg VARCHAR(20))")
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "kv", "ready", 1, 1)
+	app := e.open(t, e.app)
+	var v int64
+	if err := app.QueryRow("SELECT v FROM kv WHERE id = 1").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	hits0 := hitsOf(t, admin, "kv")
+	for i := 0; i < n; i++ {
+		var id int64
+		if err := app.QueryRow("INSERT INTO log (msg) VALUES (?) RETURNING id", fmt.Sprint("m", i)).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if err := app.QueryRow("SELECT v FROM kv WHERE id = 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits := hitsOf(t, admin, "kv") - hits0; hits < n*95/100 {
+		t.Fatalf("%d of %d reads after INSERT ... RETURNING of another table answered from memory, want at least 95%%", hits, n)
+	}
+}
+
+// TestPrivilegeChangesInAnyFormAreSeen: a REVOKE behind a read in one
+// request, and SET ROLE NONE behind an executable comment the backend
+// skips, take effect for the very next read, as directly.
+func TestPrivilegeChangesInAnyFormAreSeen(t *testing.T) {
+	e := newCacheEnv(t)
+	b := e.backend
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.kv (id INT PRIMARY KEY, v BIGINT NOT NULL)",
+		"INSERT INTO `"+e.db+"`.kv VALUES (1, 7)")
+	role := "tpr_" + strings.ReplaceAll(e.db, "-", "_")
+	if len(role) > 60 {
+		role = role[:60]
+	}
+	reader := account{"tpu_r" + fmt.Sprint(time.Now().UnixNano()%1e8), "reader-pw"}
+	hosts := []string{"127.0.0.1", "localhost", "::1"}
+	var revokeFrom []string
+	for _, h := range hosts {
+		b.Exec(t, fmt.Sprintf("CREATE USER '%s'@'%s' IDENTIFIED BY '%s'", reader.name, h, reader.password),
+			fmt.Sprintf("GRANT ALL ON `%s`.* TO '%s'@'%s' WITH GRANT OPTION", e.db, e.admin.name, h))
+		revokeFrom = append(revokeFrom, fmt.Sprintf("'%s'@'%s'", reader.name, h))
+	}
+	b.Exec(t, "CREATE ROLE "+role, fmt.Sprintf("GRANT SELECT ON `%s`.kv TO %s", e.db, role))
+	for _, h := range hosts {
+		b.Exec(t, fmt.Sprintf("GRANT %s TO '%s'@'%s'", role, reader.name, h))
+	}
+	t.Cleanup(func() {
+		root := b.Root(t)
+		for _, h := range hosts {
+			root.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'%s'", reader.name, h))
+		}
+		root.Exec("DROP ROLE IF EXISTS " + role)
+	})
+	e.proxy.stop(t)
+	e.more = []account{reader}
+	e.start(t)
+	admin := e.open(t, e.admin)
+	if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "kv", "ready", 1, 1)
+	ctx := context.Background()
+	// (No current database: the reader may see none until its role is
+	// set.)
+	readerDB := testdb.Open(t, testdb.DSN(e.proxy.addr, reader.name, reader.password, "", nil))
+	readWith := func(c *sql.Conn) error {
+		var v int64
+		return c.QueryRowContext(ctx, "SELECT v FROM `"+e.db+"`.kv WHERE id = 1").Scan(&v)
+	}
+
+	// SET ROLE NONE behind /*!99999 ... */: the role's table is refused at
+	// once, as directly (1142).
+	for i := 0; i < 5; i++ {
+		c, err := readerDB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ExecContext(ctx, "SET ROLE "+role); err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < 3; j++ {
+			if err := readWith(c); err != nil {
+				t.Fatalf("with the role: %v", err)
+			}
+		}
+		if _, err := c.ExecContext(ctx, "/*!99999 SELECT 1, */ SET ROLE NONE"); err != nil {
+			t.Fatal(err)
+		}
+		if err := readWith(c); mysqlErrNumber(err) != 1142 {
+			t.Fatalf("trial %d: a read after SET ROLE NONE got %v, want error 1142 as directly", i, err)
+		}
+		c.Close()
+	}
+
+	// REVOKE behind a read: the reader's next read is refused.
+	adminMulti := testdb.Open(t, testdb.DSN(e.proxy.addr, e.admin.name, e.admin.password, e.db, map[string]string{"multiStatements": "true"}))
+	ac, err := adminMulti.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	for i := 0; i < 5; i++ {
+		for _, h := range hosts {
+			b.Exec(t, fmt.Sprintf("GRANT SELECT ON `%s`.kv TO '%s'@'%s'", e.db, reader.name, h))
+		}
+		c, err := readerDB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "the grant to be seen", func() (bool, error) { return readWith(c) == nil, nil })
+		for j := 0; j < 3; j++ {
+			if err := readWith(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q := fmt.Sprintf("SELECT 1; REVOKE SELECT ON `%s`.kv FROM %s", e.db, strings.Join(revokeFrom, ", "))
+		if err := runRequest(ctx, ac, q); err != nil {
+			t.Fatal(err)
+		}
+		if err := readWith(c); mysqlErrNumber(err) != 1142 {
+			t.Fatalf("trial %d: a read after the REVOKE got %v, want error 1142 as directly", i, err)
+		}
+		c.Close()
+	}
+}
