@@ -24,14 +24,14 @@ import (
 type Conservative uint8
 
 const (
-	NotConservative Conservative = iota
-	WhyUnparsed                  // a statement the parser cannot read
-	WhyUserFunction              // a call of a stored function, which may write anything
-	WhyCall                      // CALL of a stored procedure
-	WhyDynamicSQL                // EXECUTE IMMEDIATE or PREPARE of a text known only when it runs
-	WhyUnknownPrepared           // EXECUTE of a statement prepared out of the proxy's sight
-	WhyBlock                     // a compound statement that does not read as MariaDB's grammar
-	WhyOther                     // a statement of a kind with effects the proxy does not follow (HANDLER, XA, ...)
+	NotConservative    Conservative = iota
+	WhyUnparsed                     // a statement the parser cannot read
+	WhyUserFunction                 // a call of a stored function, which may write anything
+	WhyCall                         // CALL of a stored procedure
+	WhyDynamicSQL                   // EXECUTE IMMEDIATE or PREPARE of a text known only when it runs
+	WhyUnknownPrepared              // EXECUTE of a statement prepared out of the proxy's sight
+	WhyBlock                        // a compound statement that does not read as MariaDB's grammar
+	WhyOther                        // a statement of a kind with effects the proxy does not follow (HANDLER, XA, ...)
 	numConservative
 )
 
@@ -69,7 +69,7 @@ type StmtInfo struct {
 	Dynamic bool
 }
 
-// maxAccountDepth bounds EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''...''' and
+// maxAccountDepth bounds EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ”...”' and
 // blocks within blocks.
 const maxAccountDepth = 16
 
@@ -654,13 +654,14 @@ func (p *preparedTexts) remember(name string, a Analysis) {
 	p.byName[strings.ToLower(strings.Trim(name, "`"))] = a
 }
 
-func (p *preparedTexts) forget(name string) { delete(p.byName, strings.ToLower(strings.Trim(name, "`"))) }
+func (p *preparedTexts) forget(name string) {
+	delete(p.byName, strings.ToLower(strings.Trim(name, "`")))
+}
 
 func (p *preparedTexts) lookup(name string) (Analysis, bool) {
 	a, ok := p.byName[strings.ToLower(strings.Trim(name, "`"))]
 	return a, ok
 }
-
 
 // lexicalDDL reads the tables of a DDL statement the parser cannot read
 // (CREATE TABLE ... WITH SYSTEM VERSIONING, CREATE OR REPLACE TABLE,
