@@ -85,6 +85,10 @@ type accounting struct {
 	// CACHE/NOCACHE statements; mixed: a reading had both.
 	top, admin int
 	mixed      bool
+	// pending are the request's own PREPAREs and DEALLOCATEs (nil: gone),
+	// seen by its later EXECUTEs; the session's record changes only once
+	// the backend has run them (Statement.Finish).
+	pending map[string]*Analysis
 }
 
 // analyzeRequest is the account of sql, for unqualified names in db.
@@ -157,8 +161,8 @@ func (ac *accounting) statement(text string, toks []sqllex.Token, s sqllex.Stmt,
 		ac.execute(text, toks)
 		return
 	case eqFold(w0, "DEALLOCATE") || eqFold(w0, "DROP") && eqFold(w1, "PREPARE"):
-		if ac.prepared != nil && len(toks) >= 3 {
-			ac.prepared.forget(toks[2].Text(text))
+		if len(toks) >= 3 {
+			ac.setPrepared(toks[2].Text(text), nil)
 		}
 		ac.none()
 		return
@@ -429,18 +433,47 @@ func (ac *accounting) prepare(text string, toks []sqllex.Token, esc bool, depth 
 	}
 	name := toks[1].Text(text)
 	inner, ok := literalText(text, toks[3:], esc)
-	sub := &accounting{dialect: ac.dialect, prepared: ac.prepared, db: ac.db, first: true}
+	sub := &accounting{dialect: ac.dialect, prepared: ac.prepared, pending: ac.pending, db: ac.db, first: true}
 	sub.out.IndexOnly = true
 	if ok {
 		sub.nested(inner, depth)
 	} else {
 		sub.dynamic()
 	}
-	if ac.prepared != nil {
-		ac.prepared.remember(name, sub.out)
-	}
-	ac.out.PerRequest = true
+	sub.out.prepared = nil
+	ac.setPrepared(name, &sub.out)
+	// Its statements are listed with the request's (for rules on them),
+	// though they run only at EXECUTE.
+	ac.out.Stmts = append(ac.out.Stmts, sub.out.Stmts...)
 	ac.none()
+}
+
+// setPrepared records that the request prepares name as a (nil:
+// deallocates it).
+func (ac *accounting) setPrepared(name string, a *Analysis) {
+	key := preparedName(name)
+	if ac.pending == nil {
+		ac.pending = map[string]*Analysis{}
+	}
+	ac.pending[key] = a
+	ac.out.PerRequest = true
+	ac.out.prepared = append(ac.out.prepared, preparedChange{name: key, a: a})
+}
+
+// lookupPrepared is what EXECUTE name runs, as far as the account knows.
+func (ac *accounting) lookupPrepared(name string) (Analysis, bool) {
+	key := preparedName(name)
+	if a, ok := ac.pending[key]; ok {
+		if a == nil {
+			return Analysis{}, false
+		}
+		return *a, true
+	}
+	if ac.prepared == nil {
+		return Analysis{}, false
+	}
+	a, ok := ac.prepared.byName[key]
+	return a, ok
 }
 
 // execute adds EXECUTE name [USING ...]: what the session prepared.
@@ -453,18 +486,14 @@ func (ac *accounting) execute(text string, toks []sqllex.Token) {
 	if using := indexWord(text, toks, "USING"); using >= 0 {
 		ac.expressions(text, toks[using+1:])
 	}
-	var a Analysis
-	ok := false
-	if ac.prepared != nil {
-		a, ok = ac.prepared.lookup(toks[1].Text(text))
-	}
+	a, ok := ac.lookupPrepared(toks[1].Text(text))
 	if !ok {
 		ac.out.Stmts = append(ac.out.Stmts, StmtInfo{Kind: KindOther, Dynamic: true})
 		ac.unknown(WhyUnknownPrepared)
 		return
 	}
 	ac.out.Stmts = append(ac.out.Stmts, a.Stmts...)
-	a.Stmts = nil
+	a.Stmts, a.prepared = nil, nil
 	ac.add(a)
 }
 
@@ -649,18 +678,36 @@ func sessionPrepared(s *SessionState) *preparedTexts {
 	return p
 }
 
-// Names of prepared statements are case-insensitive.
-func (p *preparedTexts) remember(name string, a Analysis) {
-	p.byName[strings.ToLower(strings.Trim(name, "`"))] = a
+// preparedName is the key of a prepared statement's name: names are
+// case-insensitive.
+func preparedName(name string) string { return strings.ToLower(strings.Trim(name, "`")) }
+
+// preparedChange is a PREPARE (a set) or DEALLOCATE (a nil) of a request.
+type preparedChange struct {
+	name string
+	a    *Analysis
 }
 
-func (p *preparedTexts) forget(name string) {
-	delete(p.byName, strings.ToLower(strings.Trim(name, "`")))
-}
-
-func (p *preparedTexts) lookup(name string) (Analysis, bool) {
-	a, ok := p.byName[strings.ToLower(strings.Trim(name, "`"))]
-	return a, ok
+// apply records the request's PREPAREs and DEALLOCATEs once the backend has
+// run it. When the request failed, any of them may not have run: a name
+// prepared anew may still hold its old text, so it is kept as both
+// (the union of the two accounts), and a deallocated one is kept.
+func (p *preparedTexts) apply(changes []preparedChange, failed bool) {
+	for _, c := range changes {
+		old, had := p.byName[c.name]
+		switch {
+		case c.a == nil && !failed:
+			delete(p.byName, c.name)
+		case c.a == nil:
+		case failed && had:
+			both := &accounting{out: old}
+			both.add(*c.a)
+			both.out.Stmts = append(both.out.Stmts, c.a.Stmts...)
+			p.byName[c.name] = both.out
+		default:
+			p.byName[c.name] = *c.a
+		}
+	}
 }
 
 // lexicalDDL reads the tables of a DDL statement the parser cannot read

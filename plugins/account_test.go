@@ -2,6 +2,8 @@ package plugins
 
 import (
 	"slices"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"strings"
 	"testing"
 
@@ -82,14 +84,16 @@ func sameTables(a, b []TableID) bool {
 // does, in the session that prepared it.
 func TestAccountFollowsPreparedText(t *testing.T) {
 	st := &Statement{Session: &SessionState{}, DB: "shop", Dialect: mariadb1011}
-	run := func(sql string) Analysis {
+	runAs := func(sql string, out Outcome) Analysis {
 		st.Reset(ComQuery, sql)
 		a, err := st.Analysis()
 		if err != nil {
 			t.Fatal(err)
 		}
+		st.Finish(&out)
 		return a
 	}
+	run := func(sql string) Analysis { return runAs(sql, Outcome{Source: FromBackend}) }
 	if a := run("PREPARE s FROM 'UPDATE rates SET v = ?'"); a.Effect != EffectNone {
 		t.Fatalf("PREPARE: %v", a.Effect)
 	}
@@ -106,6 +110,21 @@ func TestAccountFollowsPreparedText(t *testing.T) {
 	}
 	if a := run("PREPARE t2 FROM 'SELECT 1'"); !a.PerRequest {
 		t.Fatal("PREPARE's account is kept for its text alone")
+	}
+	// Within one request, EXECUTE sees the request's own PREPARE.
+	if a := run("PREPARE s FROM 'DELETE FROM rates'; EXECUTE s"); a.Effect != EffectWrite {
+		t.Fatalf("PREPARE and EXECUTE in one request: %v", a.Effect)
+	}
+	// A PREPARE the proxy refused never reached the backend: s keeps its
+	// old text there.
+	runAs("PREPARE s FROM 'SELECT 1'", Outcome{Source: FromProxy})
+	if a := run("EXECUTE s"); a.Effect != EffectWrite {
+		t.Fatalf("EXECUTE after a refused PREPARE: %v, want the old text's write", a.Effect)
+	}
+	// A failed request may have stopped before its PREPARE: both texts.
+	runAs("SELECT no_such_column FROM rates; PREPARE s FROM 'SELECT 1'", Outcome{Source: FromBackend, Err: &mysql.MyError{Code: 1054}})
+	if a := run("EXECUTE s"); a.Effect != EffectWrite {
+		t.Fatalf("EXECUTE after a failed request that prepared it anew: %v, want the old text's write too", a.Effect)
 	}
 }
 

@@ -66,8 +66,23 @@ func (st *Statement) Parsed() ([]ast.StmtNode, error) {
 	return st.tree.Stmts, st.tree.Err
 }
 
+// Finish ends the statement after its outcome out: the session's record of
+// SQL-level prepared statements follows what the backend ran (a PREPARE
+// refused by the proxy never reached it), and the parser goes back. The
+// proxy calls it when the statement's chain is done.
+func (st *Statement) Finish(out *Outcome) {
+	if st.Command == ComQuery && out.Source == FromBackend && (st.Kind == KindOther || st.Kind == KindMulti || st.Kind == KindCompound) &&
+		(ContainsFold(st.SQL, "PREPARE") || st.analyzed && len(st.analysis.prepared) > 0) {
+		a, _ := st.Analysis()
+		if len(a.prepared) > 0 {
+			sessionPrepared(st.Session).apply(a.prepared, out.Err != nil)
+		}
+	}
+	st.Release()
+}
+
 // Release gives back the parser that holds the statement's tree, if it was
-// parsed. The proxy calls it when the statement's chain is done.
+// parsed.
 func (st *Statement) Release() {
 	if st.parsed {
 		st.tree.Release()
@@ -155,6 +170,9 @@ type Analysis struct {
 	// EXECUTE) or on the request's literals (EXECUTE IMMEDIATE 'text'),
 	// so it must not be kept for the text, or the shape, of the request.
 	PerRequest bool
+	// prepared are the request's PREPAREs and DEALLOCATEs, for the
+	// session's record once the backend has run them (Statement.Finish).
+	prepared []preparedChange
 	// IndexOnly: every statement of the request is a DDL statement that
 	// only adds secondary indexes (ADD INDEX / KEY / UNIQUE, CREATE
 	// INDEX), so no row and no column of its tables changes: a copy of

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,6 +77,9 @@ type Spec struct {
 // options fail with an error naming the plugin (and, through DecodeOptions,
 // the field).
 func Build(specs []Spec, env Env, factories Factories) (*Chain, error) {
+	if err := checkOrder(specs); err != nil {
+		return nil, err
+	}
 	var ps []Plugin
 	for i, s := range specs {
 		f, ok := factories[s.Name]
@@ -90,6 +94,28 @@ func Build(specs []Spec, env Env, factories Factories) (*Chain, error) {
 		ps = append(ps, p)
 	}
 	return NewChain(ps...), nil
+}
+
+// answering are the plugins that answer statements themselves (reads from
+// memory, ADD INDEX as a job): a plugin after them on the chain never sees
+// what they answer.
+var answering = []string{"cache", "ddloffload"}
+
+// checkOrder refuses a chain where the firewall comes after a plugin that
+// answers statements: its rules would not apply to what that plugin
+// answers (a denied read of a cached table would be served from memory).
+func checkOrder(specs []Spec) error {
+	for i, s := range specs {
+		if s.Name != "firewall" {
+			continue
+		}
+		for j := 0; j < i; j++ {
+			if slices.Contains(answering, specs[j].Name) {
+				return fmt.Errorf("plugins[%d] (firewall): must be listed before plugins[%d] (%s), which answers statements the firewall would then never see", i, j, specs[j].Name)
+			}
+		}
+	}
+	return nil
 }
 
 // DecodeOptions decodes opts into dst (a pointer to a struct with json tags).

@@ -12,6 +12,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"tableproxy/internal/sqllex"
 )
 
 type firewallOptions struct {
@@ -265,12 +267,25 @@ func (f *firewall) Blocked() map[string]uint64 {
 	return m
 }
 
-// firstMatchingRule returns the first of rules that matches st, or nil.
+// firstMatchingRule returns the first of rules that matches st, or nil:
+// st as sent, any way a server could read it (see newReadings), or any
+// statement its account says it runs (inside SET STATEMENT, compound
+// statements, EXECUTE IMMEDIATE, a PREPAREd text).
 func firstMatchingRule(st *Statement, rules []*firewallRule) *firewallRule {
 	var rd *stmtReadings // computed on first need
+	var run []StmtInfo
+	accounted := false
 	for _, r := range rules {
 		if r.matches(st) {
 			return r
+		}
+		if !accounted {
+			run, accounted = accountedStmts(st), true
+		}
+		for i := range run {
+			if r.matchesRun(&run[i]) {
+				return r
+			}
 		}
 		if r.kinds == 0 && r.digest == "" {
 			continue // a pattern-only rule sees the raw text, already tried
@@ -283,6 +298,42 @@ func firstMatchingRule(st *Statement, rules []*firewallRule) *firewallRule {
 		}
 	}
 	return nil
+}
+
+// accountedStmts are the statements st runs by its account, or nil when
+// st is one plain statement that is what it says (the usual case, decided
+// without parsing).
+func accountedStmts(st *Statement) []StmtInfo {
+	switch st.Kind {
+	case KindOther, KindMulti, KindCompound, KindCall:
+	default:
+		if !sqllex.HasExecComments(st.SQL) {
+			return nil
+		}
+	}
+	a, _ := st.Analysis()
+	return a.Stmts
+}
+
+// matchesRun reports whether r matches one statement a request runs. A
+// statement whose text is known only when it runs (EXECUTE IMMEDIATE of
+// an expression, EXECUTE of a text prepared from a variable) matches every
+// rule: the firewall fails closed.
+func (r *firewallRule) matchesRun(s *StmtInfo) bool {
+	if s.Dynamic {
+		return true
+	}
+	if r.kinds != 0 && r.kinds&(1<<s.Kind) == 0 {
+		return false
+	}
+	if r.pattern != nil && !r.patternMatches(s.SQL) {
+		return false
+	}
+	if r.digest != "" {
+		_, d := parser.NormalizeDigest(s.SQL)
+		return d.String() == r.digest
+	}
+	return true
 }
 
 func (r *firewallRule) matches(st *Statement) bool {

@@ -522,3 +522,45 @@ func BenchmarkFirewallOnStatementKinds(b *testing.B) {
 func BenchmarkFirewallOnStatementOtherUser(b *testing.B) {
 	benchFirewall(b, map[string]any{"name": "bob-no-wipe", "users": []any{"bob"}, "digest": "DELETE FROM sbtest1"}, benchSQL)
 }
+
+// TestFirewallSeesEveryStatementRun: rules on kinds and patterns apply to
+// each statement a request runs, inside SET STATEMENT, compound
+// statements, EXECUTE IMMEDIATE and a PREPAREd text; a text known only
+// when it runs matches (the firewall fails closed).
+func TestFirewallSeesEveryStatementRun(t *testing.T) {
+	fw := buildFirewall(t, rules(
+		map[string]any{"name": "no-ddl", "kinds": []any{"ddl"}},
+		map[string]any{"name": "no-drop-db", "pattern": `drop\s+database`},
+	), Env{})
+	runCases(t, fw, []fwCase{
+		{"app", "SET STATEMENT max_statement_time=0 FOR CREATE TABLE x (a INT)", "no-ddl"},
+		{"app", "SET STATEMENT max_statement_time=0 FOR DROP DATABASE victim", "no-ddl"},
+		{"app", "BEGIN NOT ATOMIC CREATE TABLE x (a INT); END", "no-ddl"},
+		{"app", "EXECUTE IMMEDIATE 'CREATE TABLE x (a INT)'", "no-ddl"},
+		{"app", "EXECUTE IMMEDIATE CONCAT('CREATE ', 'TABLE x (a INT)')", "no-ddl"},
+		{"app", "EXECUTE IMMEDIATE 'DROP /**/ DATABASE victim'", "no-ddl"},
+		{"app", "SELECT 1; DROP TABLE t", "no-ddl"},
+		{"app", "SET STATEMENT max_statement_time=0 FOR SELECT 1", ""},
+		{"app", "BEGIN NOT ATOMIC SELECT 1; END", ""},
+		{"app", "EXECUTE IMMEDIATE 'SELECT 1'", ""},
+	})
+	// A PREPAREd text is checked when it is prepared.
+	if got := check(t, fw, "app", ComQuery, "PREPARE s FROM 'DROP TABLE t'"); got != "no-ddl" {
+		t.Errorf("PREPARE of a DDL text: blocked by %q, want no-ddl", got)
+	}
+	if got := check(t, fw, "app", ComQuery, "PREPARE s FROM @q"); got != "no-ddl" {
+		t.Errorf("PREPARE of a text in a variable: blocked by %q, want no-ddl (fails closed)", got)
+	}
+}
+
+// The firewall must see what the cache would answer: listed after it, the
+// chain is refused.
+func TestFirewallAfterAnsweringPluginIsRefused(t *testing.T) {
+	err := checkOrder([]Spec{{Name: "cache"}, {Name: "firewall"}})
+	if err == nil || !strings.Contains(err.Error(), "must be listed before") {
+		t.Fatalf("firewall after cache: %v", err)
+	}
+	if err := checkOrder([]Spec{{Name: "metrics"}, {Name: "firewall"}, {Name: "cache"}}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -632,7 +632,7 @@ func (s *session) runStatement() error {
 		}
 		chain.After(st, out)
 	}
-	st.Release() // the chain is done with its tree
+	st.Finish(out) // the chain is done with its tree
 	return err
 }
 
