@@ -211,6 +211,18 @@ func (r *logReader) event(ev *replication.BinlogEvent, read mysql.Position) erro
 		if a.Effect == plugins.EffectUnknown || a.Effect == plugins.EffectDDL {
 			w.p.forgetIndirect() // (a view or a trigger may have come or gone)
 		}
+		// A cached table dropped or renamed (here or on the backend
+		// directly) leaves the cache: its name may next hold another table.
+		for _, id := range a.Dropped {
+			w.p.tableGone(lease.TableID(id), "dropped or renamed on the backend")
+		}
+		if a.DropSchema != "" {
+			for _, id := range w.p.cachedIDs() {
+				if strings.EqualFold(id.Schema, a.DropSchema) {
+					w.p.tableGone(id, "its database was dropped")
+				}
+			}
+		}
 		switch a.Effect {
 		case plugins.EffectUnknown:
 			w.p.invalidateAll() // (privileges too: GRANT, REVOKE, FLUSH PRIVILEGES, ...)

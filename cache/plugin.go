@@ -48,7 +48,6 @@ import (
 	"tableproxy/cache/load"
 	"tableproxy/cache/results"
 	"tableproxy/configs"
-	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -151,6 +150,10 @@ type Plugin struct {
 	overBudgetN atomic.Uint64 // CACHEs refused and loads not done for the budget
 	// passReasons counts the statements sent to the backend, by reason.
 	passReasons [eval.NumReasons]atomic.Uint64
+	// gone are the cached tables that were dropped or renamed (see
+	// tableGone); goneMu guards it.
+	goneMu sync.Mutex
+	gone   map[lease.TableID]goneTable
 	// conservatives counts the requests taken as writes of every cached
 	// table because their effect could not be named, by reason.
 	conservatives [plugins.NumConservative]atomic.Uint64
@@ -578,9 +581,6 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 	if a.Programs || a.Effect == plugins.EffectDDL || a.Effect == plugins.EffectUnknown {
 		p.forgetIndirect() // (it may create or drop a view, a trigger or a stored function)
 	}
-	if e := p.refuseDDL(st, a); e != nil {
-		return plugins.RefuseWith(e)
-	}
 	if st.Command == plugins.ComStmtPrepare {
 		return plugins.Continue
 	}
@@ -605,37 +605,56 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 			}
 		}
 	}
+	altered, dropped := p.ddlOnCached(si, a)
+	ids = appendIDs(ids, altered...)
+	si.dropping = append(si.dropping[:0], dropped...)
 	if len(ids) > 0 {
 		p.beginWrite(st, ids)
 	}
 	return plugins.Continue
 }
 
-// refuseDDL is the error for a DDL statement that would change a cached
-// table's definition (other than by adding indexes), or nil.
-func (p *Plugin) refuseDDL(st *plugins.Statement, a plugins.Analysis) *mysql.MyError {
+// ddlOnCached names the cached tables whose definition a request changes
+// (other than by adding indexes) and, of those, the ones it drops or
+// renames away. A DDL statement on a cached table runs: like a write, it
+// holds an intent on the table, so its reads go to the backend until the
+// statement has ended and the copy is loaded again (with the new
+// definition); a table dropped or renamed leaves the cache. A session's
+// temporary table of the name hides the cached one.
+func (p *Plugin) ddlOnCached(si *sessionInfo, a plugins.Analysis) (altered, dropped []lease.TableID) {
 	if a.IndexOnly || len(a.Targets) == 0 && a.DropSchema == "" {
 		// An index changes no row and no column: the copies stay exact
 		// (see ExpectSwap for an online ADD INDEX's swap).
-		return nil
+		return nil, nil
 	}
-	si := session(st)
-	targets := leaseIDs(a.Targets)
+	cached := func(id lease.TableID) bool { return p.table(id) != nil && !si.temps.has(id) }
+	for _, id := range leaseIDs(a.Targets) {
+		if cached(id) {
+			altered = appendIDs(altered, id)
+		}
+	}
+	for _, id := range leaseIDs(a.Dropped) {
+		if cached(id) {
+			dropped = appendIDs(dropped, id)
+		}
+	}
 	if a.DropSchema != "" {
 		for _, id := range p.cachedIDs() {
 			if strings.EqualFold(id.Schema, a.DropSchema) {
-				targets = append(targets, id)
+				altered, dropped = appendIDs(altered, id), appendIDs(dropped, id)
 			}
 		}
 	}
-	for _, id := range targets {
-		if p.table(id) != nil && !si.temps.has(id) {
-			e := errUnsupported(ddlName(st.SQL))
-			e.Message += fmt.Sprintf(" Run ALTER TABLE %s NOCACHE first.", mysqlwire.QuoteTable(id.Schema, id.Table))
-			return e
+	return altered, dropped
+}
+
+func appendIDs(list []lease.TableID, ids ...lease.TableID) []lease.TableID {
+	for _, id := range ids {
+		if !slices.Contains(list, id) {
+			list = append(list, id)
 		}
 	}
-	return nil
+	return list
 }
 
 // analyze is the statement's analysis, remembered by statement shape: the
@@ -762,12 +781,72 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 		}
 		si.counts.answeredBy(st, out)
 		si.afterBackend(st, out)
+		if len(si.dropping) > 0 {
+			p.afterDrop(si.dropping, out)
+			si.dropping = si.dropping[:0]
+		}
 	}
 	if out.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		return
 	}
 	p.endWrites(st.ConnID)
 }
+
+// afterDrop follows a request that drops or renames away cached tables:
+// once it has run without error they leave the cache; if it failed, it
+// may have dropped some of them before its error, so they are loaded
+// again, and a load that finds a table gone takes it out of the cache
+// (see loadFailed).
+func (p *Plugin) afterDrop(ids []lease.TableID, out *plugins.Outcome) {
+	for _, id := range ids {
+		switch {
+		case out.Source != plugins.FromBackend:
+		case out.Err == nil:
+			p.tableGone(id, "dropped or renamed through the proxy")
+		default:
+			p.requestLoad(id)
+		}
+	}
+}
+
+// tableGone takes a cached table that was dropped or renamed out of the
+// cache, on every proxy: its name may next hold another table, which is
+// not cached. tableproxy.cached_tables shows it as dropped until it is
+// cached again.
+func (p *Plugin) tableGone(id lease.TableID, why string) {
+	if p.table(id) == nil {
+		return
+	}
+	if _, err := p.catalog.Delete(id); err != nil {
+		p.log.Error("cache: could not take a dropped table out of the catalog; its reads go to the backend", "table", id.String(), "err", err)
+		p.leases.Invalidate(id)
+		return
+	}
+	p.removeTable(id)
+	p.goneMu.Lock()
+	if p.gone == nil {
+		p.gone = map[lease.TableID]goneTable{}
+	}
+	p.gone[id] = goneTable{why: why, at: time.Now()}
+	for old := range p.gone {
+		if len(p.gone) <= maxGone {
+			break
+		}
+		delete(p.gone, old) // (any one: the list only informs)
+	}
+	p.goneMu.Unlock()
+	p.log.Info("cache: table no longer cached: it was dropped or renamed", "table", id.String(), "how", why)
+}
+
+// goneTable is a cached table that was dropped or renamed, as
+// tableproxy.cached_tables shows it.
+type goneTable struct {
+	why string
+	at  time.Time
+}
+
+// maxGone bounds the dropped tables remembered for cached_tables.
+const maxGone = 100
 
 // OnConn implements plugins.ConnObserver: a session that ends, or whose
 // state is reset, ends its transaction, and so its intents.
@@ -799,20 +878,6 @@ func (p *Plugin) endWrites(conn uint32) {
 	}
 }
 
-// ddlName names a DDL statement for the error message, from its first
-// words (ALTER TABLE, DROP TABLE, TRUNCATE TABLE, RENAME TABLE, ...).
-func ddlName(sql string) string {
-	f := strings.Fields(strings.ToUpper(sql))
-	switch {
-	case len(f) >= 2 && (f[1] == "TABLE" || f[1] == "INDEX" || f[1] == "TABLES"):
-		return f[0] + " " + f[1]
-	case len(f) >= 1 && f[0] == "TRUNCATE":
-		return "TRUNCATE TABLE"
-	case len(f) >= 1:
-		return f[0]
-	}
-	return "DDL"
-}
 
 // requestLoad queues a (re)load of id, once however often it is asked.
 func (p *Plugin) requestLoad(id lease.TableID) {
@@ -927,6 +992,11 @@ func (p *Plugin) loadFailed(ts *tableState, err error) {
 	msg := err.Error()
 	ts.lastErr.Store(&msg)
 	ts.snap.Store(nil)
+	var noTable *load.ErrNoTable
+	if errors.As(err, &noTable) {
+		p.tableGone(ts.entry.ID(), "the table no longer exists on the backend")
+		return
+	}
 	var tooLarge *load.ErrTooLarge
 	if errors.As(err, &tooLarge) {
 		// The table grew past the cap since it was cached: stop caching it
@@ -1035,6 +1105,9 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 	if p.table(id) != nil {
 		return nil // already cached: as TiDB, a no-op
 	}
+	p.goneMu.Lock()
+	delete(p.gone, id) // (cached anew: no longer listed as dropped)
+	p.goneMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := p.backend.Connect(ctx, user, "")
@@ -1148,7 +1221,7 @@ func backendError(err error) *mysql.MyError {
 // Status is one cached table as the tableproxy.cached_tables view shows it.
 type Status struct {
 	Schema, Table string
-	State         string // loading, ready, stale, failed
+	State         string // loading, ready, stale, failed, dropped
 	Rows          int
 	Bytes         int64
 	Version       lease.Version
@@ -1187,6 +1260,13 @@ func (p *Plugin) Tables() []Status {
 		}
 		out = append(out, st)
 	}
+	p.goneMu.Lock()
+	for id, g := range p.gone {
+		if p.table(id) == nil {
+			out = append(out, Status{Schema: id.Schema, Table: id.Table, State: "dropped", Error: g.why, LoadedAt: g.at})
+		}
+	}
+	p.goneMu.Unlock()
 	return out
 }
 

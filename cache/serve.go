@@ -81,6 +81,9 @@ type sessionInfo struct {
 	// accountsMayChange: it may also change who may log in (see
 	// accountsID).
 	accountsMayChange bool
+	// dropping are the cached tables the statement being handled drops
+	// or renames away (see Plugin.afterDrop).
+	dropping []lease.TableID
 	// pureRead: the statement being handled is a read that changes
 	// nothing (no locking clause, no INTO, deterministic functions only),
 	// so a deferred BEGIN may travel with it (see plugins.Statement.Begin).

@@ -245,3 +245,86 @@ func TestPrivilegeChangesInAnyFormAreSeen(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestSchemaChangesOnCachedTables: DDL on a cached table runs through the
+// proxy in any form (a plain ALTER, one behind a SET in one request,
+// TRUNCATE, RENAME), and the very next read through the proxy answers as
+// the backend does, with the new definition; a table dropped or renamed,
+// through the proxy or directly on the backend, leaves the cache (state
+// dropped), and a table created again under its name is an ordinary one.
+func TestSchemaChangesOnCachedTables(t *testing.T) {
+	e := newCacheEnv(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.kv (id INT PRIMARY KEY, v BIGINT NOT NULL)",
+		"INSERT INTO `"+e.db+"`.kv VALUES (1, 10), (2, 20)")
+	admin := e.open(t, e.admin)
+	cache := func() {
+		t.Helper()
+		if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache()
+	waitSettled(t, admin, "kv", 2)
+	ctx := context.Background()
+	multi, err := testdb.Open(t, testdb.DSN(e.proxy.addr, e.app.name, e.app.password, e.db, map[string]string{"multiStatements": "true"})).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer multi.Close()
+	p := newPair(t, e, e.app)
+	const q = "SELECT * FROM kv ORDER BY id"
+	hits := func() int64 { return hitsOf(t, admin, "kv") }
+	for _, step := range []struct {
+		ddl  string
+		rows int64
+	}{
+		{"ALTER TABLE kv ADD COLUMN c2 INT NOT NULL DEFAULT 5", 2},
+		{"SET @a = 1; ALTER TABLE kv ADD COLUMN c3 VARCHAR(10) DEFAULT 'x'", 2},
+		{"ALTER TABLE kv MODIFY v BIGINT NULL, DROP COLUMN c2", 2},
+		{"TRUNCATE kv; INSERT INTO kv (id, v) VALUES (7, 70)", 1},
+		{"SET STATEMENT max_statement_time=0 FOR ALTER TABLE kv ADD COLUMN c4 INT", 1},
+	} {
+		h := hits()
+		p.same(t, "before "+step.ddl, q)
+		p.same(t, "before "+step.ddl+", again", q)
+		if hits() == h {
+			t.Fatalf("before %s: the reads were not answered from memory", step.ddl)
+		}
+		if err := runRequest(ctx, multi, step.ddl); err != nil {
+			t.Fatalf("%s: %v", step.ddl, err)
+		}
+		p.same(t, "right after "+step.ddl, q)
+		waitSettled(t, admin, "kv", step.rows)
+		p.same(t, "after the reload that follows "+step.ddl, q)
+	}
+
+	// Renamed through the proxy: the name leaves the cache; a table
+	// created under it is an ordinary table, read from the backend.
+	if err := runRequest(ctx, multi, "RENAME TABLE kv TO kv_old"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := cachedStatus(t, admin, "kv"); st.state != "dropped" {
+		t.Fatalf("after RENAME TABLE through the proxy: state %q, want dropped", st.state)
+	}
+	if err := runRequest(ctx, multi, "CREATE TABLE kv (id INT PRIMARY KEY, w INT); INSERT INTO kv VALUES (1, 1)"); err != nil {
+		t.Fatalf("CREATE TABLE under a name that was cached: %v", err)
+	}
+	p.same(t, "the new table", q)
+	if st, _ := cachedStatus(t, admin, "kv"); st.state != "dropped" {
+		t.Errorf("a table created again under the name: state %q, want it still listed as dropped, not cached", st.state)
+	}
+
+	// Dropped directly on the backend: the watcher sees it in the binary
+	// log, and the name leaves the cache.
+	cache()
+	waitSettled(t, admin, "kv", 1)
+	e.backend.Exec(t, "DROP TABLE `"+e.db+"`.kv")
+	waitFor(t, 5*time.Second, "kv to leave the cache", func() (bool, error) {
+		st, _ := cachedStatus(t, admin, "kv")
+		return st.state == "dropped", fmt.Errorf("state %q", st.state)
+	})
+	if err := runRequest(ctx, multi, "CREATE TABLE kv (id INT PRIMARY KEY, w INT)"); err != nil {
+		t.Fatalf("CREATE TABLE after a direct DROP of a cached table: %v", err)
+	}
+	p.same(t, "the table created after the direct DROP", q)
+}

@@ -533,6 +533,7 @@ func (ac *accounting) add(a Analysis) {
 		out.Written = appendUnique(out.Written, a.Tables...)
 	}
 	out.Targets = appendUnique(out.Targets, a.Targets...)
+	out.Dropped = appendUnique(out.Dropped, a.Dropped...)
 	if a.DropSchema != "" {
 		out.DropSchema = a.DropSchema
 	}
@@ -842,7 +843,7 @@ func lexicalDDL(sql, db string) (Analysis, bool) {
 			return Analysis{Effect: EffectNone, TempDropped: ts, Named: ts}, true
 		}
 		a := ddl(ts)
-		a.TempDropped = ts
+		a.TempDropped, a.Dropped = ts, ts
 		return a, true
 	case at("TRUNCATE"):
 		at("TABLE")
@@ -861,6 +862,9 @@ func lexicalDDL(sql, db string) (Analysis, bool) {
 		}
 		a := ddl(ts)
 		a.TempsUnknown = true
+		for i := 0; i < len(ts); i += 2 {
+			a.Dropped = append(a.Dropped, ts[i]) // (a TO b, c TO d)
+		}
 		return a, true
 	case at("REPAIR", "OPTIMIZE", "ANALYZE"):
 		at("NO_WRITE_TO_BINLOG", "LOCAL")

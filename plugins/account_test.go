@@ -76,6 +76,28 @@ func TestAccountSeesEveryStatement(t *testing.T) {
 	}
 }
 
+func TestAccountNamesDroppedTables(t *testing.T) {
+	rates := TableID{Schema: "shop", Table: "rates"}
+	old := TableID{Schema: "shop", Table: "old"}
+	for sql, want := range map[string][]TableID{
+		"DROP TABLE rates":                                 {rates},
+		"DROP TABLE IF EXISTS rates, old":                  {rates, old},
+		"DROP TEMPORARY TABLE rates":                       nil,
+		"RENAME TABLE rates TO x, old TO y":                {rates, old},
+		"ALTER TABLE rates RENAME TO x":                    {rates},
+		"ALTER TABLE rates ADD COLUMN c INT":               nil,
+		"SET @a = 1; DROP TABLE rates":                     {rates},
+		"CREATE OR REPLACE TABLE old (id INT PRIMARY KEY)": nil,
+		"RENAME TABLE /*!99999 x TO y, */ rates TO x":      {rates},
+		"DROP TABLE rates /*M!100000 , old */":             {rates, old},
+	} {
+		a, err := AnalyzeFor(sql, "shop", mariadb1011)
+		if err != nil || !sameTables(a.Dropped, want) {
+			t.Errorf("%s: dropped %v (%v), want %v", sql, a.Dropped, err, want)
+		}
+	}
+}
+
 func sameTables(a, b []TableID) bool {
 	return len(a) == len(b) && !slices.ContainsFunc(b, func(t TableID) bool { return !slices.Contains(a, t) })
 }

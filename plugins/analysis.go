@@ -138,6 +138,10 @@ type Analysis struct {
 	// and all.
 	Targets    []TableID
 	DropSchema string
+	// Dropped are the base tables the request drops or renames away (DROP
+	// TABLE, RENAME TABLE's sources, ALTER TABLE ... RENAME): their names
+	// no longer hold the tables they held.
+	Dropped []TableID
 	// TempCreated and TempDropped name the temporary tables the request
 	// creates and drops (DROP TABLE without TEMPORARY drops the session's
 	// temporary table of that name, if it has one, rather than the base
@@ -278,6 +282,7 @@ func analyzeOne(stmt ast.StmtNode, db string) Analysis {
 		for _, spec := range n.Specs {
 			if spec.Tp == ast.AlterTableRenameTable && spec.NewTable != nil {
 				a.Targets = appendUnique(a.Targets, TableOf(spec.NewTable, db))
+				a.Dropped = appendUnique(a.Dropped, TableOf(n.Table, db))
 				a.TempsUnknown = true // (the table renamed may be a temporary one)
 			}
 		}
@@ -298,6 +303,7 @@ func analyzeOne(stmt ast.StmtNode, db string) Analysis {
 			if n.TemporaryKeyword == ast.TemporaryLocal {
 				return Analysis{Effect: EffectNone, TempDropped: a.TempDropped}
 			}
+			a.Dropped = a.TempDropped
 		}
 		a.Targets = a.Tables
 		return a
@@ -307,6 +313,9 @@ func analyzeOne(stmt ast.StmtNode, db string) Analysis {
 	case *ast.RenameTableStmt:
 		a := Analysis{Effect: EffectDDL, Tables: TablesIn(stmt, db), TempsUnknown: true}
 		a.Targets = a.Tables
+		for _, tt := range n.TableToTables {
+			a.Dropped = appendUnique(a.Dropped, TableOf(tt.OldTable, db))
+		}
 		return a
 	case *ast.DropDatabaseStmt:
 		return Analysis{Effect: EffectDDL, DropSchema: strings.Clone(n.Name.O)}

@@ -54,6 +54,11 @@ func definitionOf(conn *client.Conn, id lease.TableID, colls *eval.Collations) (
 		return nil, nil, err
 	}
 	if len(pk) == 0 {
+		if exists, err := tableExists(conn, id); err != nil {
+			return nil, nil, err
+		} else if !exists {
+			return nil, nil, &ErrNoTable{ID: id}
+		}
 		return nil, nil, fmt.Errorf("%s has no primary key", id)
 	}
 	if why, err := UnservableShape(conn, id); err != nil || why != "" {
@@ -105,4 +110,22 @@ func index(s *eval.Snapshot, conn *client.Conn, collByName map[string]*eval.Coll
 	}
 	s.ReserveStringIndexes()
 	return nil
+}
+
+// ErrNoTable: the table is not there (dropped or renamed, or a view now
+// holds its name).
+type ErrNoTable struct{ ID lease.TableID }
+
+func (e *ErrNoTable) Error() string { return fmt.Sprintf("%s does not exist as a base table", e.ID) }
+
+// tableExists reports whether id is a base table on the backend.
+func tableExists(conn *client.Conn, id lease.TableID) (bool, error) {
+	r, err := conn.Execute(`SELECT COUNT(*) FROM information_schema.TABLES
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')`, id.Schema, id.Table)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	n, _ := r.GetInt(0, 0)
+	return n > 0, nil
 }
