@@ -223,9 +223,14 @@ func (r *logReader) event(ev *replication.BinlogEvent, read mysql.Position) erro
 				}
 			}
 		}
+		if a.Accounts {
+			// GRANT, REVOKE, CREATE USER, FLUSH PRIVILEGES, ...
+			w.p.leases.Invalidate(privilegesID)
+			w.p.leases.Invalidate(accountsID)
+		}
 		switch a.Effect {
 		case plugins.EffectUnknown:
-			w.p.invalidateAll() // (privileges too: GRANT, REVOKE, FLUSH PRIVILEGES, ...)
+			w.p.invalidateAll()
 		case plugins.EffectWrite, plugins.EffectDDL:
 			if a.IndexOnly {
 				break // no row or column changed

@@ -507,7 +507,10 @@ func (ac *accounting) expressions(text string, toks []sqllex.Token) {
 func (ac *accounting) none() { ac.add(Analysis{}) }
 
 func (ac *accounting) unknown(why Conservative) {
-	ac.add(Analysis{Effect: EffectUnknown, Why: why, TempsUnknown: true, Unparsed: why == WhyUnparsed})
+	// Unparsed: the tables the request names are not all known (its text,
+	// or part of it, was not read), so Named may lack some.
+	unread := why == WhyUnparsed || why == WhyDynamicSQL || why == WhyUnknownPrepared || why == WhyBlock
+	ac.add(Analysis{Effect: EffectUnknown, Why: why, TempsUnknown: true, Unparsed: unread})
 }
 
 // add merges one statement's account into the request's.

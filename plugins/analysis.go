@@ -150,8 +150,8 @@ type Analysis struct {
 	TempCreated, TempDropped []TableID
 	TempsUnknown             bool
 	// Named is every table the request names, read or written, each once;
-	// Unparsed, that the parser could not read it, so it may touch any
-	// table.
+	// Unparsed, that part of it could not be read (the parser could not,
+	// or its text is known only when it runs), so it may touch any table.
 	Named    []TableID
 	Unparsed bool
 	// Written are the tables whose rows a statement of the request may
