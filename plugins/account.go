@@ -32,6 +32,7 @@ const (
 	WhyUnknownPrepared              // EXECUTE of a statement prepared out of the proxy's sight
 	WhyBlock                        // a compound statement that does not read as MariaDB's grammar
 	WhyOther                        // a statement of a kind with effects the proxy does not follow (HANDLER, XA, ...)
+	WhyTooComplex                   // more nested statements than the account reads (maxAccountWork)
 	numConservative
 )
 
@@ -39,7 +40,7 @@ const (
 const NumConservative = int(numConservative)
 
 var conservativeNames = [numConservative]string{"", "unparsed", "user_function", "call", "dynamic_sql",
-	"unknown_prepared", "block", "other"}
+	"unknown_prepared", "block", "other", "too_complex"}
 
 func (c Conservative) String() string {
 	if c < numConservative {
@@ -70,8 +71,12 @@ type StmtInfo struct {
 }
 
 // maxAccountDepth bounds EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ”...”' and
-// blocks within blocks.
-const maxAccountDepth = 16
+// blocks within blocks; maxAccountWork, the texts one account reads in
+// all (every reading of every nested text counts).
+const (
+	maxAccountDepth = 16
+	maxAccountWork  = 4096
+)
 
 // accounting is the work of one account.
 type accounting struct {
@@ -89,6 +94,7 @@ type accounting struct {
 	// seen by its later EXECUTEs; the session's record changes only once
 	// the backend has run them (Statement.Finish).
 	pending map[string]*Analysis
+	work    int // texts read so far (see maxAccountWork)
 }
 
 // analyzeRequest is the account of sql, for unqualified names in db.
@@ -120,7 +126,11 @@ func analyzeRequest(sql, db string, d sqllex.Dialect, prepared *preparedTexts) (
 // text adds the statements of a text to the account.
 func (ac *accounting) text(text string, esc bool, depth int) {
 	if depth > maxAccountDepth {
-		ac.unknown(WhyDynamicSQL)
+		ac.unknown(WhyTooComplex)
+		return
+	}
+	if ac.work++; ac.work > maxAccountWork {
+		ac.unknown(WhyTooComplex)
 		return
 	}
 	toks := sqllex.Tokens(text, esc)
@@ -401,19 +411,16 @@ func (ac *accounting) executeImmediate(text string, toks []sqllex.Token, esc boo
 		ac.dynamic()
 		return
 	}
-	ac.nested(inner, depth)
+	ac.nested(inner, esc, depth)
 }
 
 // nested adds the statements of a text the request hands to the server to
 // run (EXECUTE IMMEDIATE, PREPARE), each listed as one of the request's.
-func (ac *accounting) nested(inner string, depth int) {
-	for _, esc := range []bool{true, false} {
-		if !esc && !sqllex.HasBackslashInQuote(inner) {
-			break
-		}
-		for _, r := range sqllex.Readings(inner, ac.dialect, esc) {
-			ac.text(r, esc, depth+1)
-		}
+// The server reads it in the same session, so with the same
+// NO_BACKSLASH_ESCAPES as the request (esc: the reading being followed).
+func (ac *accounting) nested(inner string, esc bool, depth int) {
+	for _, r := range sqllex.Readings(inner, ac.dialect, esc) {
+		ac.text(r, esc, depth+1)
 	}
 }
 
@@ -433,14 +440,15 @@ func (ac *accounting) prepare(text string, toks []sqllex.Token, esc bool, depth 
 	}
 	name := toks[1].Text(text)
 	inner, ok := literalText(text, toks[3:], esc)
-	sub := &accounting{dialect: ac.dialect, prepared: ac.prepared, pending: ac.pending, db: ac.db, first: true}
+	sub := &accounting{dialect: ac.dialect, prepared: ac.prepared, pending: ac.pending, db: ac.db, first: true, work: ac.work}
 	sub.out.IndexOnly = true
 	if ok {
-		sub.nested(inner, depth)
+		sub.nested(inner, esc, depth)
 	} else {
 		sub.dynamic()
 	}
 	sub.out.prepared = nil
+	ac.work = sub.work
 	ac.setPrepared(name, &sub.out)
 	// Its statements are listed with the request's (for rules on them),
 	// though they run only at EXECUTE.

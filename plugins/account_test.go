@@ -6,6 +6,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"strings"
 	"testing"
+	"time"
 
 	"tableproxy/internal/sqllex"
 )
@@ -190,4 +191,21 @@ func FuzzAccount(f *testing.F) {
 			t.Fatalf("one statement counted as several: %q", sql)
 		}
 	})
+}
+
+// TestAccountWorkIsBounded: texts nested in texts cost at most
+// maxAccountWork readings, whatever the nesting.
+func TestAccountWorkIsBounded(t *testing.T) {
+	q := "UPDATE rates SET v = 1"
+	for i := 0; i < 12; i++ {
+		q = "EXECUTE IMMEDIATE '" + strings.ReplaceAll(q, "'", "''") + "\\\\'; SELECT 1"
+	}
+	start := time.Now()
+	a, _ := AnalyzeFor(q, "shop", sqllex.Dialect{})
+	if time.Since(start) > 2*time.Second {
+		t.Fatalf("nested EXECUTE IMMEDIATE took %v", time.Since(start))
+	}
+	if a.Effect != EffectUnknown && a.Effect != EffectWrite {
+		t.Fatalf("effect %v", a.Effect)
+	}
 }
