@@ -184,15 +184,15 @@ func requireDjango(t *testing.T) string {
 	if p, err := exec.LookPath("python3"); err == nil {
 		candidates = append(candidates, p)
 	}
-	var why string
+	var why []string
 	for _, p := range candidates {
-		out, err := exec.Command(p, "-c", "import django, MySQLdb; print(django.VERSION[0])").CombinedOutput()
+		out, err := exec.Command(p, "-c", "import django, MySQLdb").CombinedOutput()
 		if err == nil {
 			return p
 		}
-		why = fmt.Sprintf("%s: %v: %s", p, err, bytes.TrimSpace(out))
+		why = append(why, fmt.Sprintf("%s: %v: %s", p, err, lastLine(string(out))))
 	}
-	msg := "Django with MySQLdb is not installed (install the Debian packages python3-django python3-mysqldb); " + why
+	msg := "Django with MySQLdb is not installed (install the Debian packages python3-django python3-mysqldb): " + strings.Join(why, "; ")
 	if os.Getenv("TABLEPROXY_TEST_REQUIRE") == "1" {
 		t.Fatal(msg)
 	}
