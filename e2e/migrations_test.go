@@ -20,7 +20,10 @@ import (
 // index, a column rename, a dropped index, rows, one step rolled back) ends
 // in the same schema and rows through a proxy with its defaults as directly,
 // and every index the migrations add through the proxy is built by an
-// online job.
+// online job. Between two steps the admin caches a table (events) through
+// the proxy; the next step alters it (a column added with a default, one
+// changed, one renamed) and must run as directly, leave the table's schema
+// and rows through the proxy as on the backend, and the table cached again.
 
 // migrationFramework is one tool the test drives.
 type migrationFramework struct {
@@ -32,6 +35,16 @@ type migrationFramework struct {
 	volatile []string
 	// jobs are the indexes added as "table.index" (each one online job).
 	jobs []string
+	// cacheAfter is the migration after which the test caches the table
+	// cached (with cachedRows rows) through the proxy, as the admin;
+	// the migrations after it, the first of which alters that table, run
+	// with it cached. Given as the driver's MIGRATE_UNTIL takes it.
+	cacheAfter string
+	cached     string
+	cachedRows int64
+	// altered counts, on the backend, the records of the migration that
+	// alters the cached table (one when it was applied).
+	altered string
 }
 
 // migrationJobs are the ADD INDEX steps both projects take (Knex sends ALTER
@@ -42,19 +55,27 @@ var migrationJobs = []string{"posts.posts_title_idx", "events.events_kind_idx", 
 
 func TestMigrationsKnex(t *testing.T) {
 	testMigrations(t, migrationFramework{
-		dir:      "knex",
-		prepare:  prepareKnex,
-		volatile: []string{"migration_time"},
-		jobs:     migrationJobs,
+		dir:        "knex",
+		prepare:    prepareKnex,
+		volatile:   []string{"migration_time"},
+		jobs:       migrationJobs,
+		cacheAfter: "007_seed_rows.js",
+		cached:     "events",
+		cachedRows: 2,
+		altered:    "SELECT COUNT(*) FROM knex_migrations WHERE name = '008_alter_events.js'",
 	})
 }
 
 func TestMigrationsActiveRecord(t *testing.T) {
 	testMigrations(t, migrationFramework{
-		dir:      "activerecord",
-		prepare:  prepareActiveRecord,
-		volatile: []string{"created_at", "updated_at"},
-		jobs:     migrationJobs,
+		dir:        "activerecord",
+		prepare:    prepareActiveRecord,
+		volatile:   []string{"created_at", "updated_at"},
+		jobs:       migrationJobs,
+		cacheAfter: "20240101000007",
+		cached:     "events",
+		cachedRows: 2,
+		altered:    "SELECT COUNT(*) FROM schema_migrations WHERE version = '20240101000008'",
 	})
 }
 
@@ -122,8 +143,17 @@ func testMigrations(t *testing.T, fw migrationFramework) {
 		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", admin.name, host))
 	}
 	p := startProxyOpts(t, b.Addr, []account{app}, proxyOpts{defaults: true, admins: []account{admin}})
+	adminDB := testdb.Open(t, testdb.DSN(p.addr, admin.name, admin.password, proxied, nil))
 
-	runIn(t, dir, dbEnv(p.addr, app, proxied), command[0], command[1:]...)
+	env := dbEnv(p.addr, app, proxied)
+	if fw.cached != "" {
+		runIn(t, dir, append(env, "MIGRATE_UNTIL="+fw.cacheAfter), command[0], command[1:]...)
+		if _, err := adminDB.Exec("ALTER TABLE `" + fw.cached + "` CACHE"); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, adminDB, fw.cached, "ready", fw.cachedRows, 1)
+	}
+	runIn(t, dir, env, command[0], command[1:]...)
 	runIn(t, dir, dbEnv(b.Addr, account{b.RootUser, b.RootPassword}, direct), command[0], command[1:]...)
 
 	root := b.Root(t)
@@ -133,7 +163,16 @@ func testMigrations(t *testing.T, fw migrationFramework) {
 			t.Errorf("table %s\n through the proxy:\n%s\n directly:\n%s", table, got[table], want[table])
 		}
 	}
-	checkIndexJobs(t, testdb.Open(t, testdb.DSN(p.addr, admin.name, admin.password, proxied, nil)), proxied, fw.jobs)
+	checkIndexJobs(t, adminDB, proxied, fw.jobs)
+	if fw.cached != "" {
+		onBackend := testdb.Open(t, testdb.DSN(b.Addr, b.RootUser, b.RootPassword, proxied, nil))
+		var n int
+		if err := onBackend.QueryRow(fw.altered).Scan(&n); err != nil || n != 1 {
+			t.Errorf("%s: %d (%v), want 1", fw.altered, n, err)
+		}
+		appDB := testdb.Open(t, testdb.DSN(p.addr, app.name, app.password, proxied, nil))
+		checkAlteredCachedTable(t, appDB, adminDB, onBackend, fw.cached, fw.cachedRows)
+	}
 	if t.Failed() {
 		t.Logf("proxy log:\n%s", p.stderr.String())
 	}

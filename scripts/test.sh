@@ -97,10 +97,13 @@ have mariadb_config || missing+=(libmariadb-dev)
 have pkg-config || missing+=(pkg-config)
 # The end-to-end tests run real migration frameworks and a Node pool through
 # the proxy: Knex and mysql2 from npm (the test runs npm ci), ActiveRecord
-# from Debian.
+# and Django from Debian.
 have node || missing+=(nodejs)
 have npm || missing+=(npm)
 ruby -e 'require "active_record"; require "mysql2"' >/dev/null 2>&1 || missing+=(ruby-activerecord ruby-mysql2)
+# Django with MySQLdb from Debian, which e2e/django_test.go runs with
+# /usr/bin/python3 (another python3 earlier on PATH may not see them).
+/usr/bin/python3 -c 'import django, MySQLdb' >/dev/null 2>&1 || missing+=(python3-django python3-mysqldb)
 if ((${#missing[@]} > 0)); then
 	command -v apt-get >/dev/null 2>&1 || die "missing packages ${missing[*]}, and apt-get is unavailable"
 	log "installing ${missing[*]} with apt-get"

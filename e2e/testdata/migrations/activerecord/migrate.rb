@@ -1,5 +1,7 @@
 # Applies every migration in migrate/, then rolls the last one back, against
-# the database the environment names (the proxy or the backend).
+# the database the environment names (the proxy or the backend). With
+# MIGRATE_UNTIL=version it applies the migrations up to that one only, and
+# rolls nothing back.
 require "active_record"
 
 ActiveRecord::Base.establish_connection(
@@ -13,5 +15,9 @@ ActiveRecord::Base.establish_connection(
 ActiveRecord::Migration.verbose = ENV["VERBOSE"] == "1"
 
 context = ActiveRecord::MigrationContext.new(File.join(__dir__, "migrate"), ActiveRecord::SchemaMigration)
-context.migrate
-context.rollback(1)
+if (last = ENV["MIGRATE_UNTIL"])
+  context.migrate(Integer(last))
+else
+  context.migrate
+  context.rollback(1)
+end
