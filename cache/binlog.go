@@ -241,8 +241,15 @@ func (r *logReader) event(ev *replication.BinlogEvent, read mysql.Position) erro
 				// online ADD INDEX's shadow) or ... SELECT FROM t reads t.
 				tables = a.Targets
 			}
+			changed := false
 			for _, id := range tables {
-				w.invalidate(lease.TableID(id))
+				changed = w.invalidate(lease.TableID(id)) || changed
+			}
+			if changed && a.Effect == plugins.EffectDDL {
+				// Its columns may have changed: a shape refused for a
+				// column it lacked (or planned on the old ones) is planned
+				// again.
+				w.p.forgetPlans()
 			}
 			if a.DropSchema != "" {
 				for _, id := range w.p.cachedIDs() {

@@ -607,6 +607,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 	}
 	altered, dropped := p.ddlOnCached(si, a)
 	ids = appendIDs(ids, altered...)
+	si.altering = len(altered) > 0
 	si.dropping = append(si.dropping[:0], dropped...)
 	if len(ids) > 0 {
 		p.beginWrite(st, ids)
@@ -784,6 +785,12 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 		if len(si.dropping) > 0 {
 			p.afterDrop(si.dropping, out)
 			si.dropping = si.dropping[:0]
+		}
+		if si.altering {
+			// The table's columns may have changed: plans made on the old
+			// ones, or refused for a column it lacked, are made again.
+			si.altering = false
+			p.forgetPlans()
 		}
 	}
 	if out.Status&mysql.SERVER_STATUS_IN_TRANS != 0 {

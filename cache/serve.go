@@ -82,8 +82,10 @@ type sessionInfo struct {
 	// accountsID).
 	accountsMayChange bool
 	// dropping are the cached tables the statement being handled drops
-	// or renames away (see Plugin.afterDrop).
+	// or renames away (see Plugin.afterDrop); altering, that it changes
+	// the definition of one.
 	dropping []lease.TableID
+	altering bool
 	// pureRead: the statement being handled is a read that changes
 	// nothing (no locking clause, no INTO, deterministic functions only),
 	// so a deferred BEGIN may travel with it (see plugins.Statement.Begin).
