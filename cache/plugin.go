@@ -885,7 +885,6 @@ func (p *Plugin) endWrites(conn uint32) {
 	}
 }
 
-
 // requestLoad queues a (re)load of id, once however often it is asked.
 func (p *Plugin) requestLoad(id lease.TableID) {
 	ts := p.table(id)
