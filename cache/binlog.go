@@ -119,7 +119,7 @@ func (w *watcher) run(stop <-chan struct{}) {
 // no longer leads its cluster (true), and meanwhile notes a stream that
 // has gone silent.
 func (w *watcher) follow(stop <-chan struct{}) bool {
-	r := &logReader{w: w, bumped: map[lease.TableID]bool{}}
+	r := &logReader{w: w, bumped: map[lease.TableID]bool{}, checked: map[lease.TableID]bool{}}
 	sub := w.p.binlog.Subscribe(binlog.Subscriber{Resume: true, User: w.user,
 		Started: r.started, Event: r.event, Broken: r.broken})
 	defer sub.Close()
@@ -153,6 +153,11 @@ type logReader struct {
 	// transaction (see cache/load's startSnapshot).
 	bumped   map[lease.TableID]bool
 	catching catchUp
+	// annotate is the text of the statement whose row events follow
+	// (MariaDB's Annotate_rows), "" when the log gives none; checked
+	// are the cached tables its row events were checked for.
+	annotate string
+	checked  map[lease.TableID]bool
 }
 
 func (r *logReader) started(at mysql.Position) {
@@ -180,11 +185,18 @@ func (r *logReader) event(ev *replication.BinlogEvent, read mysql.Position) erro
 	w := r.w
 	w.lastEvent.Store(time.Now().UnixNano())
 	switch e := ev.Event.(type) {
+	case *replication.MariadbAnnotateRowsEvent:
+		r.annotate = string(e.Query)
+		clear(r.checked)
 	case *replication.RowsEvent:
 		if e.Table != nil {
 			id := lease.TableID{Schema: string(e.Table.Schema), Table: string(e.Table.Table)}
 			if !r.bumped[id] && w.invalidate(id) {
 				r.bumped[id] = true
+			}
+			if r.annotate != "" && !r.checked[id] {
+				r.checked[id] = true
+				w.checkPredicted(id, r.annotate)
 			}
 			if id.Schema == "mysql" && !r.bumped[privilegesID] {
 				// The grant tables, written directly.
@@ -195,8 +207,10 @@ func (r *logReader) event(ev *replication.BinlogEvent, read mysql.Position) erro
 		}
 	case *replication.XIDEvent, *replication.MariadbGTIDEvent, *replication.GTIDEvent, *replication.RotateEvent:
 		clear(r.bumped) // a transaction's end or start
+		r.annotate = ""
 	case *replication.QueryEvent:
 		clear(r.bumped)
+		r.annotate = ""
 		q := string(e.Query)
 		if strings.EqualFold(q, "BEGIN") || strings.EqualFold(q, "COMMIT") {
 			break
@@ -243,7 +257,10 @@ func (r *logReader) event(ev *replication.BinlogEvent, read mysql.Position) erro
 			}
 			changed := false
 			for _, id := range tables {
-				changed = w.invalidate(lease.TableID(id)) || changed
+				if w.invalidate(lease.TableID(id)) {
+					changed = true
+					w.checkPredicted(lease.TableID(id), q)
+				}
 			}
 			if changed && a.Effect == plugins.EffectDDL {
 				// Its columns may have changed: a shape refused for a
@@ -293,6 +310,18 @@ func (c *catchUp) reached(w *watcher, ev *replication.BinlogEvent, read mysql.Po
 		c.target, c.targetAt = target, time.Now()
 	}
 	return read.Compare(c.target) >= 0
+}
+
+// checkPredicted counts a write of the cached table id by the statement
+// text that this proxy sent with an account that did not name id (see
+// predictions.go).
+func (w *watcher) checkPredicted(id lease.TableID, text string) {
+	ts := w.p.table(id)
+	if ts == nil || !w.p.predicts.missedBy(text, id) {
+		return
+	}
+	ts.missed.Add(1)
+	w.p.predicts.noteMissed(w.p.log, id, text)
 }
 
 // invalidate bumps id's version if it is cached, and says whether it was.

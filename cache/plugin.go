@@ -154,6 +154,9 @@ type Plugin struct {
 	// tableGone); goneMu guards it.
 	goneMu sync.Mutex
 	gone   map[lease.TableID]goneTable
+	// predicts are the accounts of the statements this proxy's sessions
+	// sent, by shape, which the binary log checks (predictions.go).
+	predicts predictions
 	// conservatives counts the requests taken as writes of every cached
 	// table because their effect could not be named, by reason.
 	conservatives [plugins.NumConservative]atomic.Uint64
@@ -185,6 +188,10 @@ type tableState struct {
 	// while it is not cached, so result-cache keys hold both.
 	gen        uint64
 	resultHits atomic.Uint64 // hits answered by the result cache
+	// missed counts the writes of the table, seen in the binary log, by
+	// statements this proxy sent whose account did not name it (see
+	// predictions.go).
+	missed atomic.Uint64
 	// unguarded counts writes in flight that no intent covers (the lease
 	// manager could not open one): until each has been answered and the
 	// version bumped after it, this proxy neither serves nor loads the
@@ -590,14 +597,15 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 		si.accountsMayChange = si.accountsMayChange || a.Accounts
 	}
 	var ids []lease.TableID
+	all := false
 	written := leaseIDs(a.Written)
 	switch {
 	case a.Effect == plugins.EffectUnknown:
 		p.conservative(a.Why)
-		ids = p.cachedIDs()
+		ids, all = p.cachedIDs(), true
 	case len(written) == 0:
 	case p.writesElsewhere(written):
-		ids = p.cachedIDs() // through a view or a trigger
+		ids, all = p.cachedIDs(), true // through a view or a trigger
 	default:
 		for _, id := range written {
 			if p.table(id) != nil {
@@ -608,6 +616,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 	altered, dropped := p.ddlOnCached(si, a)
 	ids = appendIDs(ids, altered...)
 	si.altering = len(altered) > 0
+	p.predicts.record(a.Stmts, ids, all)
 	si.dropping = append(si.dropping[:0], dropped...)
 	if len(ids) > 0 {
 		p.beginWrite(st, ids)
@@ -1037,6 +1046,9 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 			Help: "Reads of cached tables that went to the backend (tables cached now)."}, sum(func(ts *tableState) uint64 { return ts.passes.Load() })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_cache_tables",
 			Help: "Tables cached."}, func() float64 { return float64(len(p.cachedTables())) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_missed_writes_total",
+			Help: "Writes of cached tables, seen in the binary log, by statements sent through this proxy whose account did not name the table (a bug: please report it)."},
+			func() float64 { return float64(p.predicts.missed.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_tables_dropped_total",
 			Help: "Tables no longer cached because they grew past max_table_size."}, func() float64 { return float64(p.dropped.Load()) }),
 	}, append(append(append(p.passReasonMetrics(), p.conservativeMetrics()...), p.resultMetrics()...), p.budgetMetrics()...)...) {
@@ -1235,6 +1247,7 @@ type Status struct {
 	LoadDuration  time.Duration
 	Hits, Passes  uint64
 	ResultHits    uint64 // of Hits, those answered by the result cache
+	MissedWrites  uint64 // writes the account of statements sent through this proxy missed (predictions.go)
 	Error         string
 	Invalidation  string // how writes that bypass the proxy are seen
 	StaleReason   string // why a loaded copy is not answered from memory now
@@ -1249,7 +1262,8 @@ func (p *Plugin) Tables() []Status {
 			continue
 		}
 		st := Status{Schema: e.Schema, Table: e.Table, State: "loading", Version: ts.lease.Version(),
-			Hits: ts.hits.Load(), Passes: ts.passes.Load(), ResultHits: ts.resultHits.Load(), Invalidation: p.watch.Load().status()}
+			Hits: ts.hits.Load(), Passes: ts.passes.Load(), ResultHits: ts.resultHits.Load(), Invalidation: p.watch.Load().status(),
+			MissedWrites: ts.missed.Load()}
 		if p.opts.AcceptStaleRisk && st.Invalidation != "binlog" {
 			st.Invalidation += " (stale risk accepted)"
 		}

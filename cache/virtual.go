@@ -224,13 +224,13 @@ func (p *Plugin) CachedTables() CachedTables { return CachedTables{p} }
 // Columns names the table's columns.
 func (CachedTables) Columns() []string {
 	return []string{"schema_name", "table_name", "state", "row_count", "memory_bytes", "version",
-		"loaded_at", "load_ms", "hits", "pass_throughs", "invalidation", "error", "result_hits", "stale_reason"}
+		"loaded_at", "load_ms", "hits", "pass_throughs", "invalidation", "error", "result_hits", "stale_reason", "missed_writes"}
 }
 
 // Numeric marks the BIGINT columns; the others are VARCHAR.
 func (CachedTables) Numeric() map[string]bool {
 	return map[string]bool{"row_count": true, "memory_bytes": true, "version": true,
-		"load_ms": true, "hits": true, "pass_throughs": true, "result_hits": true}
+		"load_ms": true, "hits": true, "pass_throughs": true, "result_hits": true, "missed_writes": true}
 }
 
 // Rows lists the cached tables; loaded_at is UTC, "" before the first load.
@@ -243,7 +243,7 @@ func (t CachedTables) Rows() [][]any {
 		}
 		rows = append(rows, []any{s.Schema, s.Table, s.State, int64(s.Rows), s.Bytes, int64(s.Version),
 			loaded, s.LoadDuration.Milliseconds(), int64(s.Hits), int64(s.Passes), s.Invalidation, s.Error,
-			int64(s.ResultHits), s.StaleReason})
+			int64(s.ResultHits), s.StaleReason, int64(s.MissedWrites)})
 	}
 	return rows
 }

@@ -93,6 +93,11 @@ func (c *Connector) Binlog(user string, cfg replication.BinlogSyncerConfig) (*re
 	cfg.Flavor = mysql.MySQLFlavor
 	if strings.Contains(g.version, "MariaDB") {
 		cfg.Flavor = mysql.MariaDBFlavor
+		// Each statement's text before its row events (Annotate_rows, if
+		// the backend logs it: binlog_annotate_row_events, on by
+		// default): the cache tells by it whether a write came from a
+		// statement this proxy sent.
+		cfg.DumpCommandFlag |= replication.BINLOG_SEND_ANNOTATE_ROWS_EVENT
 	}
 	cfg.Host, cfg.Port, cfg.User, cfg.Password = host, uint16(p), u.Name, u.Password
 	cfg.TLSConfig = c.backend.TLS
