@@ -566,7 +566,7 @@ func scanSQL(s string, backslashEscapes bool) (execs []execComment, semis []int)
 		c := s[i]
 		switch {
 		case c == '\'' || c == '"' || c == '`':
-			i = skipQuoted(s, i, backslashEscapes && c != '`')
+			i = sqllex.SkipQuoted(s, i, backslashEscapes && c != '`')
 		case c == '#':
 			i = skipLine(s, i)
 		case c == '-' && i+1 < len(s) && s[i+1] == '-' && (i+2 == len(s) || s[i+2] <= ' '):
@@ -615,25 +615,6 @@ func scanSQL(s string, backslashEscapes bool) (execs []execComment, semis []int)
 		execs[cur].codeEnd, execs[cur].end = len(s), len(s)
 	}
 	return execs, semis
-}
-
-func skipQuoted(s string, i int, backslashEscapes bool) int {
-	q := s[i]
-	for j := i + 1; j < len(s); {
-		switch {
-		case backslashEscapes && s[j] == '\\':
-			j += 2
-		case s[j] == q:
-			if j+1 < len(s) && s[j+1] == q {
-				j += 2
-				continue
-			}
-			return j + 1
-		default:
-			j++
-		}
-	}
-	return len(s)
 }
 
 // execReadings returns sql as each server flavor and version could read its

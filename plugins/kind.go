@@ -299,21 +299,7 @@ func isWordByte(c byte) bool {
 }
 
 // eqFold compares an ASCII word with an upper-case keyword.
-func eqFold(word, upper string) bool {
-	if len(word) != len(upper) {
-		return false
-	}
-	for i := 0; i < len(word); i++ {
-		c := word[i]
-		if c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		if c != upper[i] {
-			return false
-		}
-	}
-	return true
-}
+var eqFold = sqllex.EqFold
 
 // MayChangeAccounts reports whether the statement may change the
 // backend's accounts or what they may do (see Analysis.Accounts). A plain
