@@ -389,6 +389,14 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		if a, ok := p.onVars(st); ok {
 			return a
 		}
+	case plugins.KindMulti, plugins.KindCompound, plugins.KindOther:
+		// DDL may be any statement of these (SET @a = 1; ALTER TABLE ...,
+		// SET STATEMENT ... FOR ALTER TABLE ...).
+		if p.running.Load() > 0 {
+			if a, busy := p.refuseBusy(st); busy {
+				return a
+			}
+		}
 	case plugins.KindDDL:
 		if p.running.Load() > 0 {
 			if a, busy := p.refuseBusy(st); busy {

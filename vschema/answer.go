@@ -17,7 +17,7 @@ import (
 func (s *Schema) OnStatement(st *plugins.Statement) plugins.Action {
 	in := inSchema(st)
 	switch st.Kind {
-	case plugins.KindSelect, plugins.KindShow, plugins.KindWith, plugins.KindUse:
+	case plugins.KindSelect, plugins.KindShow, plugins.KindWith, plugins.KindUse, plugins.KindMulti:
 		if !in && !mentionsSchema(st.SQL) {
 			return plugins.Continue
 		}
@@ -34,7 +34,8 @@ func (s *Schema) OnStatement(st *plugins.Statement) plugins.Action {
 	}
 	stmts, err := st.Parsed()
 	switch {
-	case in && st.Kind != plugins.KindSelect && st.Kind != plugins.KindShow && st.Kind != plugins.KindWith && st.Kind != plugins.KindUse:
+	case in && st.Kind != plugins.KindSelect && st.Kind != plugins.KindShow && st.Kind != plugins.KindWith && st.Kind != plugins.KindUse &&
+		st.Kind != plugins.KindMulti:
 		return s.guardOther(stmts, err == nil)
 	case err != nil || len(stmts) == 0:
 		return plugins.Continue // the backend says what is wrong with it
