@@ -393,8 +393,10 @@ func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 		// DDL may be any statement of these (SET @a = 1; ALTER TABLE ...,
 		// SET STATEMENT ... FOR ALTER TABLE ...).
 		if p.running.Load() > 0 {
-			if a, busy := p.refuseBusy(st); busy {
-				return a
+			if a, _ := st.Analysis(); a.Effect == plugins.EffectDDL {
+				if a, busy := p.refuseBusy(st); busy {
+					return a
+				}
 			}
 		}
 	case plugins.KindDDL:
