@@ -1007,6 +1007,15 @@ func (p *Plugin) loadFailed(ts *tableState, err error) {
 	msg := err.Error()
 	ts.lastErr.Store(&msg)
 	ts.snap.Store(nil)
+	var me *mysql.MyError
+	if errors.As(err, &me) && (me.Code == mysql.ER_TABLE_DEF_CHANGED || me.Code == mysql.ER_LOCK_WAIT_TIMEOUT || me.Code == mysql.ER_LOCK_DEADLOCK) {
+		// A DDL on the table ended between the load's snapshot and its
+		// read (1412), or a lock held it up: try again in a moment, as
+		// the backend asks.
+		p.log.Debug("cache: table load to be tried again", "table", ts.entry.ID().String(), "err", me.Error())
+		p.retryLoad(ts, 100*time.Millisecond)
+		return
+	}
 	var noTable *load.ErrNoTable
 	if errors.As(err, &noTable) {
 		p.tableGone(ts.entry.ID(), "the table no longer exists on the backend")
