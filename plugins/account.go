@@ -225,7 +225,13 @@ func (ac *accounting) parsed(sql, orig string) {
 		a.Why = WhyOther
 		if _, ok := stmt.(*ast.CallStmt); ok {
 			a.Why = WhyCall
+		} else if CallsUserFunction(stmt) {
+			a.Why = WhyUserFunction
 		}
+	}
+	if seqs := SequencesAdvanced(stmt, ac.db); len(seqs) > 0 && a.Effect < EffectWrite {
+		// SELECT NEXTVAL(s): a read that writes the sequence's table.
+		a.Effect, a.Tables = EffectWrite, appendUnique(a.Tables, seqs...)
 	}
 	switch stmt.(type) {
 	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.LoadDataStmt:
@@ -245,6 +251,14 @@ func (ac *accounting) parsed(sql, orig string) {
 func (ac *accounting) unparsed(sql string) {
 	if a, ok := lexicalDDL(sql, ac.db); ok {
 		ac.add(a)
+		return
+	}
+	switch w := FirstKeyword(sql); {
+	case eqFold(w, "BEGIN") || eqFold(w, "COMMIT") || eqFold(w, "ROLLBACK") || eqFold(w, "START") ||
+		eqFold(w, "SAVEPOINT") || eqFold(w, "RELEASE"):
+		// BEGIN WORK, COMMIT WORK AND CHAIN, ROLLBACK WORK, ...: they end
+		// or start transactions and write no table.
+		ac.none()
 		return
 	}
 	ac.unknown(WhyUnparsed)

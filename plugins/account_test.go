@@ -44,8 +44,14 @@ func TestAccountSeesEveryStatement(t *testing.T) {
 			"INSERT INTO other.t VALUES (n); END IF; END WHILE; END", want{effect: EffectWrite, written: []TableID{other}}},
 		{"/*!99999 SELECT 1, */ UPDATE rates SET v = 2", want{effect: EffectWrite, written: []TableID{rates}}},
 		{"/*!40101 UPDATE rates SET v = 2 */", want{effect: EffectWrite, written: []TableID{rates}}},
-		{"/*M!100100 UPDATE rates SET v = 2; */ SELECT 1", want{effect: EffectWrite, written: []TableID{rates}}},
-		{"/*M!999999 UPDATE rates SET v = 2; */ SELECT 1", want{effect: EffectNone}},
+		{"/*M!100100 UPDATE rates SET v = 2 */", want{effect: EffectWrite, written: []TableID{rates}}},
+		{"/*M!999999 UPDATE rates SET v = 2 */ SELECT 1", want{effect: EffectNone}},
+		{"SELECT NEXTVAL(seq)", want{effect: EffectWrite, written: []TableID{{"shop", "seq"}}}},
+		{"SELECT NEXT VALUE FOR other.seq", want{effect: EffectWrite, written: []TableID{{"other", "seq"}}}},
+		{"SELECT SETVAL(seq, 10)", want{effect: EffectWrite, written: []TableID{{"shop", "seq"}}}},
+		{"OPTIMIZE TABLE rates", want{effect: EffectDDL, targets: []TableID{rates}}},
+		{"BEGIN WORK; UPDATE other.t SET a = 1; COMMIT WORK", want{effect: EffectWrite, written: []TableID{other}}},
+		{"START TRANSACTION; SELECT * FROM rates; ROLLBACK WORK", want{effect: EffectNone}},
 		{"SET @a = 1; ALTER TABLE rates ADD COLUMN c2 INT", want{effect: EffectDDL, targets: []TableID{rates}}},
 		{"SELECT 1; REVOKE SELECT ON shop.rates FROM u", want{effect: EffectNone, accounts: true}},
 		{"/*!99999 SELECT 1, */ SET ROLE NONE", want{effect: EffectNone, role: true}},
@@ -207,5 +213,21 @@ func TestAccountWorkIsBounded(t *testing.T) {
 	}
 	if a.Effect != EffectUnknown && a.Effect != EffectWrite {
 		t.Fatalf("effect %v", a.Effect)
+	}
+}
+
+func TestAccountSaysWhy(t *testing.T) {
+	for sql, why := range map[string]Conservative{
+		"SELECT f_other(1)":                   WhyUserFunction,
+		"CALL p()":                            WhyCall,
+		"EXECUTE IMMEDIATE CONCAT('a', 'b')":  WhyDynamicSQL,
+		"EXECUTE never_prepared":              WhyUnknownPrepared,
+		"BEGIN NOT ATOMIC UPDATE t SET a = 1": WhyBlock,
+		"this is not sql":                     WhyUnparsed,
+		"HANDLER t OPEN":                      WhyOther,
+	} {
+		if a, _ := AnalyzeFor(sql, "shop", mariadb1011); a.Effect != EffectUnknown || a.Why != why {
+			t.Errorf("%s: %v, why %v, want unknown because %v", sql, a.Effect, a.Why, why)
+		}
 	}
 }

@@ -317,6 +317,15 @@ func analyzeOne(stmt ast.StmtNode, db string) Analysis {
 			a.Dropped = appendUnique(a.Dropped, TableOf(tt.OldTable, db))
 		}
 		return a
+	case *ast.OptimizeTableStmt:
+		// (InnoDB rebuilds the table: a new definition, as far as a copy
+		// of it knows.)
+		a := Analysis{Effect: EffectDDL}
+		for _, t := range n.Tables {
+			a.Tables = appendUnique(a.Tables, TableOf(t, db))
+		}
+		a.Targets = a.Tables
+		return a
 	case *ast.DropDatabaseStmt:
 		return Analysis{Effect: EffectDDL, DropSchema: strings.Clone(n.Name.O)}
 	case *ast.LockTablesStmt, *ast.UnlockTablesStmt:
@@ -389,6 +398,32 @@ func TablesIn(node ast.Node, db string) []TableID {
 	c := &tableCollector{db: db}
 	node.Accept(c)
 	return c.tables
+}
+
+// sequenceFinder gathers the sequences that NEXTVAL / NEXT VALUE FOR and
+// SETVAL advance: each call writes the sequence's table.
+type sequenceFinder struct {
+	db   string
+	seqs []TableID
+}
+
+func (f *sequenceFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if fc, ok := n.(*ast.FuncCallExpr); ok && (fc.FnName.L == "nextval" || fc.FnName.L == "setval") && len(fc.Args) > 0 {
+		if t, ok := fc.Args[0].(*ast.TableNameExpr); ok && t.Name != nil {
+			f.seqs = appendUnique(f.seqs, TableOf(t.Name, f.db))
+		}
+	}
+	return n, false
+}
+
+func (f *sequenceFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// SequencesAdvanced lists the sequences node advances (NEXTVAL, NEXT VALUE
+// FOR, SETVAL), unqualified names in db.
+func SequencesAdvanced(node ast.Node, db string) []TableID {
+	f := &sequenceFinder{db: db}
+	node.Accept(f)
+	return f.seqs
 }
 
 // funcFinder reports calls of functions the parser does not know as
