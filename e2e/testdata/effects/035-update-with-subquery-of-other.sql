@@ -1,0 +1,2 @@
+--@ writes: kv
+UPDATE {{kv}} SET v = (SELECT {{n}} + 0 * COUNT(*) FROM {{other}}) WHERE id = 1

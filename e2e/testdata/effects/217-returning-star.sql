@@ -1,0 +1,2 @@
+--@ writes: log
+INSERT INTO {{log}} (msg) VALUES ('s{{n}}') RETURNING *

@@ -1,0 +1,2 @@
+--@ writes: log
+INSERT INTO {{log}} (msg) VALUES ('q{{n}}') RETURNING (SELECT MAX(v) FROM {{kv}})

@@ -1,0 +1,2 @@
+--@ writes:
+SELECT v INTO @x FROM {{kv}} WHERE id = 1

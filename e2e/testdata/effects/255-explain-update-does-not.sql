@@ -1,0 +1,2 @@
+--@ writes:
+EXPLAIN UPDATE {{kv}} SET v = {{n}} WHERE id = 1

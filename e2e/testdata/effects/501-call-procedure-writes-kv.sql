@@ -1,0 +1,2 @@
+--@ writes: kv
+CALL p_kv({{n}})

@@ -1,0 +1,2 @@
+--@ writes: kv
+SELECT f_kv({{n}})

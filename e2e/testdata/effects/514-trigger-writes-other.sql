@@ -1,0 +1,3 @@
+--@ writes: trigo other
+--@ indirect: other
+INSERT INTO {{trigo}} VALUES ({{n}}, {{n}})

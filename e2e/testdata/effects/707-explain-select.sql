@@ -1,0 +1,2 @@
+--@ writes:
+EXPLAIN SELECT * FROM {{kv}} WHERE id = 1

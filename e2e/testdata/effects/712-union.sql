@@ -1,0 +1,2 @@
+--@ writes:
+SELECT id FROM {{kv}} UNION SELECT id FROM {{other}}
