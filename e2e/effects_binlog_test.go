@@ -325,6 +325,20 @@ func readQuery(schema, q string) queryEffect {
 			at("EXISTS")
 		}
 	}
+	if i+1 < len(toks) && strings.EqualFold(toks[0], "SET") && strings.EqualFold(toks[1], "STATEMENT") {
+		// SET STATEMENT var = value, ... FOR statement: the log holds it
+		// whole.
+		for depth := 0; i < len(toks); i++ {
+			switch {
+			case toks[i] == "(":
+				depth++
+			case toks[i] == ")":
+				depth--
+			case depth == 0 && strings.EqualFold(toks[i], "FOR"):
+				return readQuery(schema, strings.Join(toks[i+1:], " "))
+			}
+		}
+	}
 	switch {
 	case at("BEGIN", "COMMIT", "ROLLBACK", "XA", "SAVEPOINT", "START"):
 		return queryEffect{frame: true}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -445,6 +446,9 @@ func (e *effectsEnv) requestRun(t *testing.T, conn *sql.Conn, st *plugins.Statem
 				out.mismatch = append(out.mismatch, fmt.Sprintf("the log shows %q, a stored program; the account's Programs is false", ev.query))
 			}
 		case q.unknown:
+			if os.Getenv("TABLEPROXY_EFFECTS_DEBUG") != "" {
+				t.Logf("a statement of the log this test does not read: %q", ev.query)
+			}
 			if !sa.effect {
 				out.mismatch = append(out.mismatch, fmt.Sprintf("the log shows %q, and the account says the request changes nothing", ev.query))
 			}

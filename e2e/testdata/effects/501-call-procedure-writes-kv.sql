@@ -1,2 +1,3 @@
 --@ writes: kv
+--@ piece
 CALL p_kv({{n}})

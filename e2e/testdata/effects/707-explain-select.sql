@@ -1,2 +1,3 @@
 --@ writes:
+--@ piece
 EXPLAIN SELECT * FROM {{kv}} WHERE id = 1
