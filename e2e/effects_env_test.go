@@ -376,9 +376,13 @@ func (e *effectsEnv) requestRun(t *testing.T, conn *sql.Conn, st *plugins.Statem
 	a, aerr := st.Analysis()
 	out.err = runRequest(context.Background(), conn, text)
 	ep := e.bg.begin()
+	// The read through the proxy comes first, at once: the proxy may
+	// still learn of a write it missed from the binary log a moment
+	// later. Nothing writes kv between it and the backend's read.
+	next := readKV(e.nextRead)
 	want := e.backendKV()
-	if got := readKV(e.nextRead); got != want {
-		out.stale = append(out.stale, fmt.Sprintf("the next read returned [%s], the backend has [%s]", got, want))
+	if next != want {
+		out.stale = append(out.stale, fmt.Sprintf("the next read returned [%s], the backend has [%s]", next, want))
 	}
 	if got, ok := e.bg.first(ep); !ok {
 		t.Fatal("the concurrent reader read nothing for 5 s")
