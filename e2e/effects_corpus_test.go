@@ -103,6 +103,10 @@ func (e *effectsEnv) runForm(t *testing.T, f effectForm) formResult {
 // the session's prepared statements) names every table the backend's
 // binary log shows it changed; a form that does not write kv leaves kv out
 // of its account.
+//
+// TABLEPROXY_EFFECTS_FORMS (a regular expression on the forms' names)
+// runs some of them; TABLEPROXY_EFFECTS_DEBUG logs the statements of the
+// binary log that the test's own reading does not know.
 func TestEffectsCorpus(t *testing.T) {
 	forms := loadForms(t, filepath.Join("testdata", "effects"))
 	if len(forms) < 150 {

@@ -60,6 +60,11 @@ type effectForm struct {
 	piece        bool
 }
 
+// placeholders are the names a form's text may hold in {{ }}.
+var placeholders = map[string]bool{"db": true, "db2": true, "kv": true, "other": true, "log": true, "seq": true,
+	"trig": true, "trigo": true, "kvview": true, "vers": true, "new": true, "new2": true, "prog": true, "user": true,
+	"role": true, "newuser": true, "newuser2": true, "newrole": true, "n": true, "n2": true}
+
 // loadForms reads every form of dir, in file-name order.
 func loadForms(t *testing.T, dir string) []effectForm {
 	t.Helper()
@@ -128,6 +133,22 @@ func parseForm(name, text string) (effectForm, error) {
 	flush()
 	if len(f.requests) == 0 {
 		return f, fmt.Errorf("no request")
+	}
+	for _, req := range f.requests {
+		for rest := req; ; {
+			i := strings.Index(rest, "{{")
+			if i < 0 {
+				break
+			}
+			j := strings.Index(rest[i:], "}}")
+			if j < 0 {
+				return f, fmt.Errorf("an unclosed placeholder in %q", req)
+			}
+			if !placeholders[rest[i+2:i+j]] {
+				return f, fmt.Errorf("unknown placeholder %s", rest[i:i+j+2])
+			}
+			rest = rest[i+j+2:]
+		}
 	}
 	if f.piece && (len(f.requests) != 1 || strings.Contains(f.requests[0], ";")) {
 		return f, fmt.Errorf("a piece is one statement of one request")
@@ -198,11 +219,7 @@ func (x *expander) expand(text string, fn formNames) string {
 		case "newrole":
 			b.WriteString(fn.newrole)
 		default:
-			v, ok := x.fixed[key]
-			if !ok {
-				panic("unknown placeholder {{" + key + "}}")
-			}
-			b.WriteString(v)
+			b.WriteString(x.fixed[key]) // (parseForm checked the name)
 		}
 	}
 }
