@@ -1,0 +1,3 @@
+--@ writes: kv
+--@ piece
+INSERT INTO {{kv}} VALUES ({{n}}, {{n}})

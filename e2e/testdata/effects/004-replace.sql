@@ -1,0 +1,3 @@
+--@ writes: kv
+--@ piece
+REPLACE INTO {{kv}} VALUES (1, {{n}})

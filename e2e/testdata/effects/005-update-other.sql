@@ -1,0 +1,3 @@
+--@ writes: other
+--@ piece
+UPDATE {{other}} SET v = {{n}} WHERE id = 1

@@ -1,0 +1,3 @@
+--@ writes: other
+--@ piece
+INSERT INTO {{other}} VALUES ({{n}}, 1)

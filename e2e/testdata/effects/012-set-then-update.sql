@@ -1,0 +1,2 @@
+--@ writes: kv
+SET @a = 1; UPDATE {{kv}} SET v = {{n}} WHERE id = 1

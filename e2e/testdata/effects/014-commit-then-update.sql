@@ -1,0 +1,2 @@
+--@ writes: kv
+COMMIT; UPDATE {{kv}} SET v = {{n}} WHERE id = 1

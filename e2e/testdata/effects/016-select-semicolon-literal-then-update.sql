@@ -1,0 +1,2 @@
+--@ writes: kv
+SELECT ';'; UPDATE {{kv}} SET v = {{n}} WHERE id = 1

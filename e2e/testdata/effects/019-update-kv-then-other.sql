@@ -1,0 +1,2 @@
+--@ writes: kv other
+UPDATE {{kv}} SET v = {{n}} WHERE id = 1; UPDATE {{other}} SET v = {{n}} WHERE id = 1

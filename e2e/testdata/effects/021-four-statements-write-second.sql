@@ -1,0 +1,2 @@
+--@ writes: kv
+SELECT 1; UPDATE {{kv}} SET v = {{n}} WHERE id = 1; SET @x = 2; DO 3

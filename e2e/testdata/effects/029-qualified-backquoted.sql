@@ -1,0 +1,2 @@
+--@ writes: kv
+UPDATE `{{db}}`.`kv` SET v = {{n}} WHERE id = 1

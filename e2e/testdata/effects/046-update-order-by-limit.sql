@@ -1,0 +1,3 @@
+--@ writes: kv
+--@ piece
+UPDATE {{kv}} SET v = {{n}} ORDER BY id LIMIT 1

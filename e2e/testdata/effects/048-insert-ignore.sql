@@ -1,0 +1,2 @@
+--@ writes: kv
+INSERT IGNORE INTO {{kv}} VALUES (1, 0), ({{n}}, 1)

@@ -1,0 +1,3 @@
+--@ writes: kv
+--@ piece
+INSERT INTO {{kv}} SET id = {{n}}, v = 1

@@ -1,0 +1,2 @@
+--@ writes: kv
+REPLACE INTO {{kv}} SELECT 1, {{n}}

@@ -1,0 +1,2 @@
+--@ writes: kv
+INSERT INTO {{kv}} VALUES ({{n}}, 1), ({{n2}}, 2)

@@ -1,0 +1,2 @@
+--@ writes: kv
+update {{kv}} set v = {{n}} where id = 1

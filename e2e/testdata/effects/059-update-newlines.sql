@@ -1,0 +1,7 @@
+--@ writes: kv
+UPDATE
+  {{kv}}
+SET
+  v = {{n}}
+WHERE
+  id = 1

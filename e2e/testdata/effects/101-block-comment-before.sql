@@ -1,0 +1,2 @@
+--@ writes: kv
+/* a note */ UPDATE {{kv}} SET v = {{n}} WHERE id = 1

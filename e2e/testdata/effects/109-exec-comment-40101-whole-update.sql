@@ -1,0 +1,2 @@
+--@ writes: kv
+/*!40101 UPDATE {{kv}} SET v = {{n}} WHERE id = 1 */

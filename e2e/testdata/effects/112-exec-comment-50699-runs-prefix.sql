@@ -1,0 +1,2 @@
+--@ writes: kv
+/*!50699 SELECT 1 */; UPDATE {{kv}} SET v = {{n}} WHERE id = 1

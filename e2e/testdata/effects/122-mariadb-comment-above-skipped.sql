@@ -1,0 +1,2 @@
+--@ writes:
+/*M!999999 UPDATE {{kv}} SET v = {{n}} WHERE id = 1; */ SELECT 1

@@ -1,0 +1,2 @@
+--@ writes: kv
+/*M! UPDATE {{kv}} SET v = {{n}} WHERE id = 1 */

@@ -1,0 +1,2 @@
+--@ writes: kv
+UPDATE {{kv}} SET v = {{n}} WHERE id = 1 /* end */

@@ -1,0 +1,2 @@
+--@ writes: log
+INSERT INTO {{log}} (msg) VALUES ('x{{n}}') /*M!100500 RETURNING id */

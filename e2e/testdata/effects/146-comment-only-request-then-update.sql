@@ -1,0 +1,3 @@
+--@ writes: kv
+/* first */ SELECT 1; # second
+UPDATE {{kv}} SET v = {{n}} WHERE id = 1 -- third

@@ -1,0 +1,3 @@
+--@ writes: log
+--@ piece
+INSERT INTO {{log}} (msg) VALUES ('r{{n}}') RETURNING id

@@ -1,0 +1,3 @@
+--@ writes:
+--@ piece
+SELECT v INTO @x FROM {{kv}} WHERE id = 1

@@ -1,0 +1,2 @@
+--@ writes:
+SELECT v FROM {{kv}} WHERE id = 1 INTO @y

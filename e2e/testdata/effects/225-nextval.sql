@@ -1,0 +1,3 @@
+--@ writes: seq
+--@ piece
+SELECT NEXTVAL({{seq}})

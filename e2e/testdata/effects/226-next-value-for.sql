@@ -1,0 +1,2 @@
+--@ writes: seq
+SELECT NEXT VALUE FOR {{seq}}

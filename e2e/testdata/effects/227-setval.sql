@@ -1,0 +1,2 @@
+--@ writes: seq
+SELECT SETVAL({{seq}}, {{n}})

@@ -1,0 +1,2 @@
+--@ writes: log seq
+INSERT INTO {{log}} (msg) VALUES (NEXTVAL({{seq}}))

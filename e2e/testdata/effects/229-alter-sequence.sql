@@ -1,0 +1,2 @@
+--@ writes: seq
+ALTER SEQUENCE {{seq}} RESTART WITH {{n}}

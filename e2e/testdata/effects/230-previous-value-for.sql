@@ -1,0 +1,4 @@
+--@ writes:
+--@ conservative
+--@ note: the parser does not read PREVIOUS VALUE FOR
+SELECT PREVIOUS VALUE FOR {{seq}}

@@ -1,0 +1,3 @@
+--@ writes: vers
+--@ piece
+UPDATE {{vers}} SET v = {{n}} WHERE id = 1

@@ -1,0 +1,2 @@
+--@ writes: new
+CREATE TABLE {{new}} AS SELECT * FROM {{kv}}; DROP TABLE {{new}}

@@ -1,0 +1,2 @@
+--@ writes: new
+CREATE OR REPLACE TABLE {{new}} (id INT PRIMARY KEY); CREATE OR REPLACE TABLE {{new}} (id INT PRIMARY KEY, v INT); DROP TABLE {{new}}

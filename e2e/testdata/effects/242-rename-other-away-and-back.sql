@@ -1,0 +1,2 @@
+--@ writes: other new
+RENAME TABLE {{other}} TO {{new}}, {{new}} TO {{other}}

@@ -1,0 +1,2 @@
+--@ writes: other
+ALTER TABLE {{other}} ADD COLUMN c INT; ALTER TABLE {{other}} DROP COLUMN c

@@ -1,0 +1,4 @@
+--@ writes: other
+--@ conservative
+--@ note: ANALYZE TABLE is a statement the account does not follow
+ANALYZE TABLE {{other}}

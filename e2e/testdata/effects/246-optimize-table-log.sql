@@ -1,0 +1,2 @@
+--@ writes: log
+OPTIMIZE TABLE {{log}}

@@ -1,0 +1,2 @@
+--@ writes: new
+CREATE VIEW {{new}} AS SELECT * FROM {{kv}}; DROP VIEW {{new}}

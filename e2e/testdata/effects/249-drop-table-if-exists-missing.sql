@@ -1,0 +1,2 @@
+--@ writes: new
+DROP TABLE IF EXISTS {{new}}

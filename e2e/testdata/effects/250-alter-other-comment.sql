@@ -1,0 +1,3 @@
+--@ writes: other
+--@ piece
+ALTER TABLE {{other}} COMMENT = 'c{{n}}'

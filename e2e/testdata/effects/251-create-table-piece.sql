@@ -1,0 +1,3 @@
+--@ writes: new
+--@ piece
+CREATE TABLE {{new}} (id INT PRIMARY KEY, v INT)

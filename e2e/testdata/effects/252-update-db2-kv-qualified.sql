@@ -1,0 +1,3 @@
+--@ writes: db2.kv
+--@ piece
+UPDATE {{db2}}.kv SET v = {{n}} WHERE id = 1

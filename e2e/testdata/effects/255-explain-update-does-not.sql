@@ -1,0 +1,3 @@
+--@ writes:
+--@ piece
+EXPLAIN UPDATE {{kv}} SET v = {{n}} WHERE id = 1

@@ -1,0 +1,2 @@
+--@ writes: kv
+INSERT INTO {{kv}} (v, id) VALUES (1, {{n}})

@@ -1,0 +1,3 @@
+--@ writes: log
+--@ piece
+DELETE FROM {{log}} WHERE id < {{n}}

@@ -1,0 +1,2 @@
+--@ writes: kv
+BEGIN NOT ATOMIC DECLARE a INT DEFAULT 1; BEGIN DECLARE b INT DEFAULT {{n}}; UPDATE {{kv}} SET v = b WHERE id = a; END; END

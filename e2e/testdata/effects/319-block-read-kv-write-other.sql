@@ -1,0 +1,2 @@
+--@ writes: other
+BEGIN NOT ATOMIC DECLARE x BIGINT; SELECT v INTO x FROM {{kv}} WHERE id = 1; UPDATE {{other}} SET v = x + {{n}} WHERE id = 1; END

@@ -1,0 +1,2 @@
+--@ writes: kv
+BEGIN NOT ATOMIC SET STATEMENT max_statement_time = 0 FOR UPDATE {{kv}} SET v = {{n}} WHERE id = 1; END

@@ -1,0 +1,2 @@
+--@ writes: kv
+BEGIN NOT ATOMIC PREPARE s FROM 'UPDATE {{kv}} SET v = ? WHERE id = 1'; EXECUTE s USING {{n}}; DEALLOCATE PREPARE s; END

@@ -1,0 +1,2 @@
+--@ writes: kv
+BEGIN NOT ATOMIC START TRANSACTION; UPDATE {{kv}} SET v = {{n}} WHERE id = 1; COMMIT; END

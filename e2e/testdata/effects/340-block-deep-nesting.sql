@@ -1,0 +1,2 @@
+--@ writes: kv
+BEGIN NOT ATOMIC DECLARE i INT DEFAULT 0; l: LOOP SET i = i + 1; CASE WHEN i = 1 THEN IF {{n}} > 0 THEN WHILE i < 2 DO UPDATE {{kv}} SET v = {{n}} WHERE id = 1; SET i = i + 1; END WHILE; END IF; ELSE LEAVE l; END CASE; END LOOP; END

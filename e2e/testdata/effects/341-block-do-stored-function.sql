@@ -1,0 +1,2 @@
+--@ writes: kv
+BEGIN NOT ATOMIC DO f_kv({{n}}); END

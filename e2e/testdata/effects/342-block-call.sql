@@ -1,0 +1,2 @@
+--@ writes: kv
+BEGIN NOT ATOMIC CALL p_kv({{n}}); END

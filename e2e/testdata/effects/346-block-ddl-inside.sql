@@ -1,0 +1,2 @@
+--@ writes: new
+BEGIN NOT ATOMIC CREATE TABLE {{new}} (id INT PRIMARY KEY); INSERT INTO {{new}} VALUES (1); DROP TABLE {{new}}; END

@@ -1,0 +1,2 @@
+--@ writes:
+EXECUTE IMMEDIATE 'SELECT * FROM {{kv}}'

@@ -1,0 +1,2 @@
+--@ writes: kv
+EXECUTE IMMEDIATE '/*!99999 SELECT 1, */ UPDATE {{kv}} SET v = {{n}} WHERE id = 1'

@@ -1,0 +1,2 @@
+--@ writes: kv other
+EXECUTE IMMEDIATE 'UPDATE {{other}} SET v = f_kv(?) WHERE id = 1' USING {{n}}

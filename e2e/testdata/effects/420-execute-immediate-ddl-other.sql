@@ -1,0 +1,2 @@
+--@ writes: other
+EXECUTE IMMEDIATE 'ALTER TABLE {{other}} COMMENT = ''e{{n}}'''

@@ -1,0 +1,2 @@
+--@ writes:
+PREPARE s FROM 'SELECT * FROM {{kv}} WHERE id = ?'; EXECUTE s USING 1; DEALLOCATE PREPARE s

@@ -1,0 +1,2 @@
+--@ writes: kv
+PREPARE s FROM 'SELECT f_kv(?)'; EXECUTE s USING {{n}}

@@ -1,0 +1,2 @@
+--@ writes: log
+PREPARE s FROM 'INSERT INTO {{log}} (msg) VALUES (?) RETURNING id'; EXECUTE s USING 'p{{n}}'

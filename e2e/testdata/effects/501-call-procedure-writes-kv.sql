@@ -1,0 +1,3 @@
+--@ writes: kv
+--@ piece
+CALL p_kv({{n}})

@@ -1,0 +1,3 @@
+--@ writes: kv
+--@ piece
+SELECT f_kv({{n}})

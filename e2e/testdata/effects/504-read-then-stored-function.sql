@@ -1,0 +1,2 @@
+--@ writes: kv
+SELECT 1; SELECT f_kv({{n}})

@@ -1,0 +1,2 @@
+--@ writes: kv
+DO f_kv({{n}})

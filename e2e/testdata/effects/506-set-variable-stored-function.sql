@@ -1,0 +1,2 @@
+--@ writes: kv
+SET @x = f_kv({{n}})

@@ -1,0 +1,2 @@
+--@ writes: kv other
+INSERT INTO {{other}} VALUES ({{n}}, f_kv({{n}}))

@@ -1,0 +1,2 @@
+--@ writes: kv
+SELECT * FROM {{other}} WHERE id = f_kv({{n}})

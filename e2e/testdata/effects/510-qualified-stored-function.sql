@@ -1,0 +1,2 @@
+--@ writes: kv
+SELECT {{db}}.f_kv({{n}})

@@ -1,0 +1,3 @@
+--@ writes: other
+--@ conservative
+SELECT f_other({{n}})

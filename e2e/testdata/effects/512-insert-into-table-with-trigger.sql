@@ -1,0 +1,4 @@
+--@ writes: trig kv
+--@ indirect: kv
+--@ piece
+INSERT INTO {{trig}} VALUES ({{n}}, {{n}})

@@ -1,0 +1,4 @@
+--@ writes: trigo other
+--@ indirect: other
+--@ piece
+INSERT INTO {{trigo}} VALUES ({{n}}, {{n}})

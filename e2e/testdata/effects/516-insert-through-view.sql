@@ -1,0 +1,3 @@
+--@ writes: kv
+--@ indirect: kv
+INSERT INTO {{kvview}} VALUES ({{n}}, 1)

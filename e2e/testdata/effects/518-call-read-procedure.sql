@@ -1,0 +1,3 @@
+--@ writes:
+--@ conservative
+CALL p_read()

@@ -1,0 +1,2 @@
+--@ writes: kv other
+CALL p_other(f_kv({{n}}))

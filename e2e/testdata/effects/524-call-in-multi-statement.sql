@@ -1,0 +1,2 @@
+--@ writes: kv
+SELECT 1; CALL p_kv({{n}}); SELECT 2

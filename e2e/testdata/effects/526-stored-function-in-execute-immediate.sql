@@ -1,0 +1,2 @@
+--@ writes: kv
+EXECUTE IMMEDIATE 'SELECT f_kv({{n}})'

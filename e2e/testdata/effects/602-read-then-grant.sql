@@ -1,0 +1,2 @@
+--@ writes:
+SELECT 1; GRANT SELECT ON {{db}}.{{other}} TO {{user}}

@@ -1,0 +1,4 @@
+--@ writes:
+GRANT INSERT ON {{db}}.{{other}} TO {{user}}
+--@ next
+REVOKE INSERT ON {{db}}.{{other}} FROM {{user}}

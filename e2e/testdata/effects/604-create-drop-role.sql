@@ -1,0 +1,2 @@
+--@ writes:
+CREATE ROLE {{newrole}}; DROP ROLE {{newrole}}

@@ -1,0 +1,2 @@
+--@ writes:
+CREATE USER {{newuser}} IDENTIFIED BY 'pw'; DROP USER {{newuser}}

@@ -1,0 +1,2 @@
+--@ writes: kv
+SET ROLE {{role}}; UPDATE {{kv}} SET v = {{n}} WHERE id = 1

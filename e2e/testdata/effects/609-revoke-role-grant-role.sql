@@ -1,0 +1,2 @@
+--@ writes:
+REVOKE {{role}} FROM {{user}}; GRANT {{role}} TO {{user}}

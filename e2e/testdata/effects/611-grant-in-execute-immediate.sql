@@ -1,0 +1,2 @@
+--@ writes:
+EXECUTE IMMEDIATE 'GRANT SELECT ON {{db}}.{{log}} TO {{role}}'

@@ -1,0 +1,2 @@
+--@ writes:
+CREATE USER {{newuser}}; ALTER USER {{newuser}} ACCOUNT LOCK; DROP USER {{newuser}}

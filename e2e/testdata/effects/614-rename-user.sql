@@ -1,0 +1,2 @@
+--@ writes:
+CREATE USER {{newuser}}; RENAME USER {{newuser}} TO {{newuser2}}; DROP USER {{newuser2}}

@@ -1,0 +1,2 @@
+--@ writes:
+FLUSH PRIVILEGES

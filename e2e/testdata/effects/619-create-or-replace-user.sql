@@ -1,0 +1,2 @@
+--@ writes:
+CREATE OR REPLACE USER {{newuser}}; DROP USER IF EXISTS {{newuser}}

@@ -1,0 +1,3 @@
+--@ writes:
+--@ piece
+GRANT SELECT ON {{db}}.{{other}} TO {{role}}

@@ -1,0 +1,3 @@
+--@ writes:
+--@ piece
+SELECT * FROM {{kv}}

@@ -1,0 +1,2 @@
+--@ writes:
+BEGIN; SELECT * FROM {{kv}} FOR UPDATE; COMMIT

@@ -1,0 +1,2 @@
+--@ writes:
+SHOW CREATE TABLE {{kv}}

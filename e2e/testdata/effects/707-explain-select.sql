@@ -1,0 +1,3 @@
+--@ writes:
+--@ piece
+EXPLAIN SELECT * FROM {{kv}} WHERE id = 1

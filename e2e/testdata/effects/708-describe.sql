@@ -1,0 +1,2 @@
+--@ writes:
+DESCRIBE {{kv}}

@@ -1,0 +1,2 @@
+--@ writes:
+SHOW COLUMNS FROM {{kv}}; SHOW INDEX FROM {{kv}}; SHOW TABLE STATUS LIKE 'kv'

@@ -1,0 +1,2 @@
+--@ writes:
+SELECT * FROM (SELECT id, v FROM {{kv}}) AS d WHERE d.id > 1

@@ -1,0 +1,3 @@
+--@ writes:
+--@ piece
+SELECT id FROM {{kv}} UNION SELECT id FROM {{other}}

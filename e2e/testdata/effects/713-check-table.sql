@@ -1,0 +1,2 @@
+--@ writes:
+CHECK TABLE {{kv}}

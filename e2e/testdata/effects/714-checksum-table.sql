@@ -1,0 +1,3 @@
+--@ writes:
+--@ conservative
+CHECKSUM TABLE {{kv}}

@@ -1,0 +1,3 @@
+--@ writes:
+--@ piece
+SELECT NOW(), SLEEP(0)

@@ -1,0 +1,3 @@
+--@ writes:
+--@ piece
+DO SLEEP(0)

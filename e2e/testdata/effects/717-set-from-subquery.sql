@@ -1,0 +1,3 @@
+--@ writes:
+--@ piece
+SET @a = (SELECT v FROM {{kv}} WHERE id = 1)

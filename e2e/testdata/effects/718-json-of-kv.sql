@@ -1,0 +1,2 @@
+--@ writes:
+SELECT JSON_OBJECT('id', id, 'v', v) FROM {{kv}}

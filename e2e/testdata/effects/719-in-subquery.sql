@@ -1,0 +1,2 @@
+--@ writes:
+SELECT * FROM {{kv}} WHERE v IN (SELECT v FROM {{other}})

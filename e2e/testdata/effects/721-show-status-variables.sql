@@ -1,0 +1,2 @@
+--@ writes:
+SHOW SESSION STATUS LIKE 'Com_select'; SHOW VARIABLES LIKE 'version'

@@ -1,0 +1,2 @@
+--@ writes:
+SELECT LAST_INSERT_ID(), ROW_COUNT(), FOUND_ROWS()

@@ -1,0 +1,2 @@
+--@ writes:
+SELECT VERSION(); SELECT @@version

@@ -1,0 +1,2 @@
+--@ writes:
+SELECT 1; SHOW TABLES; SELECT * FROM {{kv}}; SELECT * FROM {{other}}

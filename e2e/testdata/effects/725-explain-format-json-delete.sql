@@ -1,0 +1,2 @@
+--@ writes:
+EXPLAIN FORMAT=JSON DELETE FROM {{kv}} WHERE id = 1

@@ -1,0 +1,2 @@
+--@ writes:
+SELECT 'UPDATE {{kv}} SET v = 1'

@@ -1,0 +1,2 @@
+--@ writes:
+SELECT id AS `update`, v AS `delete` FROM {{kv}}

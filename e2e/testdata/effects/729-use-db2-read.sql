@@ -1,0 +1,2 @@
+--@ writes:
+USE {{db2}}; SELECT * FROM kv

@@ -1,0 +1,2 @@
+--@ writes:
+BEGIN NOT ATOMIC DECLARE x BIGINT; SELECT v INTO x FROM {{kv}} WHERE id = 1; SELECT x; END

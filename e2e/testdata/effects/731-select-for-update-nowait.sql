@@ -1,0 +1,2 @@
+--@ writes:
+BEGIN; SELECT * FROM {{kv}} WHERE id = 1 FOR UPDATE NOWAIT; ROLLBACK

@@ -1,0 +1,2 @@
+--@ writes: kv
+BEGIN WORK; UPDATE {{kv}} SET v = {{n}} WHERE id = 1; COMMIT WORK

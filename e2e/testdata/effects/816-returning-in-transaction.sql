@@ -1,0 +1,2 @@
+--@ writes: log
+BEGIN; INSERT INTO {{log}} (msg) VALUES ('t{{n}}') RETURNING id; COMMIT

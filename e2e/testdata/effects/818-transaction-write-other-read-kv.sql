@@ -1,0 +1,2 @@
+--@ writes: other
+BEGIN; SELECT * FROM {{kv}}; UPDATE {{other}} SET v = {{n}} WHERE id = 1; COMMIT

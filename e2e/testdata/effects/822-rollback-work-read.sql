@@ -1,0 +1,2 @@
+--@ writes:
+START TRANSACTION; SELECT * FROM {{kv}}; ROLLBACK WORK

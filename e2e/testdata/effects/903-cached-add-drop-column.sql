@@ -1,0 +1,6 @@
+--@ writes: kv
+--@ errors: 8242
+--@ note: DDL of the cached table: refused (8242) until it runs through the proxy
+ALTER TABLE {{kv}} ADD COLUMN extra INT NULL
+--@ next
+ALTER TABLE {{kv}} DROP COLUMN extra

@@ -1,0 +1,4 @@
+--@ writes: kv
+--@ errors: 8242
+--@ note: DDL of the cached table: refused (8242) until it runs through the proxy
+EXECUTE IMMEDIATE 'ALTER TABLE {{kv}} COMMENT = ''e{{n}}'''

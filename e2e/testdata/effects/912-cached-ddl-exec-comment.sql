@@ -1,0 +1,4 @@
+--@ writes: kv
+--@ errors: 8242
+--@ note: DDL of the cached table: refused (8242) until it runs through the proxy
+/*!40101 ALTER TABLE {{kv}} COMMENT = 'x{{n}}' */
