@@ -15,15 +15,7 @@ import (
 // the account misses, or a wrong table), by form name, with what goes
 // wrong. Their checks run and are logged, and do not fail the test; a
 // form listed here that passes is logged too, to be taken off the list.
-var knownFailures = map[string]string{
-	"225-nextval":                "SELECT NEXTVAL(seq) writes the sequence's row; the account says it writes nothing",
-	"226-next-value-for":         "SELECT NEXT VALUE FOR seq writes the sequence's row; the account says it writes nothing",
-	"227-setval":                 "SELECT SETVAL(seq, n) writes the sequence's row; the account says it writes nothing",
-	"246-optimize-table-log":     "OPTIMIZE TABLE t rebuilds t; the account says DDL of no table",
-	"821-begin-work-write-other": "BEGIN WORK and COMMIT WORK are not read: the account is unknown, so a write of another table takes kv off memory",
-	"822-rollback-work-read":     "ROLLBACK WORK is not read: the account is unknown, so a request that writes nothing takes kv off memory",
-	"906-cached-optimize":        "OPTIMIZE TABLE kv rebuilds kv; the account says DDL of no table, so the proxy runs it on the cached table",
-}
+var knownFailures = map[string]string{}
 
 // formResult is what a form's requests did and what the checks found.
 type formResult struct {
@@ -46,7 +38,7 @@ func (e *effectsEnv) runForm(t *testing.T, f effectForm) formResult {
 	var r formResult
 	var sa sessionAccount
 	for i, req := range f.requests {
-		if e.prepare(t, fmt.Sprintf("%s (request %d)", f.name, i+1)) {
+		if e.prepare(t, fmt.Sprintf("%s (request %d)", f.name, i+1), i == 0) {
 			r.warm++
 		}
 		text := e.x.expand(req, fn)

@@ -290,7 +290,7 @@ func TestEffectsGenerated(t *testing.T) {
 		var problems []string
 		var last reqOutcome
 		for j, text := range append(slices.Clone(c.prelude), c.request) {
-			if e.prepare(t, fmt.Sprintf("generated request %d (seed %d)", i, seed)) && j == len(c.prelude) {
+			if e.prepare(t, fmt.Sprintf("generated request %d (seed %d)", i, seed), true) && j == len(c.prelude) {
 				warm++
 			}
 			out := e.requestRun(t, conn, st, &sa, text, narrow, c.indirect)

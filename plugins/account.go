@@ -887,9 +887,11 @@ func lexicalDDL(sql, db string) (Analysis, bool) {
 		}
 		a := ddl(ts)
 		a.TempsUnknown = true
-		for i := 0; i < len(ts); i += 2 {
-			a.Dropped = append(a.Dropped, ts[i]) // (a TO b, c TO d)
+		var from, to []TableID
+		for i := 0; i+1 < len(ts); i += 2 { // (a TO b, c TO d)
+			from, to = append(from, ts[i]), append(to, ts[i+1])
 		}
+		a.Dropped = renamedAway(from, to)
 		return a, true
 	case at("REPAIR", "OPTIMIZE", "ANALYZE"):
 		at("NO_WRITE_TO_BINLOG", "LOCAL")

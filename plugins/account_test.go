@@ -91,6 +91,8 @@ func TestAccountNamesDroppedTables(t *testing.T) {
 		"DROP TABLE IF EXISTS rates, old":                  {rates, old},
 		"DROP TEMPORARY TABLE rates":                       nil,
 		"RENAME TABLE rates TO x, old TO y":                {rates, old},
+		"RENAME TABLE rates TO old, x TO rates":            {{Schema: "shop", Table: "x"}}, // (a swap: rates holds a table after it)
+		"RENAME TABLE rates TO x, x TO rates":              nil,
 		"ALTER TABLE rates RENAME TO x":                    {rates},
 		"ALTER TABLE rates ADD COLUMN c INT":               nil,
 		"SET @a = 1; DROP TABLE rates":                     {rates},

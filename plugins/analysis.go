@@ -313,9 +313,11 @@ func analyzeOne(stmt ast.StmtNode, db string) Analysis {
 	case *ast.RenameTableStmt:
 		a := Analysis{Effect: EffectDDL, Tables: TablesIn(stmt, db), TempsUnknown: true}
 		a.Targets = a.Tables
+		var from, to []TableID
 		for _, tt := range n.TableToTables {
-			a.Dropped = appendUnique(a.Dropped, TableOf(tt.OldTable, db))
+			from, to = append(from, TableOf(tt.OldTable, db)), append(to, TableOf(tt.NewTable, db))
 		}
+		a.Dropped = renamedAway(from, to)
 		return a
 	case *ast.OptimizeTableStmt:
 		// (InnoDB rebuilds the table: a new definition, as far as a copy
@@ -398,6 +400,25 @@ func TablesIn(node ast.Node, db string) []TableID {
 	c := &tableCollector{db: db}
 	node.Accept(c)
 	return c.tables
+}
+
+// renamedAway are the names a RENAME TABLE a TO b[, c TO d ...] leaves
+// without a table: its sources that no rename of it fills again (RENAME
+// TABLE t TO t_old, t_new TO t leaves t holding a table, as a swap does).
+func renamedAway(from, to []TableID) []TableID {
+	var out []TableID
+	for _, f := range from {
+		filled := false
+		for _, t := range to {
+			if t == f {
+				filled = true
+			}
+		}
+		if !filled {
+			out = appendUnique(out, f)
+		}
+	}
+	return out
 }
 
 // sequenceFinder gathers the sequences that NEXTVAL / NEXT VALUE FOR and

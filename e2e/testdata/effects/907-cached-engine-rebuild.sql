@@ -1,4 +1,3 @@
 --@ writes: kv
---@ errors: 8242
---@ note: DDL of the cached table: refused (8242) until it runs through the proxy
+--@ note: DDL of the cached table: runs, and the copy is loaded again after it
 ALTER TABLE {{kv}} ENGINE = InnoDB
