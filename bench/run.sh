@@ -89,7 +89,11 @@ tableproxy, and prints queries/s, p95 latency and the proxy/direct ratio.
   --rw-cache            oltp_read_write through the proxy only, with the sbtest
                         tables cached and not cached (ALTER TABLE ... NOCACHE),
                         alternating, for each --point-selects value; prints the
-                        cached/uncached tps and qps ratios; --repeat defaults to 3
+                        cached/uncached tps and qps ratios; --repeat defaults to 3.
+                        With --compare-bin, also through the second proxy (its
+                        tables cached and not cached alike), back to back with
+                        the first in each state; prints the qps of both, the
+                        cached/uncached ratio of each and the new/old ratios
   --point-selects "a b" oltp_read_write --point_selects values for --rw-cache
                         (default: 10 40 160 640)
   --repeat N            run every measurement N times (the direct and proxied
@@ -110,8 +114,8 @@ the --cache --floor floor server (defaults 6034, 9105, 6044, 6054, 6064).
   --compare-bin PATH    also run each workload through this second proxy binary (an
                         older build, say), started as the first on its own port
                         right before each proxied run, and print its qps and
-                        proxy/compare-bin; not with --cache, --latency, --rw-cache
-                        or --socket
+                        proxy/compare-bin; with --rw-cache, see there; not with
+                        --cache, --latency or --socket
   --direct-only         only run against MariaDB (no proxy)
   -h, --help            show this help
 EOF
@@ -164,8 +168,10 @@ done
 
 ((SOCKET && LATENCY)) && die "--socket cannot be combined with --latency: its relay is TCP"
 if [[ -n "$BASELINE_BIN" ]]; then
-	((CACHE || LATENCY || RW_CACHE || SOCKET || DIRECT_ONLY)) &&
-		die "--compare-bin compares two proxies over TCP, uncached; it cannot be combined with --cache, --latency, --rw-cache, --socket or --direct-only"
+	# With --rw-cache, both proxies run with the cache plugin (CACHE is set
+	# below) and each caches the tables itself.
+	((LATENCY || SOCKET || DIRECT_ONLY || (CACHE && !RW_CACHE))) &&
+		die "--compare-bin compares two proxies over TCP, uncached (or cached and not, with --rw-cache); it cannot be combined with --cache, --latency, --socket or --direct-only"
 	[[ -x "$BASELINE_BIN" ]] || die "baseline binary $BASELINE_BIN is not executable"
 fi
 ((LATENCY && RW_CACHE)) && die "--latency and --rw-cache are separate runs; give one of them"
@@ -496,6 +502,12 @@ if ((!DIRECT_ONLY)); then
 		BASELINE_ADDR="127.0.0.1:$(free_port $((${PROXY_ADDR##*:} + 1)))"
 		BASELINE_METRICS="127.0.0.1:$(free_port $((${METRICS_ADDR##*:} + 1)))"
 		BASELINE_DATA="$BENCH_DIR/proxy-data-baseline"
+		if ((CACHE)); then
+			# Fresh, as the first proxy's: it keeps its own list of cached
+			# tables there.
+			BASELINE_DATA="$BENCH_DIR/proxy-data-baseline-cache"
+			rm -rf "$BASELINE_DATA"
+		fi
 		BASELINE_LOG="$BENCH_DIR/proxy-baseline.log"
 		mkdir -p "$BASELINE_DATA"
 		BASELINE_ARGS=()
@@ -521,9 +533,24 @@ fi
 # The proxy answers tableproxy.cached_tables itself.
 CACHED_TABLES_SQL="SELECT table_name, state, row_count, memory_bytes, load_ms, version, hits, pass_throughs, invalidation FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'"
 
-mysql_proxy() {
-	mariadb --no-defaults -h "${PROXY_ADDR%:*}" -P "$PROXY_PORT" -u sbtest -psbtest \
+# mysql_at ADDR ARGS...: the mariadb client as sbtest through the proxy
+# listening on ADDR (host:port); mysql_proxy: through the proxy.
+mysql_at() {
+	local addr=$1
+	shift
+	mariadb --no-defaults -h "${addr%:*}" -P "${addr##*:}" -u sbtest -psbtest \
 		--connect-timeout=5 --batch sbtest "$@"
+}
+mysql_proxy() { mysql_at "$PROXY_ADDR" "$@"; }
+
+# proxy_target [baseline]: sets addr, pid, plog and name (locals of the
+# caller) to the proxy's, or with "baseline" to the --compare-bin proxy's.
+proxy_target() {
+	if [[ "${1:-}" == baseline ]]; then
+		addr=$BASELINE_ADDR pid=$BASELINE_PID plog=$BASELINE_LOG name="the --compare-bin proxy"
+	else
+		addr=$PROXY_ADDR pid=$PROXY_PID plog=$PROXY_LOG name="the proxy"
+	fi
 }
 
 # print_tsv: mariadb --batch output (a header line, then rows) as aligned
@@ -553,58 +580,76 @@ markdown_tsv() {
 		NR == 1 { line = "|"; for (i = 1; i <= NF; i++) line = line "---|"; print line }'
 }
 
-# cache_counts: the sum of hits and of pass_throughs over the sbtest tables,
-# or nothing if the proxy does not answer.
+# cache_counts [ADDR]: the sum of hits and of pass_throughs over the sbtest
+# tables of the proxy (or of the one at ADDR), or nothing if it does not
+# answer.
 cache_counts() {
-	mysql_proxy -N -e "SELECT hits, pass_throughs FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'" 2>/dev/null |
+	mysql_at "${1:-$PROXY_ADDR}" -N -e "SELECT hits, pass_throughs FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'" 2>/dev/null |
 		awk '{ h += $1; p += $2 } END { if (NR > 0) print h, p }' || true
 }
 
-# cache_tables: ALTER TABLE sbtestN CACHE for every table through the proxy,
-# then waits until every table is ready in tableproxy.cached_tables.
+# cache_tables [baseline]: ALTER TABLE sbtestN CACHE for every table through
+# the proxy (or the --compare-bin proxy), then waits until every table is
+# ready in its tableproxy.cached_tables.
 cache_tables() {
-	local i out states ready cache_start deadline
-	log "caching $TABLES table(s) through the proxy: ALTER TABLE sbtestN CACHE"
+	local i out addr pid plog name
+	proxy_target "${1:-}"
+	log "caching $TABLES table(s) through $name: ALTER TABLE sbtestN CACHE"
 	for ((i = 1; i <= TABLES; i++)); do
-		if ! out="$(mysql_proxy -e "ALTER TABLE sbtest$i CACHE" 2>&1)"; then
+		if ! out="$(mysql_at "$addr" -e "ALTER TABLE sbtest$i CACHE" 2>&1)"; then
 			printf '    %s\n' "$out" >&2
-			die "ALTER TABLE sbtest$i CACHE through the proxy failed (proxy log: $PROXY_LOG)"
+			die "ALTER TABLE sbtest$i CACHE through $name failed (proxy log: $plog)"
 		fi
 	done
-	log "waiting up to ${CACHE_TIMEOUT}s until every table is ready in tableproxy.cached_tables"
+	wait_cache_ready "${1:-}"
+}
+
+# wait_cache_ready [baseline]: waits until every table is ready in the
+# proxy's (or the --compare-bin proxy's) tableproxy.cached_tables.
+wait_cache_ready() {
+	local states ready cache_start deadline addr pid plog name
+	proxy_target "${1:-}"
+	log "waiting up to ${CACHE_TIMEOUT}s until every table is ready in tableproxy.cached_tables${1:+ of $name}"
 	cache_start=$SECONDS
 	deadline=$((SECONDS + CACHE_TIMEOUT))
 	while :; do
-		states="$(mysql_proxy -N -e "SELECT state FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'" 2>/dev/null || true)"
+		states="$(mysql_at "$addr" -N -e "SELECT state FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'" 2>/dev/null || true)"
 		ready="$(grep -cx ready <<<"$states" || true)"
 		((ready == TABLES)) && break
-		if grep -qx failed <<<"$states" || ((SECONDS >= deadline)) || ! kill -0 "$PROXY_PID" 2>/dev/null; then
-			mysql_proxy -e "SELECT table_name, state, error FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'" 2>&1 |
+		if grep -qx failed <<<"$states" || ((SECONDS >= deadline)) || ! kill -0 "$pid" 2>/dev/null; then
+			mysql_at "$addr" -e "SELECT table_name, state, error FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'" 2>&1 |
 				print_tsv >&2 || true
-			tail -n 20 "$PROXY_LOG" >&2 || true
-			die "$ready of $TABLES table(s) ready in tableproxy.cached_tables after $((SECONDS - cache_start))s (proxy log: $PROXY_LOG)"
+			tail -n 20 "$plog" >&2 || true
+			die "$ready of $TABLES table(s) ready in tableproxy.cached_tables${1:+ of $name} after $((SECONDS - cache_start))s (proxy log: $plog)"
 		fi
 		sleep 0.5
 	done
 }
 
-# uncache_tables: ALTER TABLE sbtestN NOCACHE for every table through the
-# proxy; afterwards tableproxy.cached_tables has no sbtest row.
+# uncache_tables [baseline]: ALTER TABLE sbtestN NOCACHE for every table
+# through the proxy (or the --compare-bin proxy); afterwards its
+# tableproxy.cached_tables has no sbtest row.
 uncache_tables() {
-	local i out left
-	log "uncaching $TABLES table(s) through the proxy: ALTER TABLE sbtestN NOCACHE"
+	local i out left addr pid plog name
+	proxy_target "${1:-}"
+	log "uncaching $TABLES table(s) through $name: ALTER TABLE sbtestN NOCACHE"
 	for ((i = 1; i <= TABLES; i++)); do
-		if ! out="$(mysql_proxy -e "ALTER TABLE sbtest$i NOCACHE" 2>&1)"; then
+		if ! out="$(mysql_at "$addr" -e "ALTER TABLE sbtest$i NOCACHE" 2>&1)"; then
 			printf '    %s\n' "$out" >&2
-			die "ALTER TABLE sbtest$i NOCACHE through the proxy failed (proxy log: $PROXY_LOG)"
+			die "ALTER TABLE sbtest$i NOCACHE through $name failed (proxy log: $plog)"
 		fi
 	done
-	left="$(mysql_proxy -N -e "SELECT table_name FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'")" ||
-		die "cannot read tableproxy.cached_tables after NOCACHE"
-	[[ -z "$left" ]] || die "tableproxy.cached_tables still lists ${left//$'\n'/ } after NOCACHE"
+	left="$(mysql_at "$addr" -N -e "SELECT table_name FROM tableproxy.cached_tables WHERE schema_name = 'sbtest'")" ||
+		die "cannot read tableproxy.cached_tables${1:+ of $name} after NOCACHE"
+	[[ -z "$left" ]] || die "tableproxy.cached_tables${1:+ of $name} still lists ${left//$'\n'/ } after NOCACHE"
 }
 
-CACHE_BEFORE="" CACHE_AFTER=""
+# With --rw-cache --compare-bin, the second proxy is a cluster of its own
+# with the cache plugin: it caches the tables itself, as the first does.
+RW_COMPARE=0
+((RW_CACHE)) && [[ -n "$BASELINE_BIN" ]] && RW_COMPARE=1
+
+CACHE_BEFORE="" CACHE_AFTER="" BASELINE_CACHE_BEFORE="" BASELINE_CACHE_AFTER=""
 if ((CACHE)); then
 	cache_tables
 	CACHE_BEFORE="$(mysql_proxy -e "$CACHED_TABLES_SQL")" || die "cannot read tableproxy.cached_tables"
@@ -612,6 +657,14 @@ if ((CACHE)); then
 	echo "tableproxy.cached_tables before the runs:"
 	print_tsv <<<"$CACHE_BEFORE"
 	echo
+	if ((RW_COMPARE)); then
+		cache_tables baseline
+		BASELINE_CACHE_BEFORE="$(mysql_at "$BASELINE_ADDR" -e "$CACHED_TABLES_SQL")" ||
+			die "cannot read tableproxy.cached_tables of the --compare-bin proxy"
+		echo "tableproxy.cached_tables of the --compare-bin proxy before the runs:"
+		print_tsv <<<"$BASELINE_CACHE_BEFORE"
+		echo
+	fi
 fi
 
 # --- floor reference -----------------------------------------------------
@@ -712,15 +765,22 @@ run_sysbench() {
 	printf 'bench: %-22s ps=%-8s %-6s %s... ' "$workload" "$ps" "$target" "${suffix:+($suffix) }" >&2
 	# CPU time of sysbench, MariaDB and the proxy over the run, to say
 	# where each query's time goes on a machine they share.
-	local db_pid proxy_pid="${PROXY_PID:-}" proxy_name=proxy sb0 db0 px0
+	local db_pid proxy_pid="${PROXY_PID:-}" proxy_name=proxy sb0 db0 px0 idle_pid="" id0
 	db_pid="$(tr -dc '0-9' <"$RUN_DIR/mariadb/mariadb.pid" 2>/dev/null || true)"
 	case "$target" in
 	direct | relay | nodelay) proxy_pid="" ;;
-	baseline) proxy_pid="$BASELINE_PID" ;;
+	baseline | baseline-*) proxy_pid="$BASELINE_PID" ;;
 	floor) proxy_pid="$FLOORSRV_PID" proxy_name=floorserver ;;
 	esac
+	# With --rw-cache --compare-bin, the proxy that is not measured keeps
+	# following the binary log, and with cached tables reloads them after
+	# the writes of the run: its CPU time is reported too.
+	if ((RW_COMPARE)); then
+		idle_pid="$BASELINE_PID"
+		[[ $proxy_pid == "$BASELINE_PID" ]] && idle_pid="$PROXY_PID"
+	fi
 	children_ticks
-	sb0="$R_CHILD_TICKS" db0="$(cpu_ticks "$db_pid")" px0="$(cpu_ticks "$proxy_pid")"
+	sb0="$R_CHILD_TICKS" db0="$(cpu_ticks "$db_pid")" px0="$(cpu_ticks "$proxy_pid")" id0="$(cpu_ticks "$idle_pid")"
 	# With --socket, the runs that would reach MariaDB's or the proxy's port
 	# use its Unix socket (libmysqlclient takes the socket for "localhost").
 	local to=(--mysql-port="$port")
@@ -735,6 +795,7 @@ run_sysbench() {
 		--percentile=95 --db-ps-mode="$ps" ${RATE:+--rate="$RATE"} "$@" run >"$out" 2>&1 || rc=$?
 	children_ticks
 	R_CPU_SB=$((R_CHILD_TICKS - sb0)) R_CPU_DB=$(($(cpu_ticks "$db_pid") - db0)) R_CPU_PX=$(($(cpu_ticks "$proxy_pid") - px0))
+	R_CPU_IDLE=$(($(cpu_ticks "$idle_pid") - id0))
 	R_QPS="$(sb_field "$out" qps)"
 	R_TPS="$(sb_field "$out" tps)"
 	R_P95="$(sb_field "$out" p95)"
@@ -777,6 +838,7 @@ run_sysbench() {
 	printf '%s qps, %s tps, p95 %s ms\n' "$R_QPS" "$R_TPS" "$R_P95" >&2
 	local cpu="sysbench $(cpu_per_query "$R_CPU_SB" "$R_QUERIES"), MariaDB $(cpu_per_query "$R_CPU_DB" "$R_QUERIES")"
 	[[ -n "$proxy_pid" ]] && cpu+=", $proxy_name $(cpu_per_query "$R_CPU_PX" "$R_QUERIES")"
+	[[ -n "$idle_pid" ]] && cpu+=", idle other proxy $(cpu_per_query "$R_CPU_IDLE" "$R_QUERIES")"
 	CPU_ROWS+=("$workload|$ps|$target$suffix|$cpu")
 }
 CPU_ROWS=()
@@ -861,52 +923,120 @@ if ((RW_CACHE)); then
 	# oltp_read_write through the proxy, the sbtest tables cached and not
 	# cached, alternating so that both states see the same machine and the
 	# same (growing) tables; the tables are cached when this starts.
-	log "running $RW_WORKLOAD x --point_selects ${POINT_SELECTS_LIST[*]} x ${#PS_LIST[@]} ps mode(s), cached and uncached, $REPEAT time(s): $THREADS threads, ${TIME}s per run"
+	# With --compare-bin, both proxies switch their tables together, and in
+	# each state the two builds run back to back: the proxy first in the
+	# first state of a repetition, the --compare-bin proxy first in the
+	# second (new old | old new). As the state a repetition starts with
+	# alternates, each build runs first in each state every other repetition.
+	builds_note=""
+	((RW_COMPARE)) && builds_note=" through both proxies,"
+	log "running $RW_WORKLOAD x --point_selects ${POINT_SELECTS_LIST[*]} x ${#PS_LIST[@]} ps mode(s), cached and uncached,$builds_note $REPEAT time(s): $THREADS threads, ${TIME}s per run"
 	CACHED_NOW=1
 	for n in "${POINT_SELECTS_LIST[@]}"; do
 		for ps in "${PS_LIST[@]}"; do
 			U_TPS=() C_TPS=() U_QPS=() C_QPS=() U_P95=() C_P95=() TPS_RATIOS=() QPS_RATIOS=()
-			c_queries=0 c_hits=0 c_pass=0
+			BU_QPS=() BC_QPS=() B_QPS_RATIOS=() NO_U_RATIOS=() NO_C_RATIOS=()
+			c_queries=0 c_hits=0 c_pass=0 b_queries=0 b_hits=0 b_pass=0
 			for ((rep = 1; rep <= REPEAT; rep++)); do
 				if ((CACHED_NOW)); then order=(cached uncached); else order=(uncached cached); fi
-				for state in "${order[@]}"; do
+				u_qps="" c_qps="" bu_qps="" bc_qps=""
+				for si in 0 1; do
+					state=${order[si]}
 					if [[ $state == cached ]] && ((!CACHED_NOW)); then
 						cache_tables
+						if ((RW_COMPARE)); then cache_tables baseline; fi
 						CACHED_NOW=1
 					elif [[ $state == uncached ]] && ((CACHED_NOW)); then
 						uncache_tables
+						if ((RW_COMPARE)); then uncache_tables baseline; fi
 						CACHED_NOW=0
 					fi
-					check_alive "$PROXY_PID" "$PROXY_LOG" "the proxy"
-					[[ $state == cached ]] && before="$(cache_counts)"
-					((PROFILE && rep == 1)) && start_profile "$RW_WORKLOAD-ps$n-$ps-$state"
-					run_sysbench "$RW_WORKLOAD" "$ps" "$state" "$PROXY_PORT" "-ps$n-$rep" --point_selects="$n"
-					finish_profile
-					if [[ $state == cached ]]; then
-						after="$(cache_counts)"
-						C_TPS+=("$R_TPS") C_QPS+=("$R_QPS") C_P95+=("$R_P95")
-						c_tps="$R_TPS" c_qps="$R_QPS"
-						if [[ -n "$before" && -n "$after" && -n "$R_QUERIES" ]]; then
-							IFS='|' read -r h pt <<<"$(cache_delta "$before" "$after")"
-							c_queries=$((c_queries + R_QUERIES)) c_hits=$((c_hits + h)) c_pass=$((c_pass + pt))
-						fi
-					else
-						U_TPS+=("$R_TPS") U_QPS+=("$R_QPS") U_P95+=("$R_P95")
-						u_tps="$R_TPS" u_qps="$R_QPS"
+					builds=(proxy)
+					if ((RW_COMPARE)); then
+						if ((si == 0)); then builds=(proxy baseline); else builds=(baseline proxy); fi
 					fi
+					for build in "${builds[@]}"; do
+						if [[ $build == baseline ]]; then
+							check_alive "$BASELINE_PID" "$BASELINE_LOG" "the --compare-bin proxy"
+							if [[ $state == cached ]]; then
+								# The other build's run has just written the
+								# tables: wait until this proxy's copy is ready.
+								wait_cache_ready baseline
+								before="$(cache_counts "$BASELINE_ADDR")"
+							fi
+							run_sysbench "$RW_WORKLOAD" "$ps" "baseline-$state" "$BASELINE_PORT" "-ps$n-$rep" --point_selects="$n"
+							if [[ $state == cached ]]; then
+								after="$(cache_counts "$BASELINE_ADDR")"
+								BC_QPS+=("$R_QPS")
+								bc_qps="$R_QPS"
+								if [[ -n "$before" && -n "$after" && -n "$R_QUERIES" ]]; then
+									IFS='|' read -r h pt <<<"$(cache_delta "$before" "$after")"
+									b_queries=$((b_queries + R_QUERIES)) b_hits=$((b_hits + h)) b_pass=$((b_pass + pt))
+								fi
+							else
+								BU_QPS+=("$R_QPS")
+								bu_qps="$R_QPS"
+							fi
+							continue
+						fi
+						check_alive "$PROXY_PID" "$PROXY_LOG" "the proxy"
+						# As for the --compare-bin proxy (at once right after cache_tables).
+						if [[ $state == cached ]] && ((RW_COMPARE)); then
+							wait_cache_ready
+						fi
+						[[ $state == cached ]] && before="$(cache_counts)"
+						((PROFILE && rep == 1)) && start_profile "$RW_WORKLOAD-ps$n-$ps-$state"
+						run_sysbench "$RW_WORKLOAD" "$ps" "$state" "$PROXY_PORT" "-ps$n-$rep" --point_selects="$n"
+						finish_profile
+						if [[ $state == cached ]]; then
+							after="$(cache_counts)"
+							C_TPS+=("$R_TPS") C_QPS+=("$R_QPS") C_P95+=("$R_P95")
+							c_tps="$R_TPS" c_qps="$R_QPS"
+							if [[ -n "$before" && -n "$after" && -n "$R_QUERIES" ]]; then
+								IFS='|' read -r h pt <<<"$(cache_delta "$before" "$after")"
+								c_queries=$((c_queries + R_QUERIES)) c_hits=$((c_hits + h)) c_pass=$((c_pass + pt))
+							fi
+						else
+							U_TPS+=("$R_TPS") U_QPS+=("$R_QPS") U_P95+=("$R_P95")
+							u_tps="$R_TPS" u_qps="$R_QPS"
+						fi
+					done
 				done
 				TPS_RATIOS+=("$(ratio "$u_tps" "$c_tps")")
 				QPS_RATIOS+=("$(ratio "$u_qps" "$c_qps")")
+				if ((RW_COMPARE)); then
+					B_QPS_RATIOS+=("$(ratio "$bu_qps" "$bc_qps")")
+					NO_U_RATIOS+=("$(ratio "$bu_qps" "$u_qps")") NO_C_RATIOS+=("$(ratio "$bc_qps" "$c_qps")")
+				fi
 			done
-			row="$n|$ps|$(median "${U_TPS[@]}")|$(median "${C_TPS[@]}")|$(median "${TPS_RATIOS[@]}")"
-			row+="|$(median "${U_QPS[@]}")|$(median "${C_QPS[@]}")|$(median "${QPS_RATIOS[@]}")"
-			row+="|$(median "${U_P95[@]}")|$(median "${C_P95[@]}")"
-			((REPEAT > 1)) && row+="|$(spread "${TPS_RATIOS[@]}")"
+			if ((RW_COMPARE)); then
+				# qps only: each build's cached/uncached ratio and the
+				# proxy/--compare-bin ratio in each state, with their ranges.
+				row="$n|$ps|$(median "${U_QPS[@]}")|$(median "${C_QPS[@]}")|$(median "${QPS_RATIOS[@]}")"
+				((REPEAT > 1)) && row+="|$(spread "${QPS_RATIOS[@]}")"
+				row+="|$(median "${BU_QPS[@]}")|$(median "${BC_QPS[@]}")|$(median "${B_QPS_RATIOS[@]}")"
+				((REPEAT > 1)) && row+="|$(spread "${B_QPS_RATIOS[@]}")"
+				row+="|$(median "${NO_U_RATIOS[@]}")"
+				((REPEAT > 1)) && row+="|$(spread "${NO_U_RATIOS[@]}")"
+				row+="|$(median "${NO_C_RATIOS[@]}")"
+				((REPEAT > 1)) && row+="|$(spread "${NO_C_RATIOS[@]}")"
+			else
+				row="$n|$ps|$(median "${U_TPS[@]}")|$(median "${C_TPS[@]}")|$(median "${TPS_RATIOS[@]}")"
+				row+="|$(median "${U_QPS[@]}")|$(median "${C_QPS[@]}")|$(median "${QPS_RATIOS[@]}")"
+				row+="|$(median "${U_P95[@]}")|$(median "${C_P95[@]}")"
+				((REPEAT > 1)) && row+="|$(spread "${TPS_RATIOS[@]}")"
+			fi
 			ROWS+=("$row")
 			CACHE_ROWS+=("$RW_WORKLOAD --point_selects=$n|$ps|$c_queries|$c_hits|$c_pass|$(hits_pct "$c_hits" "$c_queries")")
+			if ((RW_COMPARE)); then
+				CACHE_ROWS+=("$RW_WORKLOAD --point_selects=$n (compare-bin)|$ps|$b_queries|$b_hits|$b_pass|$(hits_pct "$b_hits" "$b_queries")")
+			fi
 		done
 	done
-	((CACHED_NOW)) || cache_tables
+	if ((!CACHED_NOW)); then
+		cache_tables
+		if ((RW_COMPARE)); then cache_tables baseline; fi
+	fi
 else
 	log "running ${#WORKLOAD_LIST[@]} workload(s) x ${#PS_LIST[@]} ps mode(s), $REPEAT time(s): $THREADS threads, ${TIME}s per run"
 	# The delay relay has carried the proxy's startup and cache loads; count
@@ -1010,6 +1140,12 @@ if ((CACHE)); then
 		CACHE_AFTER="$(mysql_proxy -e "$CACHED_TABLES_SQL" 2>/dev/null)" || CACHE_AFTER=""
 	fi
 	[[ -n "$CACHE_AFTER" ]] || FAILURES+=("could not read tableproxy.cached_tables after the runs")
+	if ((RW_COMPARE)); then
+		if kill -0 "$BASELINE_PID" 2>/dev/null; then
+			BASELINE_CACHE_AFTER="$(mysql_at "$BASELINE_ADDR" -e "$CACHED_TABLES_SQL" 2>/dev/null)" || BASELINE_CACHE_AFTER=""
+		fi
+		[[ -n "$BASELINE_CACHE_AFTER" ]] || FAILURES+=("could not read tableproxy.cached_tables of the --compare-bin proxy after the runs")
+	fi
 fi
 
 MEMORY="$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
@@ -1029,7 +1165,21 @@ RESULTS="$BENCH_DIR/results-$(date -u +%Y%m%dT%H%M%SZ).md"
 # proxy columns say so.
 P=proxy
 ((CACHE)) && P=proxy+cache
-if ((RW_CACHE)); then
+if ((RW_COMPARE)); then
+	# new: the proxy; old: the --compare-bin proxy.
+	HEADERS=(point_selects ps "new uncached qps" "new cached qps" "new cached/uncached")
+	WIDTHS=(-13 -8 12 12 9)
+	((REPEAT > 1)) && HEADERS+=("range") && WIDTHS+=(9)
+	HEADERS+=("old uncached qps" "old cached qps" "old cached/uncached")
+	WIDTHS+=(12 12 9)
+	((REPEAT > 1)) && HEADERS+=("range") && WIDTHS+=(9)
+	HEADERS+=("new/old uncached")
+	WIDTHS+=(9)
+	((REPEAT > 1)) && HEADERS+=("range") && WIDTHS+=(9)
+	HEADERS+=("new/old cached")
+	WIDTHS+=(9)
+	((REPEAT > 1)) && HEADERS+=("range") && WIDTHS+=(9)
+elif ((RW_CACHE)); then
 	HEADERS=(point_selects ps "uncached tps" "cached tps" "tps ratio" "uncached qps" "cached qps" "qps ratio"
 		"uncached p95 ms" "cached p95 ms")
 	WIDTHS=(-13 -8 12 12 9 12 12 9 15 13)
@@ -1075,6 +1225,9 @@ if ((LATENCY)); then
 	CACHE_LABEL+="; MariaDB behind bench/tcprelay -delay $DELAY (per direction) for the direct runs and the proxy's backend connections alike; no-delay direct: the same run against MariaDB without the relay, for reference"
 elif ((RW_CACHE)); then
 	CACHE_LABEL="proxy only, cache plugin: each row compares $RW_WORKLOAD through the proxy with the sbtest tables cached (ALTER TABLE ... CACHE) and not cached (ALTER TABLE ... NOCACHE); ratios are cached/uncached"
+	if ((RW_COMPARE)); then
+		CACHE_LABEL="proxies only, cache plugin: each row compares $RW_WORKLOAD with the sbtest tables cached (ALTER TABLE ... CACHE) and not cached (ALTER TABLE ... NOCACHE) through the proxy (new) and through the --compare-bin proxy (old), each caching the tables itself; in each state the two run back to back, new first in the first state of a repetition and old first in the second; cached/uncached: each build's qps ratio; new/old: the proxy's qps over the --compare-bin proxy's in the same state"
+	fi
 fi
 ((REPEAT > 1)) && CACHE_LABEL+=". Each figure is the median of $REPEAT runs (ratios: median of the per-run ratios; range: min-max of them)"
 
@@ -1151,6 +1304,20 @@ DELAY_TITLE="How long bench/tcprelay -delay $DELAY held each chunk (read to writ
 		else
 			echo "(not available)"
 		fi
+		if ((RW_COMPARE)); then
+			echo
+			echo "tableproxy.cached_tables of the --compare-bin proxy before the runs:"
+			echo
+			markdown_tsv <<<"$BASELINE_CACHE_BEFORE"
+			echo
+			echo "tableproxy.cached_tables of the --compare-bin proxy after the runs:"
+			echo
+			if [[ -n "$BASELINE_CACHE_AFTER" ]]; then
+				markdown_tsv <<<"$BASELINE_CACHE_AFTER"
+			else
+				echo "(not available)"
+			fi
+		fi
 	fi
 	if ((LATENCY)); then
 		echo
@@ -1203,6 +1370,15 @@ if ((CACHE)); then
 		print_tsv <<<"$CACHE_AFTER"
 	else
 		echo "(not available)"
+	fi
+	if ((RW_COMPARE)); then
+		echo
+		echo "tableproxy.cached_tables of the --compare-bin proxy after the runs:"
+		if [[ -n "$BASELINE_CACHE_AFTER" ]]; then
+			print_tsv <<<"$BASELINE_CACHE_AFTER"
+		else
+			echo "(not available)"
+		fi
 	fi
 fi
 echo
