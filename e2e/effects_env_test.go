@@ -44,6 +44,27 @@ type effectsEnv struct {
 
 	mu      sync.Mutex
 	cleanup []string // statements that drop what the forms made
+
+	// lastRequest is the request run last; missedSeen, kv's count of
+	// writes that escaped the account when it was checked last (see
+	// checkMissed).
+	lastRequest string
+	missedSeen  int64
+}
+
+// checkMissed fails the test when the binary log showed a write of kv by a
+// statement sent through the proxy whose account did not name it, since
+// the last check (the log has caught up: kv has settled).
+func (e *effectsEnv) checkMissed(t *testing.T) {
+	t.Helper()
+	var n sql.NullInt64
+	if err := e.adminDB.QueryRow("SELECT missed_writes FROM tableproxy.cached_tables WHERE table_name = 'kv' AND state <> 'dropped'").Scan(&n); err != nil && err != sql.ErrNoRows {
+		t.Fatal(err)
+	}
+	if n.Int64 > e.missedSeen {
+		t.Errorf("the binary log showed %d write(s) of kv that escaped the account, by the request:\n  %s", n.Int64-e.missedSeen, e.lastRequest)
+	}
+	e.missedSeen = n.Int64
 }
 
 const kvRead = "SELECT id, v FROM kv ORDER BY id"
@@ -303,6 +324,9 @@ func (e *effectsEnv) prepare(t *testing.T, before string, first bool) bool {
 	}
 	st0, cached := cachedStatus(t, e.adminDB, "kv")
 	cached = cached && st0.state != "dropped"
+	if cached && st0.state == "ready" {
+		e.checkMissed(t)
+	}
 	if !first {
 		// A later request of a form: kv as the form's requests left it
 		// (a DDL form's next request reads or undoes what the last did).
@@ -330,6 +354,7 @@ func (e *effectsEnv) prepare(t *testing.T, before string, first bool) bool {
 		}
 	}
 	if !cached {
+		e.missedSeen = 0 // (a table cached anew counts from 0)
 		if _, err := e.adminDB.Exec("ALTER TABLE kv CACHE"); err != nil {
 			t.Fatalf("ALTER TABLE kv CACHE: %v", err)
 		}
@@ -350,6 +375,7 @@ func (e *effectsEnv) prepare(t *testing.T, before string, first bool) bool {
 		return st1.invalidation == "binlog" && st1.state == "ready" && st2.state == "ready" && st1.rows == rows && st1.version == st2.version,
 			fmt.Errorf("%s, %s (%s), %d rows of %d, v%d->v%d", st2.invalidation, st2.state, st2.staleReason, st2.rows, rows, st1.version, st2.version)
 	})
+	e.checkMissed(t) // (kv has settled: the log has caught up with the last request)
 	h0 := hitsOf(t, e.adminDB, "kv")
 	readKV(e.nextRead)
 	return hitsOf(t, e.adminDB, "kv") > h0
@@ -388,6 +414,7 @@ type reqOutcome struct {
 func (e *effectsEnv) requestRun(t *testing.T, conn *sql.Conn, st *plugins.Statement, sa *sessionAccount, text string, narrow bool, indirect []string) reqOutcome {
 	t.Helper()
 	var out reqOutcome
+	e.lastRequest = text
 	from := masterStatus(t, e.root)
 	// The account: the session's first request's is plugins.AnalyzeFor
 	// of its text; a later one's follows what the session prepared
