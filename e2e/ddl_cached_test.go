@@ -82,8 +82,13 @@ func TestDDLCachedTableServedThroughout(t *testing.T) {
 	p := e.launchWith(t, "  - name: cache\n"+e.ddlOptions(", chunk_rows: 1000"), "verify:4s")
 	e.proxy = p
 	admin, app, direct := e.open(t, e.admin), e.open(t, e.app), e.direct(t)
-	if _, err := admin.Exec("ALTER TABLE t CACHE"); err != nil {
-		t.Fatal(err)
+	// mark, cached too, is the barrier that says the binary-log follower
+	// has read past the last write (see below).
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.mark (id INT PRIMARY KEY, n INT)", "INSERT INTO `"+e.db+"`.mark VALUES (1, 0)")
+	for _, table := range []string{"t", "mark"} {
+		if _, err := admin.Exec("ALTER TABLE " + table + " CACHE"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	v0 := waitState(t, admin, "t", "ready", rows, 1)
 
@@ -199,8 +204,17 @@ func TestDDLCachedTableServedThroughout(t *testing.T) {
 	}
 	// The last write's reload. Its row events may reach the binary-log
 	// follower after its intent closed (a loaded host): each is a bump of
-	// its own, so the version counts as settled once it has held for a
-	// second.
+	// its own. A write of mark directly on the backend, after the last
+	// write of t, is seen by the follower after every event of t's writes
+	// (the log is read in order): once mark's version has moved, t's has
+	// had all its bumps, and it counts as settled once it has held for a
+	// second after that.
+	_, _, vMark, _ := cachedState(t, admin, "mark")
+	e.backend.Exec(t, "UPDATE `"+e.db+"`.mark SET n = n + 1")
+	waitFor(t, 30*time.Second, "the follower to read past the last write", func() (bool, error) {
+		_, _, v, _ := cachedState(t, admin, "mark")
+		return v > vMark, fmt.Errorf("mark at version %d", v)
+	})
 	var vQuiet int64
 	var since time.Time
 	waitFor(t, 15*time.Second, "the copy to be loaded after the last write", func() (bool, error) {
