@@ -367,3 +367,92 @@ func TestSchemaChangesOnCachedTables(t *testing.T) {
 		t.Errorf("%d write(s) escaped the account", missed)
 	}
 }
+
+// TestClusterSchemaChangeOnCachedTable: DDL on a cached table through one
+// proxy of a cluster, while another reads it: each read right after the
+// DDL was acknowledged, through every proxy, answers as the backend does;
+// every proxy loads the copy again; a DROP through one proxy takes the
+// table out of every proxy's cache.
+func TestClusterSchemaChangeOnCachedTable(t *testing.T) {
+	e := newClusterEnv(t, 3)
+	l := e.cacheKV(t)
+	f := e.follower(l)
+	ctx := context.Background()
+	var proxies []*sql.Conn
+	for _, nd := range e.nodes {
+		c, err := e.conn(t, nd, e.app).Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		proxies = append(proxies, c)
+	}
+	direct, err := testdb.Open(t, testdb.DSN(e.backend.Addr, e.app.name, e.app.password, e.cacheEnv.db, nil)).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	const q = "SELECT * FROM kv ORDER BY id"
+	same := func(what string) {
+		t.Helper()
+		want := outcome(direct, q)
+		for i, c := range proxies {
+			if got := outcome(c, q); got != want {
+				t.Errorf("%s, through %s: %s\nMariaDB: %s", what, e.nodes[i].id, got, want)
+			}
+		}
+	}
+	// fromMemory: every proxy answers the read from its copy (its hits
+	// grow), so the comparisons above test the cache.
+	admins := make([]*sql.DB, len(e.nodes))
+	for i, nd := range e.nodes {
+		admins[i] = e.conn(t, nd, e.admin)
+		defer admins[i].Close()
+	}
+	fromMemory := func(what string) {
+		t.Helper()
+		for i, c := range proxies {
+			before := e.hits(t, admins[i])
+			waitFor(t, 5*time.Second, e.nodes[i].id+" to answer from memory "+what, func() (bool, error) {
+				_ = outcome(c, q)
+				return e.hits(t, admins[i]) > before, nil
+			})
+		}
+	}
+	ddlConn, err := e.conn(t, f, e.app).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ddlConn.Close()
+	for _, ddl := range []string{"ALTER TABLE kv ADD COLUMN c2 INT NOT NULL DEFAULT 3", "TRUNCATE kv",
+		"ALTER TABLE kv MODIFY c2 BIGINT"} {
+		fromMemory("before " + ddl)
+		same("before " + ddl)
+		if _, err := ddlConn.ExecContext(ctx, ddl); err != nil {
+			t.Fatalf("%s through %s: %v", ddl, f.id, err)
+		}
+		same("right after " + ddl)
+		// (The row back, as a write through another proxy.)
+		if _, err := proxies[0].ExecContext(ctx, "REPLACE INTO kv (id, v) VALUES (1, 5)"); err != nil {
+			t.Fatal(err)
+		}
+		same("right after a write that follows " + ddl)
+		e.waitReadyEverywhere(t, "kv", 1)
+		fromMemory("after " + ddl)
+		same("after the reload that follows " + ddl)
+	}
+	if _, err := ddlConn.ExecContext(ctx, "DROP TABLE kv"); err != nil {
+		t.Fatal(err)
+	}
+	for i, nd := range e.nodes {
+		waitFor(t, 5*time.Second, "kv to leave the cache of "+nd.id, func() (bool, error) {
+			var n int
+			err := admins[i].QueryRow("SELECT COUNT(*) FROM tableproxy.cached_tables WHERE table_name = 'kv' AND state <> 'dropped'").Scan(&n)
+			return err == nil && n == 0, err
+		})
+	}
+	if _, err := ddlConn.ExecContext(ctx, "CREATE TABLE kv (id INT PRIMARY KEY, w INT)"); err != nil {
+		t.Fatalf("CREATE TABLE under the dropped name: %v", err)
+	}
+	same("the new table of the name")
+}

@@ -63,11 +63,15 @@ func ConservativeReasons() []Conservative {
 // text (executable comments resolved) and kind. Dynamic: its text is known
 // only when it runs (EXECUTE IMMEDIATE of an expression, EXECUTE of a
 // statement prepared from one), so rules on text or kind must assume the
-// worst of it.
+// worst of it. DB is the database its unqualified names resolve against,
+// as far as the account knows. Prepared: listed by a PREPARE, it runs only
+// at an EXECUTE.
 type StmtInfo struct {
-	SQL     string
-	Kind    Kind
-	Dynamic bool
+	SQL      string
+	Kind     Kind
+	Dynamic  bool
+	Prepared bool
+	DB       string
 }
 
 // maxAccountDepth bounds EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ”...”' and
@@ -146,7 +150,7 @@ func (ac *accounting) text(text string, esc bool, depth int) {
 func (ac *accounting) statement(text string, toks []sqllex.Token, s sqllex.Stmt, esc bool, depth int) {
 	sql := text[s.Start:s.End]
 	ac.stmts++
-	ac.out.Stmts = append(ac.out.Stmts, StmtInfo{SQL: strings.Clone(sql), Kind: Classify(sql)})
+	ac.out.Stmts = append(ac.out.Stmts, StmtInfo{SQL: strings.Clone(sql), Kind: Classify(sql), DB: ac.db})
 	word := func(i int) string {
 		if i < len(toks) && toks[i].Kind == sqllex.Word {
 			return toks[i].Text(text)
@@ -466,7 +470,10 @@ func (ac *accounting) prepare(text string, toks []sqllex.Token, esc bool, depth 
 	ac.setPrepared(name, &sub.out)
 	// Its statements are listed with the request's (for rules on them),
 	// though they run only at EXECUTE.
-	ac.out.Stmts = append(ac.out.Stmts, sub.out.Stmts...)
+	for _, s := range sub.out.Stmts {
+		s.Prepared = true
+		ac.out.Stmts = append(ac.out.Stmts, s)
+	}
 	ac.none()
 }
 
