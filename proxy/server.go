@@ -251,44 +251,52 @@ func (s *Server) refuse(conn net.Conn, e *mysql.MyError) {
 }
 
 func (s *Server) serveConn(conn net.Conn) {
-	defer s.wg.Done()
-	defer s.active.Add(-1)
 	id := s.nextID.Add(1)
 	sess := &session{srv: s, id: id, client: newClientConn(conn), log: s.log, watch: phaseWatch{done: make(chan struct{}, 1)}}
+	// end is the one way a session ends, whether it quit, failed, was
+	// refused at login or panicked: what it holds is released and the
+	// plugins are told, so nothing it held (a write intent, a pin, a
+	// count) outlives it.
+	opened, clean := false, false
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("session panic", "conn", id, "panic", r, "stack", string(debug.Stack()))
-			_ = conn.Close()
-			s.unregister(sess)
-			if sess.backend != nil {
-				s.pool.release(sess.backend, false)
-			}
+			clean = false
 		}
+		s.endSession(sess, conn, opened, clean)
 	}()
 	_ = conn.SetDeadline(time.Now().Add(s.cfg.LoginTimeout))
 	if s.draining.Load() {
-		_ = conn.Close()
 		return
 	}
 	if err := sess.login(context.Background()); err != nil {
 		_ = sess.client.flush() // the ERR packet, if login wrote one
-		_ = conn.Close()
 		var me *mysql.MyError
 		errors.As(err, &me)
 		s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnRejected, ConnID: id, User: sess.user.Name, Remote: conn.RemoteAddr(), Err: me})
-		if sess.backend != nil {
-			s.pool.release(sess.backend, false)
-		}
 		return
 	}
 	_ = conn.SetDeadline(time.Time{})
+	opened = true
 	s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnOpened, ConnID: id, User: sess.user.Name, Remote: conn.RemoteAddr()})
-	clean := sess.run()
+	clean = sess.run()
+}
+
+// endSession releases what a session holds. clean: its backend
+// connection is fit for another session. opened: the plugins were told it
+// opened, and are told it closed.
+func (s *Server) endSession(sess *session, conn net.Conn, opened, clean bool) {
+	defer s.wg.Done()
+	defer s.active.Add(-1)
 	s.unregister(sess)
-	s.pool.release(sess.backend, clean && !sess.killed.Load() && !sess.usedXA)
+	if sess.backend != nil {
+		s.pool.release(sess.backend, clean && !sess.killed.Load() && !sess.usedXA)
+	}
 	_ = sess.client.flush()
 	_ = conn.Close()
-	s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnClosed, ConnID: id, User: sess.user.Name, Remote: conn.RemoteAddr()})
+	if opened {
+		s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnClosed, ConnID: sess.id, User: sess.user.Name, Remote: conn.RemoteAddr()})
+	}
 }
 
 // registerBackend records which backend thread serves the session, for KILL.

@@ -765,11 +765,11 @@ func DecodeParams(b []byte, n int, types []byte, into []Arg) ([]Arg, bool) {
 	bitmap := b[pos : pos+nb]
 	pos += nb
 	if b[pos] == 1 {
-		pos += 1 + 2*n
+		pos += 1 + 2*n // (the types, which the caller passes as types)
 	} else {
 		pos++
 	}
-	if len(types) != 2*n {
+	if len(types) != 2*n || pos > len(b) {
 		return nil, false
 	}
 	args := append(into[:0], make([]Arg, n)...)

@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// TestMalformedExecuteGetsBackendsError: COM_STMT_EXECUTE packets a
+// hostile or broken client sends (the new-params-bound flag with no types
+// or values, a NULL bitmap cut short, a string length past the end) for a
+// statement on a cached table, in a transaction that wrote another cached
+// table, get the answer MariaDB gives them, and the session goes on as
+// MariaDB's does. Afterwards both tables are served from memory again at
+// once: the session held nothing past its transaction.
+func TestMalformedExecuteGetsBackendsError(t *testing.T) {
+	e, _ := newFidelityEnv(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.cs (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO `"+e.db+"`.cs VALUES (1,10),(2,20),(3,30)",
+		"CREATE TABLE `"+e.db+"`.cs2 (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO `"+e.db+"`.cs2 VALUES (3,30)")
+	admin := cacheTables(t, e, map[string]int64{"cs": 3, "cs2": 1})
+	const q = "SELECT id, v FROM cs WHERE id = ?"
+	malformed := []struct {
+		name string
+		tail []byte // after the command and statement id
+	}{
+		{"bound flag, nothing after", []byte{0, 1, 0, 0, 0, 0, 1}},
+		{"bound flag, one type byte", []byte{0, 1, 0, 0, 0, 0, 1, mysql.MYSQL_TYPE_VAR_STRING}},
+		{"types, no value", []byte{0, 1, 0, 0, 0, 0, 1, mysql.MYSQL_TYPE_VAR_STRING, 0}},
+		{"string length past the end", []byte{0, 1, 0, 0, 0, 0, 1, mysql.MYSQL_TYPE_VAR_STRING, 0, 0xfc, 0xff}},
+		{"no bitmap", []byte{0, 1, 0, 0, 0}},
+		{"no iteration count", []byte{0}},
+		{"old types, value cut short", []byte{0, 1, 0, 0, 0, 0, 0, 5, '1'}},
+	}
+	run := func(addr string) string {
+		c, err := client.ConnectWithTimeout(addr, e.app.name, e.app.password, e.db, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var out strings.Builder
+		send := func(p []byte) {
+			c.ResetSequence()
+			if err := c.WritePacket(append([]byte{0, 0, 0, 0}, p...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		read := func() []byte {
+			p, err := c.ReadPacket()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		untilEOF := func() {
+			for p := read(); p[0] != mysql.EOF_HEADER || len(p) >= 9; p = read() {
+			}
+		}
+		send(append([]byte{mysql.COM_STMT_PREPARE}, q...))
+		ok := read()
+		id := binary.LittleEndian.Uint32(ok[1:])
+		for _, n := range []uint16{binary.LittleEndian.Uint16(ok[7:]), binary.LittleEndian.Uint16(ok[5:])} {
+			if n > 0 {
+				for i := uint16(0); i < n; i++ {
+					read()
+				}
+				read() // EOF
+			}
+		}
+		header := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_EXECUTE}, id)
+		// execute sends a well-formed execute of id = key (as a string)
+		// and returns the row's v, or the error.
+		execute := func(key byte) string {
+			send(append(append([]byte{}, header...), 0, 1, 0, 0, 0, 0, 1, mysql.MYSQL_TYPE_VAR_STRING, 0, 1, key))
+			p := read()
+			if p[0] == mysql.ERR_HEADER {
+				return fmt.Sprintf("ERROR %d", binary.LittleEndian.Uint16(p[1:]))
+			}
+			read() // id
+			read() // v
+			read() // EOF
+			row := read()
+			if row[0] == mysql.EOF_HEADER {
+				return "no row"
+			}
+			untilEOF()
+			return fmt.Sprintf("%d", binary.LittleEndian.Uint32(row[len(row)-4:]))
+		}
+		for i := 0; i < 3; i++ { // learned: later executes are answered from memory
+			execute('1')
+		}
+		malformedAll := func() bool {
+			for _, m := range malformed {
+				send(append(append([]byte{}, header...), m.tail...))
+				resp, err := c.ReadPacket()
+				switch {
+				case err != nil:
+					fmt.Fprintf(&out, "%s: connection: %v\n", m.name, err)
+					return false
+				case resp[0] == mysql.ERR_HEADER:
+					fmt.Fprintf(&out, "%s: ERROR %d (%s)\n", m.name, binary.LittleEndian.Uint16(resp[1:]), resp[4:9])
+				default:
+					fmt.Fprintf(&out, "%s: answered %x\n", m.name, resp[:1])
+					if resp[0] != mysql.OK_HEADER {
+						read()
+						read()
+						read()
+						untilEOF()
+					}
+				}
+				fmt.Fprintf(&out, "  then: %s\n", execute('2'))
+			}
+			return true
+		}
+		fmt.Fprintf(&out, "outside a transaction:\n")
+		if !malformedAll() {
+			return out.String()
+		}
+		fmt.Fprintf(&out, "in a transaction that wrote cs2:\n")
+		if _, err := c.Execute("BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		// (A write of another cached table: its intent is held until the
+		// transaction ends.)
+		if _, err := c.Execute("UPDATE cs2 SET v = v + 1 WHERE id = 3"); err != nil {
+			t.Fatal(err)
+		}
+		if !malformedAll() {
+			return out.String()
+		}
+		if _, err := c.Execute("ROLLBACK"); err != nil {
+			fmt.Fprintf(&out, "ROLLBACK: %v\n", err)
+		}
+		return out.String()
+	}
+	direct := run(e.backend.Addr)
+	before := memoryHits(t, admin, "cs")
+	proxied := run(e.proxy.addr)
+	if direct != proxied {
+		t.Errorf("malformed executes:\nproxy:\n%s\nMariaDB:\n%s", proxied, direct)
+	}
+	t.Logf("MariaDB:\n%s", direct)
+	if memoryHits(t, admin, "cs") <= before {
+		t.Errorf("the well-formed executes through the proxy were not answered from memory")
+	}
+	// The session's transaction ended: the tables are served from memory
+	// again at once.
+	db := e.open(t, e.app)
+	for _, table := range []string{"cs", "cs2"} {
+		before = memoryHits(t, admin, table)
+		waitFor(t, 3*time.Second, table+" to be served from memory after the session", func() (bool, error) {
+			var v int
+			if err := db.QueryRow("SELECT v FROM " + table + " WHERE id = 3").Scan(&v); err != nil {
+				return false, err
+			}
+			if v != 30 {
+				return false, fmt.Errorf("read %d, want 30 (the rolled-back write)", v)
+			}
+			return memoryHits(t, admin, table) > before, nil
+		})
+	}
+}
