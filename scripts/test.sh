@@ -153,6 +153,10 @@ step "docs links" go run ./scripts/checkdocs
 step "go vet" go vet ./...
 step "go build" go build -o bin/tableproxy ./cmd/tableproxy
 step "go test" go test -count=1 -timeout "$GO_TEST_TIMEOUT" ./...
+# Every fuzz target for a bounded time (scripts/fuzz.sh: TABLEPROXY_FUZZ_TIME
+# each, 10s by default); a failing input is left under the package's
+# testdata/fuzz to be committed as a test case.
+step "fuzz" "$ROOT/scripts/fuzz.sh"
 # scripts/demo.sh and the README's tour, twice, with the mariadb client, in a
 # run directory and on a MariaDB port of their own; stops the demo after.
 step "quick start" "$ROOT/scripts/quickstart-check.sh"
