@@ -51,7 +51,9 @@ func FuzzSessionCommands(f *testing.F) {
 	px := startProxy(f, be.Addr, []User{{Name: user, Password: "pw"}}, func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))
 	}, plugins.NewChain())
-	stmtID := func(id uint32, rest ...byte) []byte { return append(binary.LittleEndian.AppendUint32(nil, id), rest...) }
+	stmtID := func(id uint32, rest ...byte) []byte {
+		return append(binary.LittleEndian.AppendUint32(nil, id), rest...)
+	}
 	for _, seed := range []struct {
 		cmd     byte
 		payload []byte
