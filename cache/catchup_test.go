@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	lru "github.com/hashicorp/golang-lru/v2"
 
+	"tableproxy/internal/sizedlru"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -48,7 +48,7 @@ func TestWriteWaitsForTheCatalog(t *testing.T) {
 	p.mu.Lock()
 	p.changeTables(func(m map[lease.TableID]*tableState) { delete(m, f.id) }) // nothing known yet
 	p.mu.Unlock()
-	p.effects, _ = lru.New[planKey, plugins.Analysis](16)
+	p.effects = sizedlru.New[planKey, plugins.Analysis](1<<20, 16)
 	p.watchOnce.Do(func() {}) // no binary log here
 	cat := &stagedCatalog{}
 	p.catalog = cat

@@ -26,9 +26,14 @@ func TestOptionsDocumented(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
+		sizes, err := readMemorySizes(opts)
+		if err != nil {
+			return nil, err
+		}
 		// Sizes as the plugin uses them, whatever their spelling.
 		opts.MaxTableSize, opts.ResultCacheSize, opts.ResultCacheEntryMax = "", "", ""
-		return []any{opts, limit, budget, entry}, nil
+		opts.PlanCacheSize, opts.MetadataCacheSize, opts.MaxPlannedText = "", "", ""
+		return []any{opts, limit, budget, entry, sizes}, nil
 	})
 }
 

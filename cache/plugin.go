@@ -39,7 +39,6 @@ import (
 	"weak"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -48,6 +47,7 @@ import (
 	"tableproxy/cache/load"
 	"tableproxy/cache/results"
 	"tableproxy/configs"
+	"tableproxy/internal/sizedlru"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -78,6 +78,13 @@ type Options struct {
 	// answer it stores ("1MB" by default). See package cache/results.
 	ResultCacheSize     string `json:"result_cache_size"`
 	ResultCacheEntryMax string `json:"result_cache_entry_max"`
+	// PlanCacheSize and MetadataCacheSize bound in bytes the plans kept
+	// by statement shape ("32MB") and the column metadata learned for
+	// them ("16MB"); MaxPlannedText is the longest statement text planned
+	// ("64KB"): a longer one goes to the backend. See memory.go.
+	PlanCacheSize     string `json:"plan_cache_size"`
+	MetadataCacheSize string `json:"metadata_cache_size"`
+	MaxPlannedText    string `json:"max_planned_text"`
 }
 
 // TiDB's error for what cached tables do not support.
@@ -121,16 +128,18 @@ type Plugin struct {
 
 	// learned is each statement shape's column metadata, as the backend
 	// sent it, keyed by shape and session configuration.
-	learned *lru.Cache[defsKey, *learned]
+	learned *sizedlru.Cache[defsKey, *learned]
 	// plans are planning outcomes by statement shape; purged when the set
 	// of cached tables changes. planGen counts removals from it, after
 	// they are done: a session's memo of entries (planMemo) holds only
 	// within one count.
-	plans   *lru.Cache[planKey, *planEntry]
+	plans   *sizedlru.Cache[planKey, *planEntry]
 	planGen atomic.Uint64
 	// effects is each statement shape's Analysis (writes and DDL), so
 	// that a repeated write is not parsed again.
-	effects *lru.Cache[planKey, plugins.Analysis]
+	effects *sizedlru.Cache[planKey, plugins.Analysis]
+	// maxPlannedText is the longest text planned (max_planned_text).
+	maxPlannedText int
 	// colls are the backend's collations, as far as the proxy compares
 	// strings itself.
 	colls *eval.Collations
@@ -282,6 +291,9 @@ func readOptions(raw plugins.Options) (Options, int64, error) {
 	if _, err := parseBudget(opts); err != nil {
 		return opts, 0, err
 	}
+	if _, err := readMemorySizes(opts); err != nil {
+		return opts, 0, err
+	}
 	return opts, limit, nil
 }
 
@@ -321,10 +333,9 @@ func New(log *slog.Logger, backend plugins.Backend, follower *binlog.Follower, t
 		loads: make(chan lease.TableID, 1024), stop: make(chan struct{})}
 	p.budget, _ = parseBudget(opts) // checked by parseOptions
 	p.privileges = leases.Table(privilegesID)
-	p.learned, _ = lru.New[defsKey, *learned](8192)
+	sizes, _ := readMemorySizes(opts) // checked by readOptions
+	p.newStatementCaches(sizes)
 	p.colls = eval.NewCollations()
-	p.plans, _ = lru.New[planKey, *planEntry](8192)
-	p.effects, _ = lru.New[planKey, plugins.Analysis](4096)
 	p.results = newResultCacheFor(log, opts)
 	leases.Subscribe(func(id lease.TableID, _ lease.Version) {
 		if id == accountsID && backend != nil {
@@ -690,7 +701,8 @@ func (p *Plugin) analyze(st *plugins.Statement) (plugins.Analysis, error) {
 	}
 	a, err := st.Analysis()
 	if err == nil && !a.PerRequest {
-		p.effects.Add(planKey{db: strings.Clone(key.db), text: strings.Clone(key.text)}, a)
+		k := planKey{db: strings.Clone(key.db), text: strings.Clone(key.text)}
+		p.effects.Add(k, a, effectCost(k, a))
 	}
 	return a, err
 }

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -533,13 +534,19 @@ func (p *Plugin) planFor(st *plugins.Statement, si *sessionInfo, text string) (*
 		return memo, text
 	}
 	ent, ok := p.plans.Get(planKey{db: st.DB, text: text})
+	if !ok && len(text) > p.maxPlannedText {
+		// Not planned, nor kept: its plan would hold an operand per
+		// literal (see memory.go).
+		ent = &planEntry{why: eval.Because(eval.TextTooLong, fmt.Sprintf("the statement is longer than max_planned_text (%d bytes)", p.maxPlannedText))}
+		return si.plans.add(ent), text
+	}
 	if !ok {
 		text = strings.Clone(text) // the key outlives the statement
 		if ent = p.planText(text, st.DB); ent == nil {
 			return nil, text
 		}
 		ent.key = planKey{db: strings.Clone(st.DB), text: text}
-		p.plans.Add(ent.key, ent)
+		p.plans.Add(ent.key, ent, planCost(ent))
 	}
 	return si.plans.add(ent), text
 }
@@ -1015,7 +1022,8 @@ func (p *Plugin) learn(si *sessionInfo) {
 			}
 		}
 	}
-	p.learned.Add(pend.key, &learned{defs: c.Columns, fields: fields, midStatus: c.MidStatus, finalStatus: c.FinalStatus})
+	m := &learned{defs: c.Columns, fields: fields, midStatus: c.MidStatus, finalStatus: c.FinalStatus}
+	p.learned.Add(pend.key, m, learnedCost(pend.key, m))
 }
 
 // stripExtended removes MariaDB's extended-metadata field from a column

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	lru "github.com/hashicorp/golang-lru/v2"
 
+	"tableproxy/internal/sizedlru"
 	"tableproxy/lease"
 	"tableproxy/plugins"
 )
@@ -38,7 +38,7 @@ func TestUnguardedWriteIsNotServedAround(t *testing.T) {
 	f := newResultsFixture(t)
 	m := &noQuorum{memLeases: f.p.leases.(*memLeases), apply: true}
 	f.p.leases = m
-	f.p.effects, _ = lru.New[planKey, plugins.Analysis](16)
+	f.p.effects = sizedlru.New[planKey, plugins.Analysis](1<<20, 16)
 	if _, ok := f.p.Servable(f.id); !ok {
 		t.Fatal("the loaded table is not servable before the write")
 	}

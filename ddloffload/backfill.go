@@ -378,6 +378,7 @@ func (r *runner) countRows(ctx context.Context, th *throttle) {
 		return
 	}
 	if err := r.p.jobs.update(r.rec, func(j *Job) { j.RowsEstimate = n }); err == nil {
+		r.counted.Store(true)
 		r.log.Info("ddl: rows counted", "rows", n, "estimated", r.t.RowsEstimate)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type runner struct {
 	resumed    bool             // resumed after a proxy stop
 	nativeDone bool             // a resumed native job whose ALTER had finished
 	rowsBase   int64            // rows copied before this run, for the rate
+	counted    atomic.Bool      // the table's rows were counted (countRows)
 	fgBase     [2]time.Duration // the foreground's p99s without the job (statements, transactions), once a throttle measured them
 	share      float64          // the copy's share when the job's last throttle stopped (see throttle.share)
 	shareKept  bool             // a throttle has stopped: share holds
@@ -228,6 +230,11 @@ func (p *Plugin) execute(rec *jobRec, req *Request, resumed bool) *mysql.MyError
 			return
 		}
 		j.State, j.Stage = StateDone, StageDone.String()
+		if !r.counted.Load() && j.RowsDone > 0 {
+			// The count had not ended: what the copy read is the table's
+			// size as the job saw it.
+			j.RowsEstimate = j.RowsDone
+		}
 	}); err != nil {
 		r.log.Error("ddl: cannot record the job's end", "err", err)
 	}
@@ -278,10 +285,14 @@ func (r *runner) run(ctx context.Context) (err error) {
 			r.p.buildRate.Store(int64(float64(r.t.DataLength) / took.Seconds()))
 		}
 		_ = r.p.jobs.update(r.rec, func(j *Job) {
-			if j.StageSeconds == nil {
-				j.StageSeconds = map[string]float64{}
+			// A new map: copies of the record taken before (the list
+			// being saved, a status read) share the old one.
+			m := maps.Clone(j.StageSeconds)
+			if m == nil {
+				m = map[string]float64{}
 			}
-			j.StageSeconds[s.stage.String()] = took.Seconds()
+			m[s.stage.String()] = took.Seconds()
+			j.StageSeconds = m
 		})
 		r.log.Info("ddl: stage done", "stage", s.stage.String(), "took", took)
 	}

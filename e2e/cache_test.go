@@ -26,10 +26,17 @@ type cacheEnv struct {
 	more []account
 }
 
-func newCacheEnv(t *testing.T) *cacheEnv {
+func newCacheEnv(t *testing.T) *cacheEnv { return newCacheEnvOpts(t, "") }
+
+// newCacheEnvOpts is newCacheEnv with more options of the cache plugin
+// (YAML flow mapping entries: "a: 1, b: 2").
+func newCacheEnvOpts(t *testing.T, options string) *cacheEnv {
+	if options != "" {
+		options = ", " + options
+	}
 	b := testdb.Get(t)
 	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(),
-		yaml: "plugins:\n  - name: cache\n    options: {max_table_size: 1MB}\n"}
+		yaml: "plugins:\n  - name: cache\n    options: {max_table_size: 1MB" + options + "}\n"}
 	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
 	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
 	// The admin who caches the first table also reads the binary log.

@@ -49,6 +49,7 @@ const (
 	CollationTies                    // values equal by collation but not byte for byte
 	ArithmeticOverflow               // integer arithmetic overflows or is not covered
 	InexactAggregate                 // an aggregate's value could not be computed exactly
+	TextTooLong                      // the statement is longer than the longest text planned
 	NumReasons
 )
 
@@ -95,6 +96,7 @@ var reasonLabels = [NumReasons]string{
 	CollationTies:         "collation_ties",
 	ArithmeticOverflow:    "arithmetic_overflow",
 	InexactAggregate:      "inexact_aggregate",
+	TextTooLong:           "text_too_long",
 }
 
 // String is the reason's label: snake_case, stable, a metric label value.

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rssOf is a process's resident set, in bytes.
+func rssOf(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// TestMemoryAttackStaysBounded: a user without any special privilege sends
+// distinct long reads of a cached table (each a list of tens of thousands
+// of literals, ~340 KB): every plan, learned result metadata and cached
+// result they leave is bounded in bytes, so the proxy's resident memory
+// stays within 64 MiB of where it was before, and the reads are answered
+// as MariaDB answers them.
+func TestMemoryAttackStaysBounded(t *testing.T) {
+	memoryAttack(t, "")
+}
+
+// With every statement planned (max_planned_text above their length, each
+// plan ~16 MB), the caches' byte bounds hold the proxy: after the first
+// quarter of the statements its memory grows no more.
+func TestMemoryAttackPlansBoundedByBytes(t *testing.T) {
+	memoryAttack(t, "max_planned_text: 1MB")
+}
+
+func memoryAttack(t *testing.T, options string) {
+	e := newCacheEnvOpts(t, options)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t (id INT PRIMARY KEY, name VARCHAR(20))",
+		"INSERT INTO `"+e.db+"`.t SELECT seq, CONCAT('n', seq) FROM mysql.seq_1_to_500")
+	cacheTables(t, e, map[string]int64{"t": 500})
+	db := e.open(t, e.app)
+	db.SetMaxOpenConns(2)
+	if _, err := db.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	pid := e.proxy.cmd.Process.Pid
+	idle := rssOf(t, pid)
+	n := 200
+	if testing.Short() {
+		n = 40
+	}
+	var list strings.Builder
+	for i := 0; i < 60000; i++ {
+		fmt.Fprintf(&list, "%d,", i)
+	}
+	start := time.Now()
+	peak, quarter := idle, idle
+	for i := 0; i < n; i++ {
+		if i == n/4 {
+			quarter = rssOf(t, pid)
+		}
+		// (Lists of distinct lengths: distinct shapes, each planned.)
+		list.WriteString(strconv.Itoa(60000+i) + ",")
+		q := fmt.Sprintf("SELECT id, name FROM t WHERE id IN (%s0) ORDER BY id", list.String())
+		var rows int
+		if err := db.QueryRow("SELECT COUNT(*) FROM ("+q+") x").Scan(&rows); err != nil {
+			t.Fatalf("statement %d: %v", i, err)
+		}
+		r, err := db.Query(q)
+		if err != nil {
+			t.Fatalf("statement %d: %v", i, err)
+		}
+		got := 0
+		for r.Next() {
+			got++
+		}
+		r.Close()
+		if got != 500 || rows != 500 {
+			t.Fatalf("statement %d: %d rows (in a derived table: %d), want 500", i, got, rows)
+		}
+		if rss := rssOf(t, pid); rss > peak {
+			peak = rss
+		}
+	}
+	end := rssOf(t, pid)
+	t.Logf("%d statements of %d KB in %s: proxy RSS idle %d MiB, after a quarter %d MiB, peak %d MiB, after %d MiB",
+		n, len(list.String())>>10, time.Since(start).Round(time.Millisecond), idle>>20, quarter>>20, peak>>20, end>>20)
+	if options != "" {
+		// (Plans of ~16 MB each, and as much garbage per statement:
+		// bounded, not small.)
+		if end-quarter > 128<<20 {
+			t.Errorf("the proxy grew by %d MiB after the first quarter of the statements, want at most 128", (end-quarter)>>20)
+		}
+		return
+	}
+	if peak-idle > 64<<20 {
+		t.Errorf("the proxy grew by %d MiB (peak %d MiB over %d MiB idle), want at most 64", (peak-idle)>>20, peak>>20, idle>>20)
+	}
+}
