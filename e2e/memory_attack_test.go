@@ -73,7 +73,7 @@ func memoryAttack(t *testing.T, options string) {
 		list.WriteString(strconv.Itoa(60000+i) + ",")
 		q := fmt.Sprintf("SELECT id, name FROM t WHERE id IN (%s0) ORDER BY id", list.String())
 		var rows int
-		if err := db.QueryRow("SELECT COUNT(*) FROM ("+q+") x").Scan(&rows); err != nil {
+		if err := db.QueryRow("SELECT COUNT(*) FROM (" + q + ") x").Scan(&rows); err != nil {
 			t.Fatalf("statement %d: %v", i, err)
 		}
 		r, err := db.Query(q)
