@@ -99,3 +99,15 @@ func effectCost(k planKey, a plugins.Analysis) int64 {
 	}
 	return n + int64(len(a.Tables)+len(a.Written)+len(a.Targets)+len(a.Named))*64
 }
+
+// Shed implements plugins.Shedder: the plans, learned metadata, accounts
+// and cached answers go (each is made again from use); the tables' copies
+// stay.
+func (p *Plugin) Shed() {
+	p.forgetPlans()
+	p.learned.Purge()
+	p.effects.Purge()
+	if p.results != nil {
+		p.results.Store.Clear()
+	}
+}

@@ -30,9 +30,13 @@ type Config struct {
 	LoginTimeout    time.Duration `yaml:"login_timeout"`
 	DataDir         string        `yaml:"data_dir"`
 	MetricsListen   string        `yaml:"metrics_listen"`
-	Log             Log           `yaml:"log"`
-	Plugins         []Plugin      `yaml:"plugins"`
-	Cluster         Cluster       `yaml:"cluster"`
+	// MemoryLimit is the process-wide memory the proxy keeps within (see
+	// internal/memlimit): the runtime's soft limit, and the caches are
+	// shed when the live heap nears it.
+	MemoryLimit ByteSize `yaml:"memory_limit"`
+	Log         Log      `yaml:"log"`
+	Plugins     []Plugin `yaml:"plugins"`
+	Cluster     Cluster  `yaml:"cluster"`
 	// BinlogUser is the user the proxy reads the backend's binary log as,
 	// for every plugin that needs it (one stream per proxy); it needs
 	// REPLICATION SLAVE and REPLICATION CLIENT (BINLOG MONITOR on MariaDB)
@@ -111,6 +115,7 @@ func Default() Config {
 		AuthPlugin:      "mysql_native_password",
 		MaxConnections:  1024,
 		MaxPacketSize:   64 << 20,
+		MemoryLimit:     1 << 30,
 		ShutdownTimeout: 30 * time.Second,
 		LoginTimeout:    10 * time.Second,
 		DataDir:         "./data",
@@ -253,6 +258,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", "must be positive")
+	}
+	if c.MemoryLimit < 64<<20 {
+		bad("memory_limit", "must be at least 64MB")
 	}
 	if c.LoginTimeout <= 0 {
 		bad("login_timeout", "must be positive")

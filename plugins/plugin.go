@@ -57,6 +57,13 @@ type Drainer interface {
 	Drain()
 }
 
+// Shedder is implemented by plugins that keep what they can rebuild from
+// use (plans, learned metadata, cached answers). Shed drops it: the proxy
+// calls it when its live heap nears memory_limit, rather than grow.
+type Shedder interface {
+	Shed()
+}
+
 // Command is the protocol command that carried a statement.
 type Command uint8
 
@@ -571,6 +578,18 @@ func (c *Chain) Drain() {
 	for _, p := range c.all {
 		if d, ok := p.(Drainer); ok {
 			d.Drain()
+		}
+	}
+}
+
+// Shed calls Shed on every plugin that implements Shedder.
+func (c *Chain) Shed() {
+	if c == nil {
+		return
+	}
+	for _, p := range c.all {
+		if s, ok := p.(Shedder); ok {
+			s.Shed()
 		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"tableproxy/configs"
 	"tableproxy/ddloffload"
 	"tableproxy/digest"
+	"tableproxy/internal/memlimit"
 	"tableproxy/plugins"
 	"tableproxy/proxy"
 	"tableproxy/vschema"
@@ -67,6 +68,7 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 	dataDir := fs.String("data-dir", "", "directory for the proxy's durable state (default ./data)")
 	metricsListen := fs.String("metrics-listen", "", "address for /metrics and /debug/pprof (off when empty)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error")
+	memoryLimit := fs.String("memory-limit", "", "process-wide memory the proxy keeps within, e.g. 1GB (the default)")
 	nodeID := fs.String("node-id", "", "this proxy's id in its cluster (default: generated, kept in the data dir)")
 	raftListen := fs.String("raft-listen", "", "address for Raft and the cluster API, reachable by the other proxies")
 	join := fs.String("join", "", "host:port (raft-listen) of any member of the cluster to join")
@@ -93,6 +95,7 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 			return cfg, *checkOnly, nil, err
 		}
 	}
+	var flagErr error
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "listen":
@@ -107,6 +110,12 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 			cfg.MetricsListen = *metricsListen
 		case "log-level":
 			cfg.Log.Level = *logLevel
+		case "memory-limit":
+			n, perr := configs.ParseByteSize(*memoryLimit)
+			if perr != nil {
+				flagErr = fmt.Errorf("--memory-limit: %q: want a size like 1GB", *memoryLimit)
+			}
+			cfg.MemoryLimit = configs.ByteSize(n)
 		case "node-id":
 			cfg.Cluster.NodeID = *nodeID
 		case "raft-listen":
@@ -121,6 +130,9 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 			cfg.BinlogUser = *binlogUser
 		}
 	})
+	if flagErr != nil {
+		return cfg, false, nil, flagErr
+	}
 	cfg.Users = mergeUsers(cfg.Users, flagUsers)
 	switch {
 	case flagSet(fs, "plugins"):
@@ -184,6 +196,12 @@ func serve(args []string) error {
 		return err
 	}
 	defer chain.Close()
+	// Within memory_limit: the caches are shed before the process grows.
+	mem := &memlimit.Watcher{Limit: int64(cfg.MemoryLimit), Shed: chain.Shed, Log: log}
+	memCtx, stopMem := context.WithCancel(context.Background())
+	defer stopMem()
+	mem.Start(memCtx)
+	reg.MustRegister(mem.Metrics()...)
 
 	srv, err := proxy.New(pcfg, chain)
 	if err != nil {
