@@ -264,7 +264,8 @@ if ((PROFILE || FOREGROUND)); then
 	mport="${TABLEPROXY_BENCH_METRICS_PORT:-9105}"
 	while (exec 3<>"/dev/tcp/127.0.0.1/$mport") 2>/dev/null; do mport=$((mport + 1)); done
 	METRICS_ADDR="127.0.0.1:$mport"
-	PROXY_ARGS+=(--metrics-listen "$METRICS_ADDR")
+	PPROF_ADDR="127.0.0.1:$((mport + 100))"
+	PROXY_ARGS+=(--metrics-listen "$METRICS_ADDR" --pprof-listen "$PPROF_ADDR")
 fi
 # start_proxy starts the proxy (again, after a kill: the same data dir, so
 # it resumes its jobs; its log is appended to) and waits until it answers.
@@ -475,7 +476,7 @@ LUA
 		beat=$!
 	fi
 	if ((PROFILE)) && [[ "$name" == proxy || "$name" == proxy-1 ]]; then
-		curl -s -o "$BENCH_DIR/addindex-fg.pprof" "http://$METRICS_ADDR/debug/pprof/profile?seconds=10" &
+		curl -s -o "$BENCH_DIR/addindex-fg.pprof" "http://$PPROF_ADDR/debug/pprof/profile?seconds=10" &
 		curlpid=$!
 	fi
 	log "$name: idle part done; adding $INDEX"

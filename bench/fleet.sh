@@ -45,7 +45,7 @@
 #
 # Environment: TABLEPROXY_RUN_DIR, TABLEPROXY_MARIADB_PORT as for
 # bench/run.sh; TABLEPROXY_BENCH_FLEET_PORT (6500): voters listen on that
-# port + 1..3 (Raft + 101..103, /metrics and /debug/pprof + 301..303),
+# port + 1..3 (Raft + 101..103, /metrics + 301..303, /debug/pprof + 311..313),
 # sidecar k on + 200 + 2k (Raft + 201 + 2k).
 set -euo pipefail
 
@@ -231,7 +231,7 @@ for i in 1 2 3; do
 	join=()
 	((i == 1)) || join=(--join "$JOIN")
 	launch "v$i" $((BASE_PORT + i)) $((BASE_PORT + 100 + i)) --node-id "v$i" "${join[@]}" \
-		--metrics-listen "127.0.0.1:$((BASE_PORT + 300 + i))"
+		--metrics-listen "127.0.0.1:$((BASE_PORT + 300 + i))" --pprof-listen "127.0.0.1:$((BASE_PORT + 310 + i))"
 done
 mysql_at "${PORT[v1]}" -e "ALTER TABLE wkv CACHE"
 for key in v1 v2 v3; do wait_ready "$key"; done
@@ -259,7 +259,7 @@ median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (
 # profile_leader KEY NAME: a CPU profile of the leader KEY for --profile
 # seconds, in logs/NAME.pprof.
 profile_leader() {
-	curl -fsS -o "$LOG_DIR/$2.pprof" "http://127.0.0.1:$((BASE_PORT + 300 + ${1#v}))/debug/pprof/profile?seconds=$PROFILE" ||
+	curl -fsS -o "$LOG_DIR/$2.pprof" "http://127.0.0.1:$((BASE_PORT + 310 + ${1#v}))/debug/pprof/profile?seconds=$PROFILE" ||
 		log "no profile"
 }
 
@@ -385,7 +385,7 @@ if ((LEADER_LOSS && ${#SIDES[@]} > 0)); then
 	i=${lead#v}
 	other=$((i % 3 + 1))
 	launch "$lead" $((BASE_PORT + i)) $((BASE_PORT + 100 + i)) --node-id "$lead" --join "127.0.0.1:$((BASE_PORT + 100 + other))" \
-		--metrics-listen "127.0.0.1:$((BASE_PORT + 300 + i))"
+		--metrics-listen "127.0.0.1:$((BASE_PORT + 300 + i))" --pprof-listen "127.0.0.1:$((BASE_PORT + 310 + i))"
 	deadline=$((SECONDS + 60))
 	until [[ "$(members "${PORT[v$other]}")" == "$((3 + ${#SIDES[@]})) $((3 + ${#SIDES[@]}))" ]]; do
 		((SECONDS < deadline)) || die "the membership did not recover after the leader's restart: $(members "${PORT[v$other]}")"

@@ -130,7 +130,7 @@ need_addr() { [[ "$2" =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+$ ]] || die "option 
 
 QUICK=0 PROFILE=0 SOCKET=0 DIRECT_ONLY=0 CACHE=0 FLOOR="" LATENCY=0 RW_CACHE=0
 TIME="" THREADS="" RATE="" TABLES="" TABLE_SIZE="" WORKLOADS="" PS_MODES="" REPEAT="" DELAY="" POINT_SELECTS=""
-PROXY_ADDR="" METRICS_ADDR="" PROXY_BIN="" BASELINE_BIN="" BASELINE_PID="" BASELINE_PORT=""
+PROXY_ADDR="" METRICS_ADDR="" PPROF_ADDR="" PROXY_BIN="" BASELINE_BIN="" BASELINE_PID="" BASELINE_PORT=""
 while (($# > 0)); do
 	case "$1" in
 	--quick) QUICK=1 ;;
@@ -466,7 +466,8 @@ if ((!DIRECT_ONLY)); then
 	fi
 	PROXY_PORT="${PROXY_ADDR##*:}"
 	PROXY_LOG="$BENCH_DIR/proxy.log"
-	PROXY_ARGS=(--listen "$PROXY_ADDR" --backend "127.0.0.1:$DIRECT_PORT" --metrics-listen "$METRICS_ADDR")
+	PPROF_ADDR="127.0.0.1:$(free_port $((${METRICS_ADDR##*:} + 100)))"
+	PROXY_ARGS=(--listen "$PROXY_ADDR" --backend "127.0.0.1:$DIRECT_PORT" --metrics-listen "$METRICS_ADDR" --pprof-listen "$PPROF_ADDR")
 	PROXY_SOCKET=""
 	if ((SOCKET)); then
 		PROXY_SOCKET="$BENCH_DIR/proxy.sock"
@@ -513,6 +514,10 @@ if ((!DIRECT_ONLY)); then
 		BASELINE_ARGS=()
 		for ((i = 0; i < ${#PROXY_ARGS[@]}; i++)); do
 			a="${PROXY_ARGS[i]}"
+			if [[ "$a" == --pprof-listen ]]; then
+				i=$((i + 1)) # (profiles are of the proxy under test; an older build lacks the flag)
+				continue
+			fi
 			BASELINE_ARGS+=("$a")
 			case "$a" in
 			--listen) BASELINE_ARGS+=("$BASELINE_ADDR") && i=$((i + 1)) ;;
@@ -906,7 +911,7 @@ start_profile() {
 	((TIME < secs)) && secs=$TIME
 	PROFILE_NAME=$1
 	curl -fsS -o "$BENCH_DIR/$PROFILE_NAME.pprof" \
-		"http://$METRICS_ADDR/debug/pprof/profile?seconds=$secs" 2>"$LOG_DIR/$PROFILE_NAME-pprof.log" &
+		"http://$PPROF_ADDR/debug/pprof/profile?seconds=$secs" 2>"$LOG_DIR/$PROFILE_NAME-pprof.log" &
 	PROFILE_PID=$!
 }
 finish_profile() {

@@ -30,6 +30,7 @@ type Config struct {
 	LoginTimeout    time.Duration `yaml:"login_timeout"`
 	DataDir         string        `yaml:"data_dir"`
 	MetricsListen   string        `yaml:"metrics_listen"`
+	PprofListen     string        `yaml:"pprof_listen"`
 	// MemoryLimit is the process-wide memory the proxy keeps within (see
 	// internal/memlimit): the runtime's soft limit, and the caches are
 	// shed when the live heap nears it.
@@ -93,7 +94,11 @@ type ClientTLS struct {
 type User struct {
 	Name     string `yaml:"name"`
 	Password string `yaml:"password"`
-	Admin    bool   `yaml:"admin"`
+	// PasswordFile and PasswordEnv name where the password is instead:
+	// a file (its first line) or an environment variable.
+	PasswordFile string `yaml:"password_file"`
+	PasswordEnv  string `yaml:"password_env"`
+	Admin        bool   `yaml:"admin"`
 }
 
 // Log configures the process log.
@@ -145,6 +150,9 @@ func Load(path string) (Config, error) {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	if err := Parse(data, &cfg); err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := cfg.resolvePasswords(); err != nil {
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
@@ -202,6 +210,7 @@ func (c *Config) Validate() error {
 		checkAddr("backend.addr", c.Backend.Addr, true)
 	}
 	checkAddr("metrics_listen", c.MetricsListen, false)
+	checkAddr("pprof_listen", c.PprofListen, false)
 	checkAddr("cluster.raft_listen", c.Cluster.RaftListen, false)
 	checkAddr("cluster.join", c.Cluster.Join, false)
 	if c.Cluster.Join != "" && c.Cluster.RaftListen == "" {
@@ -309,7 +318,85 @@ func ParseUser(s string, admin bool) (User, error) {
 	if !ok || name == "" {
 		return User{}, fmt.Errorf("%q: want name:password", s)
 	}
+	pw, err := ResolvePassword(pw)
+	if err != nil {
+		return User{}, fmt.Errorf("user %s: %w", name, err)
+	}
 	return User{Name: name, Password: pw, Admin: admin}, nil
+}
+
+// ResolvePassword reads a password given on a command line so that it
+// need not be there: "@/path" is the first line of a file, "@env:NAME" an
+// environment variable's value, "@@..." a password that begins with "@";
+// anything else is the password itself.
+func ResolvePassword(spec string) (string, error) {
+	switch {
+	case strings.HasPrefix(spec, "@@"):
+		return spec[1:], nil
+	case strings.HasPrefix(spec, "@env:"):
+		return passwordFromEnv(spec[len("@env:"):])
+	case strings.HasPrefix(spec, "@"):
+		return passwordFromFile(spec[1:])
+	}
+	return spec, nil
+}
+
+func passwordFromEnv(name string) (string, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return "", fmt.Errorf("password: environment variable %s is not set", name)
+	}
+	return v, nil
+}
+
+func passwordFromFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("password: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return strings.TrimSuffix(line, "\r"), nil
+}
+
+// resolvePasswords reads the users' password_file and password_env.
+func (c *Config) resolvePasswords() error {
+	for i := range c.Users {
+		u := &c.Users[i]
+		set := 0
+		for _, v := range []string{u.Password, u.PasswordFile, u.PasswordEnv} {
+			if v != "" {
+				set++
+			}
+		}
+		if set > 1 {
+			return fmt.Errorf("users[%d] (%s): set one of password, password_file and password_env", i, u.Name)
+		}
+		var err error
+		switch {
+		case u.PasswordFile != "":
+			u.Password, err = passwordFromFile(u.PasswordFile)
+		case u.PasswordEnv != "":
+			u.Password, err = passwordFromEnv(u.PasswordEnv)
+		}
+		if err != nil {
+			return fmt.Errorf("users[%d] (%s): %w", i, u.Name, err)
+		}
+	}
+	return nil
+}
+
+// LoosePasswords says why a config file that holds passwords in clear is
+// readable by others than its owner ("" when it is not): serve logs it.
+func LoosePasswords(path string, c Config) string {
+	inline := false
+	for _, u := range c.Users {
+		inline = inline || u.Password != "" && u.PasswordFile == "" && u.PasswordEnv == ""
+	}
+	fi, err := os.Stat(path)
+	if !inline || err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s holds passwords and is readable by others (mode %#o): chmod 600 it, or give users password_file or password_env", path, fi.Mode().Perm())
 }
 
 // ByteSize is a size in bytes, written as 1024, "64MB", "16KiB" or "1G".

@@ -161,3 +161,40 @@ func TestPluginDefaults(t *testing.T) {
 		t.Fatalf("none: %v", got)
 	}
 }
+
+// A password can be kept off the command line: in a file (its first
+// line) or an environment variable; "@@" escapes a leading "@".
+func TestResolvePassword(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("from-file\nsecond line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TP_TEST_PW", "from-env")
+	for spec, want := range map[string]string{
+		"plain": "plain", "@" + file: "from-file", "@env:TP_TEST_PW": "from-env", "@@lead": "@lead", "": "",
+	} {
+		if got, err := ResolvePassword(spec); err != nil || got != want {
+			t.Errorf("ResolvePassword(%q) = %q, %v; want %q", spec, got, err, want)
+		}
+	}
+	for _, bad := range []string{"@env:TP_TEST_UNSET_PW", "@/no/such/file"} {
+		if _, err := ResolvePassword(bad); err == nil {
+			t.Errorf("ResolvePassword(%q): no error", bad)
+		}
+	}
+	u, err := ParseUser("app:@env:TP_TEST_PW", false)
+	if err != nil || u.Password != "from-env" {
+		t.Fatalf("ParseUser: %+v, %v", u, err)
+	}
+	cfg := Default()
+	if err := Parse([]byte("users:\n  - name: a\n    password_file: "+file+"\n  - name: b\n    password_env: TP_TEST_PW\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.resolvePasswords(); err != nil || cfg.Users[0].Password != "from-file" || cfg.Users[1].Password != "from-env" {
+		t.Fatalf("password_file, password_env: %+v, %v", cfg.Users, err)
+	}
+	cfg.Users[0].PasswordEnv = "TP_TEST_PW"
+	if err := cfg.resolvePasswords(); err == nil {
+		t.Fatal("a user with two password sources was accepted")
+	}
+}

@@ -40,6 +40,7 @@ func binary(t *testing.T) string {
 type invocation struct {
 	where string
 	args  []string
+	env   map[string]string // the environment the example gives it
 }
 
 // check runs check-config with inv's arguments (serve's become
@@ -55,6 +56,10 @@ func check(t *testing.T, bin string, inv invocation) {
 		t.Fatalf("%s: runs %q, not serve or check-config", inv.where, inv.args[0])
 	}
 	cmd := exec.Command(bin, append([]string{"check-config"}, inv.args[1:]...)...)
+	cmd.Env = os.Environ()
+	for k, v := range inv.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "the configuration is valid") {
 		t.Errorf("%s: tableproxy check-config %s: %v\n%s", inv.where, strings.Join(inv.args[1:], " "), err, out)
@@ -62,9 +67,24 @@ func check(t *testing.T, bin string, inv invocation) {
 }
 
 // The systemd unit's ExecStartPre and ExecStart lines, with the config
-// beside the unit in place of /etc/tableproxy.
+// beside the unit, and the password files it names, in a directory in
+// place of /etc/tableproxy.
 func TestSystemdUnit(t *testing.T) {
 	bin := binary(t)
+	etc := t.TempDir()
+	conf, err := os.ReadFile("systemd/tableproxy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf = []byte(strings.ReplaceAll(string(conf), "/etc/tableproxy/", etc+"/"))
+	if err := os.WriteFile(filepath.Join(etc, "tableproxy.yaml"), conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`password_file: (\S+)`).FindAllStringSubmatch(string(conf), -1) {
+		if err := os.WriteFile(m[1], []byte("example-password\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f, err := os.Open("systemd/tableproxy.service")
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +103,7 @@ func TestSystemdUnit(t *testing.T) {
 		}
 		args := fields[1:]
 		for i, a := range args {
-			args[i] = strings.ReplaceAll(a, "/etc/tableproxy/", "systemd/")
+			args[i] = strings.ReplaceAll(a, "/etc/tableproxy/", etc+"/")
 		}
 		check(t, bin, invocation{where: "systemd/tableproxy.service:" + strconv.Itoa(line), args: args})
 		n++
@@ -200,7 +220,7 @@ func TestKubernetesManifests(t *testing.T) {
 					if len(args) == 0 || filepath.Base(args[0]) != "tableproxy" {
 						t.Fatalf("%s: the container does not run tableproxy: %q", where, args)
 					}
-					check(t, bin, invocation{where: where, args: args[1:]})
+					check(t, bin, invocation{where: where, args: args[1:], env: env})
 					n++
 				}
 			}

@@ -20,7 +20,7 @@ import (
 // configuration is not (each problem named by its field, as serve names
 // it), 2 the command line is wrong.
 func checkConfig(args []string) error {
-	cfg, _, _, err := serveConfig("check-config", args)
+	cfg, _, _, _, err := serveConfig("check-config", args)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}

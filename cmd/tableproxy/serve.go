@@ -58,7 +58,7 @@ var errUsage = errors.New("usage")
 // --check (check and exit); deprecated lists the plugins whose deprecated
 // binlog_user option was used. A bad flag is an errUsage; help asked for
 // is flag.ErrHelp.
-func serveConfig(name string, args []string) (cfg configs.Config, check bool, deprecated []string, err error) {
+func serveConfig(name string, args []string) (cfg configs.Config, check bool, deprecated []string, loose string, err error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	configPath := fs.String("config", "", "YAML config file (flags override it)")
 	checkOnly := fs.Bool("check", false, "check the configuration and the flags, then exit (as tableproxy check-config)")
@@ -66,7 +66,8 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 	listenSocket := fs.String("listen-socket", "", "Unix socket path for local clients as well (none by default)")
 	backend := fs.String("backend", "", "backend MySQL/MariaDB host:port")
 	dataDir := fs.String("data-dir", "", "directory for the proxy's durable state (default ./data)")
-	metricsListen := fs.String("metrics-listen", "", "address for /metrics and /debug/pprof (off when empty)")
+	metricsListen := fs.String("metrics-listen", "", "address for /metrics (off when empty)")
+	pprofListen := fs.String("pprof-listen", "", "address for Go's profiles, /debug/pprof/ (off when empty; keep it on loopback)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error")
 	memoryLimit := fs.String("memory-limit", "", "process-wide memory the proxy keeps within, e.g. 1GB (the default)")
 	nodeID := fs.String("node-id", "", "this proxy's id in its cluster (default: generated, kept in the data dir)")
@@ -81,18 +82,21 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 	fs.Var(userList{admin: true, users: &flagUsers}, "admin-user", "name:password of an admin user (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return cfg, false, nil, err
+			return cfg, false, nil, loose, err
 		}
-		return cfg, false, nil, fmt.Errorf("%w: %w", errUsage, err)
+		return cfg, false, nil, loose, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return cfg, false, nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+		return cfg, false, nil, loose, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 
 	cfg = configs.Default()
 	if *configPath != "" {
-		if cfg, err = configs.Load(*configPath); err != nil {
-			return cfg, *checkOnly, nil, err
+		if cfg, err = configs.Load(*configPath); err == nil {
+			loose = configs.LoosePasswords(*configPath, cfg)
+		}
+		if err != nil {
+			return cfg, *checkOnly, nil, loose, err
 		}
 	}
 	var flagErr error
@@ -108,6 +112,8 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 			cfg.DataDir = *dataDir
 		case "metrics-listen":
 			cfg.MetricsListen = *metricsListen
+		case "pprof-listen":
+			cfg.PprofListen = *pprofListen
 		case "log-level":
 			cfg.Log.Level = *logLevel
 		case "memory-limit":
@@ -131,7 +137,7 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 		}
 	})
 	if flagErr != nil {
-		return cfg, false, nil, flagErr
+		return cfg, false, nil, loose, flagErr
 	}
 	cfg.Users = mergeUsers(cfg.Users, flagUsers)
 	switch {
@@ -142,16 +148,16 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 	}
 	deprecated = cfg.ResolveBinlogUser()
 	if err := cfg.Validate(); err != nil {
-		return cfg, *checkOnly, deprecated, err
+		return cfg, *checkOnly, deprecated, loose, err
 	}
 	if err := checkCluster(cfg); err != nil {
-		return cfg, *checkOnly, deprecated, err
+		return cfg, *checkOnly, deprecated, loose, err
 	}
-	return cfg, *checkOnly, deprecated, nil
+	return cfg, *checkOnly, deprecated, loose, nil
 }
 
 func serve(args []string) error {
-	cfg, check, deprecated, err := serveConfig("serve", args)
+	cfg, check, deprecated, loose, err := serveConfig("serve", args)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -164,6 +170,9 @@ func serve(args []string) error {
 
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
+	if loose != "" {
+		log.Warn("config: " + loose)
+	}
 	if len(deprecated) > 0 {
 		log.Warn("the plugin option binlog_user is deprecated: set binlog_user at the top level (or --binlog-user)",
 			"plugins", strings.Join(deprecated, ","), "binlog_user", cfg.BinlogUser)
@@ -211,6 +220,13 @@ func serve(args []string) error {
 	// listeners (and the socket file) open behind a returned error.
 	if cfg.MetricsListen != "" {
 		stop, err := serveMetrics(cfg.MetricsListen, reg, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if cfg.PprofListen != "" {
+		stop, err := servePprof(cfg.PprofListen, log)
 		if err != nil {
 			return err
 		}
@@ -447,19 +463,37 @@ func newLogger(c configs.Log) *slog.Logger {
 func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	return serveHTTP("metrics_listen", addr, mux, log)
+}
+
+// servePprof serves Go's profiles, on a listener of their own (an operator
+// asks for it, on loopback by default). Never the command line
+// (/debug/pprof/cmdline): it may hold passwords.
+func servePprof(addr string, log *slog.Logger) (func(), error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/debug/pprof/cmdline") {
+			http.NotFound(w, r)
+			return
+		}
+		pprof.Index(w, r)
+	})
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return serveHTTP("pprof_listen", addr, mux, log)
+}
+
+// serveHTTP serves mux on addr until the returned stop is called.
+func serveHTTP(option, addr string, mux *http.ServeMux, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics_listen: %w", err)
+		return nil, fmt.Errorf("%s: %w", option, err)
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
+			log.Error("http server", "option", option, "err", err)
 		}
 	}()
 	return func() { _ = hs.Close() }, nil
