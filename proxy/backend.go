@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -89,6 +90,16 @@ type backendConn struct {
 	charset   connCharset // what the backend chose for the handshake's collation
 	idleSince time.Time
 	logins    uint64 // Logins' count when it was opened
+	// roles: the backend has roles (MariaDB, MySQL 8); role is the
+	// CURRENT_ROLE() the login gave the connection (the account's default
+	// role), which a session's SET ROLE changes and a reset keeps
+	// (MariaDB 10.11), so pooling restores it.
+	roles bool
+	role  sql.NullString
+	// charsetDrift: a reset leaves this connection another character set
+	// than its login's (see restoreOpened), so each reset is followed by a
+	// restore.
+	charsetDrift bool
 	// watched reports, once per pooling, whether the pool's watcher found
 	// the connection closed by the backend (see watchPooled).
 	watched chan bool
@@ -141,7 +152,7 @@ func (bp *backendPool) get(ctx context.Context, params *backendParams) (*backend
 			bc.Conn.Close()
 			continue
 		}
-		timedOut, err := bp.ping(bc)
+		timedOut, err := bp.freshen(bc)
 		if err == nil {
 			return bc, nil
 		}
@@ -155,15 +166,27 @@ func (bp *backendPool) get(ctx context.Context, params *backendParams) (*backend
 	return bp.dial(ctx, params, key)
 }
 
-// ping checks that a pooled connection still answers, within the connect
+// freshen makes a pooled connection, as it is handed out, what a fresh
+// login would be now: COM_RESET_CONNECTION gives its session variables
+// the global values in force now (a reset when it was pooled gave it those
+// of then), and is the check that it still answers, within the connect
 // timeout: a backend that keeps its connections but never answers
 // (stopped, or its host hung) must not hold a new session, nor the
 // shutdown that waits for the session, for ever. timedOut says the
 // deadline passed (go-mysql's error keeps only the words of the cause).
-func (bp *backendPool) ping(bc *backendConn) (timedOut bool, err error) {
+// The role and database were restored when it was pooled.
+func (bp *backendPool) freshen(bc *backendConn) (timedOut bool, err error) {
 	deadline := time.Now().Add(bp.cfg.ConnectTimeout)
 	_ = bc.Conn.Conn.SetDeadline(deadline)
-	err = bc.Ping()
+	err = resetConnection(bc)
+	if err == nil && bc.charsetDrift {
+		err = restoreOpened(bc)
+	}
+	if err == nil && bc.key.caps&mysql.CLIENT_INTERACTIVE != 0 {
+		// The reset gives wait_timeout the global wait_timeout; a login
+		// with CLIENT_INTERACTIVE has interactive_timeout there.
+		_, err = bc.Execute("SET @@session.wait_timeout = @@global.interactive_timeout")
+	}
 	_ = bc.Conn.Conn.SetDeadline(time.Time{})
 	return err != nil && !time.Now().Before(deadline), err
 }
@@ -212,8 +235,8 @@ func (bp *backendPool) dial(ctx context.Context, params *backendParams, key pool
 			_ = tc.SetNoDelay(true)
 		}
 		c = newRawSocket(c)
-		if params.extCaps != 0 && bp.cfg.TLS == nil {
-			return &extCapsConn{Conn: c, want: params.extCaps}, nil
+		if add := params.caps & mysql.CLIENT_INTERACTIVE; (params.extCaps != 0 || add != 0) && bp.cfg.TLS == nil {
+			return &extCapsConn{Conn: c, want: params.extCaps, add: add}, nil
 		}
 		return c, nil
 	}
@@ -250,12 +273,14 @@ func (bp *backendPool) dial(ctx context.Context, params *backendParams, key pool
 		}
 		return nil, &backendDownError{addr: bp.cfg.Addr, err: err}
 	}
-	bc := &backendConn{Conn: c, key: key, threadID: c.GetConnectionID(), maxPacket: 64 << 20, logins: logins, watched: make(chan bool, 1)}
-	if r, err := c.Execute("SELECT @@max_allowed_packet, " + charsetVars); err == nil {
+	bc := &backendConn{Conn: c, key: key, threadID: c.GetConnectionID(), maxPacket: 64 << 20, logins: logins, watched: make(chan bool, 1),
+		roles: hasRoles(c.GetServerVersion())}
+	if r, err := c.Execute("SELECT @@max_allowed_packet, " + charsetVars + bc.roleColumn()); err == nil {
 		if v, err := r.GetInt(0, 0); err == nil && v > 0 {
 			bc.maxPacket = int(v)
 		}
 		bc.charset = readCharset(r, 1)
+		bc.role = readRole(r, 5, bc.roles)
 	} else {
 		c.Close()
 		return nil, &backendDownError{addr: bp.cfg.Addr, err: err}
@@ -359,7 +384,7 @@ func (bp *backendPool) drop(bc *backendConn) bool {
 // clients send) and fell back to its defaults, it restores a stale one
 // instead. The check is part of pooling, not of a session's start.
 func restoreOpened(bc *backendConn) error {
-	r, err := bc.Execute("SELECT DATABASE(), " + charsetVars)
+	r, err := bc.Execute("SELECT DATABASE(), " + charsetVars + bc.roleColumn())
 	if err != nil {
 		return err
 	}
@@ -368,9 +393,17 @@ func restoreOpened(bc *backendConn) error {
 	if db != bc.key.db {
 		return fmt.Errorf("reset left database %q, want %q", db, bc.key.db)
 	}
+	if role := readRole(r, 5, bc.roles); role != bc.role {
+		// A session's SET ROLE outlives the reset: the next session gets
+		// the role a login gives, as a direct client would.
+		if _, err := bc.Execute(setRoleStatement(bc.role, bc.GetServerVersion())); err != nil {
+			return err
+		}
+	}
 	if cs == bc.charset {
 		return nil
 	}
+	bc.charsetDrift = true
 	if _, err := bc.Execute(bc.charset.restoreStatement()); err != nil {
 		return err
 	}
@@ -383,6 +416,54 @@ func restoreOpened(bc *backendConn) error {
 		return fmt.Errorf("character set %+v after restoring %+v", cs, bc.charset)
 	}
 	return nil
+}
+
+// hasRoles says whether a server of this version has roles (and
+// CURRENT_ROLE()): MariaDB, and MySQL from 8.0.
+func hasRoles(version string) bool {
+	if strings.Contains(version, "MariaDB") {
+		return true
+	}
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 8
+}
+
+// roleColumn is the select-list item that reads the current role, if the
+// backend has roles.
+func (bc *backendConn) roleColumn() string {
+	if !bc.roles {
+		return ""
+	}
+	return ", CURRENT_ROLE()"
+}
+
+// readRole reads the role column at col (NULL or NONE: no role).
+func readRole(r *mysql.Result, col int, roles bool) sql.NullString {
+	if !roles {
+		return sql.NullString{}
+	}
+	if null, _ := r.IsNull(0, col); null {
+		return sql.NullString{}
+	}
+	s, _ := r.GetString(0, col)
+	if s == "NONE" {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: strings.Clone(s), Valid: true}
+}
+
+// setRoleStatement gives a connection back the role role (none when not
+// Valid). MariaDB names one role; MySQL's CURRENT_ROLE() lists the active
+// ones as `r`@`h`, and SET ROLE DEFAULT restores what a login activates.
+func setRoleStatement(role sql.NullString, version string) string {
+	switch {
+	case !strings.Contains(version, "MariaDB"):
+		return "SET ROLE DEFAULT"
+	case !role.Valid:
+		return "SET ROLE NONE"
+	}
+	return "SET ROLE " + mysqlwire.QuoteIdent(role.String)
 }
 
 // charsetVars are the variables that make up a connection's character set.

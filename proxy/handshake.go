@@ -36,9 +36,11 @@ const serverCaps uint32 = mysql.CLIENT_LONG_PASSWORD | mysql.CLIENT_FOUND_ROWS |
 
 // mirroredCaps are the negotiated client capabilities that change what the
 // backend does, so the backend connection is opened with the same ones.
+// (CLIENT_INTERACTIVE: the session's wait_timeout is interactive_timeout,
+// as the mariadb client and a shell expect.)
 const mirroredCaps uint32 = mysql.CLIENT_FOUND_ROWS | mysql.CLIENT_IGNORE_SPACE |
 	mysql.CLIENT_MULTI_STATEMENTS | mysql.CLIENT_MULTI_RESULTS | mysql.CLIENT_PS_MULTI_RESULTS |
-	mysql.CLIENT_LOCAL_FILES
+	mysql.CLIENT_LOCAL_FILES | mysql.CLIENT_INTERACTIVE
 
 const sslRequestLen = 32
 

@@ -74,14 +74,17 @@ func clientExtCaps(p []byte) uint32 {
 	return binary.LittleEndian.Uint32(p[extCapsOffset:])
 }
 
-// extCapsConn asks a MariaDB backend for extended capabilities that
-// go-mysql's client does not know about: it rewrites the handshake response
-// on its way out (clearing CLIENT_MYSQL and filling in the extended flags).
-// It sees only plain TCP, so a TLS backend connection goes without them (and
-// the proxy then does not offer them to clients either).
+// extCapsConn asks the backend for capabilities that go-mysql's client
+// does not send: a MariaDB backend's extended capabilities (want: it
+// clears CLIENT_MYSQL and fills in the extended flags), and client flags
+// it leaves out (add: CLIENT_INTERACTIVE). It rewrites the handshake
+// response on its way out, so it sees only plain TCP: a TLS backend
+// connection goes without them (and the proxy then does not offer the
+// extended ones to clients either).
 type extCapsConn struct {
 	net.Conn
 	want uint32
+	add  uint32
 	once sync.Once
 }
 
@@ -91,9 +94,12 @@ func (c *extCapsConn) Write(b []byte) (int, error) {
 		// sequence number 1, then the payload.
 		if len(b) >= mysqlwire.HeaderLen+extCapsOffset+4 && b[3] == 1 {
 			p := b[mysqlwire.HeaderLen:]
-			caps := binary.LittleEndian.Uint32(p) &^ clientMySQL
+			caps := binary.LittleEndian.Uint32(p) | c.add
+			if c.want != 0 {
+				caps &^= clientMySQL
+				binary.LittleEndian.PutUint32(p[extCapsOffset:], c.want)
+			}
 			binary.LittleEndian.PutUint32(p, caps)
-			binary.LittleEndian.PutUint32(p[extCapsOffset:], c.want)
 		}
 	})
 	return c.Conn.Write(b)
