@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -164,5 +166,71 @@ func TestMalformedExecuteGetsBackendsError(t *testing.T) {
 			}
 			return memoryHits(t, admin, table) > before, nil
 		})
+	}
+}
+
+// TestStatusTablesShowWhatTheBackendShows: a user sees in
+// tableproxy.cached_tables the cached tables information_schema.TABLES
+// shows them directly (a grant on the table, or through the role the
+// session set), and cluster_members' addresses only as an admin.
+func TestStatusTablesShowWhatTheBackendShows(t *testing.T) {
+	e, users := newFidelityEnv(t, "limited")
+	limited := users["limited"]
+	db := "`" + e.db + "`"
+	e.backend.Exec(t, "CREATE TABLE "+db+".pub (id INT PRIMARY KEY)", "CREATE TABLE "+db+".secret (id INT PRIMARY KEY)",
+		"CREATE TABLE "+db+".byrole (id INT PRIMARY KEY)")
+	role := limited.name + "_r"
+	e.backend.Exec(t, "CREATE ROLE "+role, "GRANT SELECT ON "+db+".byrole TO "+role)
+	t.Cleanup(func() { e.backend.Exec(t, "DROP ROLE IF EXISTS "+role) })
+	grantEverywhere(t, e.backend, "GRANT SELECT ON "+db+".pub TO %s", limited.name)
+	grantEverywhere(t, e.backend, "GRANT "+role+" TO %s", limited.name)
+	cacheTables(t, e, map[string]int64{"pub": 0, "secret": 0, "byrole": 0})
+	p := newPair(t, e, limited)
+	const direct = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_NAME IN ('pub', 'secret', 'byrole') AND TABLE_SCHEMA = '%s' ORDER BY TABLE_NAME"
+	const proxied = "SELECT table_name FROM tableproxy.cached_tables WHERE schema_name = '%s' ORDER BY table_name"
+	names := func(c *sql.Conn, q string) string {
+		rows, err := c.QueryContext(context.Background(), fmt.Sprintf(q, e.db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, n)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, setRole := range []string{"", "SET ROLE " + role} {
+		if setRole != "" {
+			for _, c := range []*sql.Conn{p.proxy, p.direct} {
+				if _, err := c.ExecContext(context.Background(), setRole); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		want, got := names(p.direct, direct), names(p.proxy, proxied)
+		if got != want {
+			t.Errorf("%q: cached_tables lists %q, information_schema.TABLES %q", setRole, got, want)
+		}
+		t.Logf("%q: %s", setRole, want)
+	}
+	var addr sql.NullString
+	if err := p.proxy.QueryRowContext(context.Background(), "SELECT address FROM tableproxy.cluster_members LIMIT 1").Scan(&addr); err != nil {
+		t.Fatal(err)
+	}
+	if addr.Valid {
+		t.Errorf("a user who is not an admin sees the cluster address %s", addr.String)
+	}
+	admin := e.open(t, e.admin)
+	var n int
+	if err := admin.QueryRow("SELECT COUNT(*) FROM tableproxy.cached_tables WHERE schema_name = '" + e.db + "' AND table_name IN ('pub', 'secret', 'byrole')").Scan(&n); err != nil || n != 3 {
+		t.Errorf("the admin sees %d of the 3 cached tables (%v)", n, err)
+	}
+	if err := admin.QueryRow("SELECT address FROM tableproxy.cluster_members LIMIT 1").Scan(&addr); err != nil || !addr.Valid {
+		t.Errorf("the admin does not see the cluster address: %v", err)
 	}
 }

@@ -170,6 +170,7 @@ func serve(args []string) error {
 
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
+	surviveHangup(log)
 	if loose != "" {
 		log.Warn("config: " + loose)
 	}
@@ -349,17 +350,18 @@ func chainFactories(node *clusterNode, binlogUser string, built *builtPlugins) p
 // that are on.
 func virtualSchema(node *clusterNode, built builtPlugins) *vschema.Schema {
 	vs := vschema.New()
-	vs.Add("cluster_members", cluster.NewMembersTable(node.node))
+	// Each user sees what the backend would show them (vschema.Visibility).
+	vs.AddVisible("cluster_members", cluster.NewMembersTable(node.node), vschema.Visibility{Admin: []string{"address"}})
 	if cp := built.cache; cp != nil {
-		vs.Add("cached_tables", cp.CachedTables())
+		vs.AddVisible("cached_tables", cp.CachedTables(), vschema.Visibility{Schema: "schema_name", Table: "table_name"})
 		vs.AddSession("last_statement", cp.LastStatement())
 	}
 	if dp := built.ddl; dp != nil {
-		vs.Add("ddl_jobs", dp.JobsTable())
+		vs.AddVisible("ddl_jobs", dp.JobsTable(), vschema.Visibility{Schema: "db_name", Table: "table_name", Process: []string{"blocked_by"}})
 	}
 	if gp := built.digest; gp != nil {
-		vs.Add("query_digests", gp.Digests())
-		vs.Add("cache_candidates", gp.Candidates())
+		vs.AddVisible("query_digests", gp.Digests(), vschema.Visibility{Owner: "user"})
+		vs.AddVisible("cache_candidates", gp.Candidates(), vschema.Visibility{Schema: "table_schema", Table: "table_name"})
 	}
 	return vs
 }
@@ -457,6 +459,19 @@ func newLogger(c configs.Log) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// surviveHangup keeps SIGHUP (a closed terminal, an operator's habit, a
+// stopped process's orphaned group) from ending the proxy: it is logged.
+// The configuration is read once, at start.
+func surviveHangup(log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			log.Warn("SIGHUP received and ignored: the configuration is read at start; restart the proxy to change it")
+		}
+	}()
 }
 
 // serveMetrics serves Prometheus metrics and pprof profiles.
