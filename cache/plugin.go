@@ -101,6 +101,7 @@ type Plugin struct {
 	binlog     *binlog.Follower
 	leases     Leases
 	privileges lease.Table // see privilegesID
+	limits     queryLimits // users with MAX_QUERIES_PER_HOUR (limits.go)
 	indirect   indirectWrites
 	swaps      swaps // an online ADD INDEX's RENAME, announced (swaps.go)
 	catalog    CatalogSource

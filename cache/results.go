@@ -71,6 +71,9 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 			return plugins.Continue, false
 		}
 	}
+	if p.queryLimited(st, si).Declined() {
+		return plugins.Continue, false
+	}
 	si.usesTables = true
 	tss, ok := p.resultTables(st, si, shape)
 	if !ok {

@@ -37,6 +37,11 @@ type sessionKey struct{}
 
 // sessionInfo is what the cache knows of a session's settings.
 type sessionInfo struct {
+	// limitUser's query limit is known (limitKnown): limited, its reads go
+	// to the backend (limits.go).
+	limitUser           string
+	limitKnown, limited bool
+
 	known    bool
 	charset  string // @@character_set_results ("" for NULL)
 	sqlMode  string
@@ -556,6 +561,9 @@ func (p *Plugin) planFor(st *plugins.Statement, si *sessionInfo, text string) (*
 func (p *Plugin) snapshotsFor(st *plugins.Statement, si *sessionInfo, pl *eval.Plan) ([2]*eval.Snapshot, eval.Why) {
 	var snaps [2]*eval.Snapshot
 	if why := si.blocked(st); why.Declined() {
+		return snaps, why
+	}
+	if why := p.queryLimited(st, si); why.Declined() {
 		return snaps, why
 	}
 	for _, id := range pl.Tables {

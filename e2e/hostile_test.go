@@ -234,3 +234,39 @@ func TestStatusTablesShowWhatTheBackendShows(t *testing.T) {
 		t.Errorf("the admin does not see the cluster address: %v", err)
 	}
 }
+
+// TestQueryLimitCountsReadsOfCachedTables: an account with
+// MAX_QUERIES_PER_HOUR gets error 1226 through the proxy, reading a cached
+// table, about when a direct session of an account with the same limit
+// does (the proxy's own questions on the session count too): its reads are
+// not answered from memory, where the backend would not count them.
+func TestQueryLimitCountsReadsOfCachedTables(t *testing.T) {
+	e, users := newFidelityEnv(t, "viaproxy", "direct")
+	db := "`" + e.db + "`"
+	e.backend.Exec(t, "CREATE TABLE "+db+".ql (id INT PRIMARY KEY)", "INSERT INTO "+db+".ql VALUES (1)")
+	for _, name := range []string{"viaproxy", "direct"} {
+		grantEverywhere(t, e.backend, "GRANT SELECT ON "+db+".ql TO %s", users[name].name)
+		grantEverywhere(t, e.backend, "ALTER USER %s WITH MAX_QUERIES_PER_HOUR 10", users[name].name)
+	}
+	cacheTables(t, e, map[string]int64{"ql": 1})
+	reads := func(addr string, a account) (ok int, last string) {
+		c, err := client.ConnectWithTimeout(addr, a.name, a.password, e.db, 5*time.Second)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer c.Close()
+		for i := 0; i < 30; i++ {
+			if _, err := c.Execute("SELECT id FROM ql WHERE id = 1"); err != nil {
+				return ok, err.Error()
+			}
+			ok++
+		}
+		return ok, ""
+	}
+	nd, ld := reads(e.backend.Addr, users["direct"])
+	np, lp := reads(e.proxy.addr, users["viaproxy"])
+	t.Logf("reads answered: directly %d (then %s), through the proxy %d (then %s)", nd, ld, np, lp)
+	if !strings.Contains(ld, "1226") || !strings.Contains(lp, "1226") || np > nd || np < nd-3 {
+		t.Errorf("reads before the limit: directly %d (%s), through the proxy %d (%s)", nd, ld, np, lp)
+	}
+}

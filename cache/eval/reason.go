@@ -50,6 +50,7 @@ const (
 	ArithmeticOverflow               // integer arithmetic overflows or is not covered
 	InexactAggregate                 // an aggregate's value could not be computed exactly
 	TextTooLong                      // the statement is longer than the longest text planned
+	QueryLimit                       // the account has a MAX_QUERIES_PER_HOUR limit
 	NumReasons
 )
 
@@ -97,6 +98,7 @@ var reasonLabels = [NumReasons]string{
 	ArithmeticOverflow:    "arithmetic_overflow",
 	InexactAggregate:      "inexact_aggregate",
 	TextTooLong:           "text_too_long",
+	QueryLimit:            "query_limit",
 }
 
 // String is the reason's label: snake_case, stable, a metric label value.
