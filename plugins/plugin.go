@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -121,6 +122,10 @@ type Statement struct {
 	// Dialect is the backend's flavor and version, which decide what its
 	// executable comments run (see Kind and Analysis).
 	Dialect sqllex.Dialect
+	// NoBackslashEscapes: the session's sql_mode has NO_BACKSLASH_ESCAPES,
+	// as the backend's last status said (a backslash in a string is a
+	// character, not an escape).
+	NoBackslashEscapes bool
 
 	// Params is the raw parameter block of a COM_STMT_EXECUTE (everything
 	// after the statement id), ParamCount how many parameters the
@@ -292,12 +297,36 @@ func (st *Statement) computeDigest() {
 	if st.digest != "" {
 		return
 	}
-	norm, d := parser.NormalizeDigest(st.SQL)
+	text := st.SQL
+	if st.NoBackslashEscapes && strings.IndexByte(text, '\\') >= 0 {
+		text = blankStrings(text)
+	}
+	norm, d := parser.NormalizeDigest(text)
 	st.normalized = norm
 	st.digest = d.String()
 	if st.memo != nil {
 		st.memo.normalized, st.memo.digest = st.normalized, st.digest
 	}
+}
+
+// blankStrings is sql with each string literal, as a server under
+// NO_BACKSLASH_ESCAPES reads it (a backslash is a character), made ”.
+// The digest normalizer reads backslashes as escapes: given 'a\' it would
+// read on past the string's end and keep what follows, the user's
+// literals among it, as text. Literals become '?' anyway.
+func blankStrings(sql string) string {
+	var b strings.Builder
+	last := 0
+	for _, t := range sqllex.Tokens(sql, false) {
+		if t.Kind != sqllex.String {
+			continue
+		}
+		b.WriteString(sql[last:t.Start])
+		b.WriteString("''")
+		last = t.End
+	}
+	b.WriteString(sql[last:])
+	return b.String()
 }
 
 // Source says who produced the answer to a statement.

@@ -377,3 +377,21 @@ func lookup(name string) (Factory, bool) {
 	f, ok := Builtins()[name]
 	return f, ok
 }
+
+// Under NO_BACKSLASH_ESCAPES a backslash ends no string: the digest text
+// of a statement whose string ends in one keeps none of the literals after
+// it, and equals the same statement's with other values.
+func TestDigestUnderNoBackslashEscapes(t *testing.T) {
+	st := &Statement{NoBackslashEscapes: true}
+	st.Reset(ComQuery, `SELECT * FROM t WHERE a = 'C:\' AND secret = 'hunter2'`)
+	st.NoBackslashEscapes = true
+	n, d := st.Normalized(), st.Digest()
+	if strings.Contains(n, "hunter2") || strings.Contains(n, "C:") {
+		t.Fatalf("digest text keeps a literal: %s", n)
+	}
+	st.Reset(ComQuery, `SELECT * FROM t WHERE a = 'x' AND secret = 'y'`)
+	st.NoBackslashEscapes = true
+	if st.Digest() != d {
+		t.Fatalf("digests differ: %s vs %s", n, st.Normalized())
+	}
+}

@@ -454,6 +454,7 @@ func (s *session) dispatch() (quit bool, err error) {
 			return false, s.relay(s.relayQueryResponse)
 		}
 		s.st.ResetMemo(plugins.ComStmtExecute, ps.sql, &ps.memo)
+		s.st.NoBackslashEscapes = s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0
 		s.st.DB = ps.db
 		s.exec = ps
 		ps.bindParams(p[5:])
@@ -536,6 +537,7 @@ func (s *session) handleStatement(cmd plugins.Command, text []byte) error {
 		sql = unsafe.String(unsafe.SliceData(text), len(text))
 	}
 	s.st.Reset(cmd, sql)
+	s.st.NoBackslashEscapes = s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0
 	return s.runStatement()
 }
 
