@@ -51,7 +51,7 @@ type leaveRequest struct {
 
 // post sends a JSON body to a member's API and decodes the answer into out.
 func (n *Node) post(ctx context.Context, addr, path string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.scheme()+addr+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

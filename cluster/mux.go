@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -113,11 +114,15 @@ func (s subListener) Addr() net.Addr { return s.m.ln.Addr() }
 type streamLayer struct {
 	subListener
 	advertise net.Addr
+	tls       *tls.Config // the members' mutual TLS, nil for plain TCP
 }
 
 func (s streamLayer) Addr() net.Addr { return s.advertise }
 
 func (s streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	if s.tls != nil {
+		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(addr), s.tls)
+	}
 	return net.DialTimeout("tcp", string(addr), timeout)
 }
 

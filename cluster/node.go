@@ -6,6 +6,7 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -59,6 +60,9 @@ type Config struct {
 	// CatalogChanged, if set, is called after an entry changed the
 	// catalog of cached tables, from the goroutine that applies the log.
 	CatalogChanged func()
+	// TLS, if set, makes every connection between members mutual TLS
+	// (tls.go); nil: plain TCP.
+	TLS *TLSConfigs
 }
 
 // Leases is the lease protocol on top of a node (lease.Raft, which the
@@ -151,6 +155,14 @@ type Node struct {
 	wg      sync.WaitGroup
 }
 
+// clientTLS is the client side of the members' TLS, nil for plain TCP.
+func clientTLS(c *TLSConfigs) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	return c.Client
+}
+
 // ErrNoLeader means the cluster has no reachable leader now (an election,
 // or this node lost its quorum).
 var ErrNoLeader = errors.New("cluster: no leader")
@@ -192,7 +204,7 @@ func Open(cfg Config) (*Node, error) {
 		cfg.ID = id
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), inc: randomUint64(), stop: make(chan struct{}),
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}},
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, TLSClientConfig: clientTLS(cfg.TLS)}},
 		dirty:  map[lease.TableID]bool{}, flushC: make(chan struct{}, 1), leaderC: make(chan struct{}),
 		binlogC: make(chan struct{}, 1)}
 	n.fsm = newFSM(nodeEvents{LogEvents: cfg.Leases, catalogChanged: cfg.CatalogChanged})
@@ -220,9 +232,12 @@ func (n *Node) start(dir string) error {
 		return fmt.Errorf("cluster: raft_listen: %w", err)
 	}
 	n.advertise = ln.Addr().String()
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS.Server)
+	}
 	n.mux = newMux(ln)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  streamLayer{subListener: subListener{m: n.mux, c: n.mux.raftC}, advertise: ln.Addr()},
+		Stream:  streamLayer{subListener: subListener{m: n.mux, c: n.mux.raftC}, advertise: ln.Addr(), tls: clientTLS(cfg.TLS)},
 		MaxPool: 4, Timeout: 2 * time.Second, Logger: hlog,
 		// One AppendEntries in flight per follower: hashicorp/raft's
 		// pipelined replication can deadlock when a follower rejects an

@@ -61,7 +61,21 @@ type Cluster struct {
 	// renewal it applied from a non-voter, before it removes that member
 	// (0: never). Voters are only ever removed by an admin.
 	RemoveDeadAfter time.Duration `yaml:"remove_dead_after"`
+	// TLS makes the members' connections mutual TLS (cluster/tls.go).
+	TLS ClusterTLS `yaml:"tls"`
 }
+
+// ClusterTLS is this node's certificate and key and the cluster's CA; or,
+// Insecure, plain TCP on an address others can reach.
+type ClusterTLS struct {
+	Cert     string `yaml:"cert"`
+	Key      string `yaml:"key"`
+	CA       string `yaml:"ca"`
+	Insecure bool   `yaml:"insecure"`
+}
+
+// On reports whether the members speak TLS.
+func (t ClusterTLS) On() bool { return t.Cert != "" }
 
 // Backend is the MySQL or MariaDB server behind the proxy.
 type Backend struct {
@@ -168,6 +182,23 @@ func Parse(data []byte, cfg *Config) error {
 	return nil
 }
 
+// loopbackOnly reports whether addr (host:port; empty: the default,
+// 127.0.0.1) can be reached from this host alone.
+func loopbackOnly(addr string) bool {
+	if addr == "" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // socketPath reads a backend address given as a local socket, "unix:/path"
 // or "/path"; ok is false for host:port.
 func socketPath(addr string) (path string, ok bool) {
@@ -218,6 +249,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Cluster.Lease < 0 || c.Cluster.LeaseMargin < 0 || (c.Cluster.Lease > 0 && c.Cluster.LeaseMargin >= c.Cluster.Lease) {
 		bad("cluster.lease_margin", "must be below cluster.lease, and neither negative")
+	}
+	switch tl := c.Cluster.TLS; {
+	case (tl.Cert != "") != (tl.Key != "") || (tl.Cert != "") != (tl.CA != ""):
+		bad("cluster.tls", "set cert, key and ca together")
+	case tl.On() && tl.Insecure:
+		bad("cluster.tls.insecure", "set with a certificate: choose one")
+	case !tl.On() && !tl.Insecure && !loopbackOnly(c.Cluster.RaftListen):
+		bad("cluster.tls", "raft_listen %q is reachable from other hosts: give the members certificates (cert, key, ca; see tableproxy cluster-certs), or set insecure: true to let anyone who reaches it join the cluster", c.Cluster.RaftListen)
 	}
 	if c.Cluster.RemoveDeadAfter < 0 {
 		bad("cluster.remove_dead_after", "must not be negative (0 never removes a member)")

@@ -46,6 +46,13 @@ func checkCluster(cfg configs.Config) error {
 // startCluster opens the Raft node and starts the lease manager on it.
 // Close stops both.
 func startCluster(cfg configs.Config, log *slog.Logger) (*clusterNode, error) {
+	var tlsConf *cluster.TLSConfigs
+	if t := cfg.Cluster.TLS; t.On() {
+		var err error
+		if tlsConf, err = cluster.LoadTLS(cluster.TLSFiles{Cert: t.Cert, Key: t.Key, CA: t.CA}); err != nil {
+			return nil, err
+		}
+	}
 	lc := leaseConfig(cfg)
 	lc.Logger = log
 	leases := lease.NewRaft(lc)
@@ -53,7 +60,7 @@ func startCluster(cfg configs.Config, log *slog.Logger) (*clusterNode, error) {
 	n, err := cluster.Open(cluster.Config{
 		ID: cfg.Cluster.NodeID, RaftListen: cfg.Cluster.RaftListen, DataDir: cfg.DataDir,
 		Join: cfg.Cluster.Join, NonVoter: cfg.Cluster.NonVoter, Logger: log,
-		DeadAfter: cfg.Cluster.RemoveDeadAfter, Leases: leases, CatalogChanged: cat.poke,
+		DeadAfter: cfg.Cluster.RemoveDeadAfter, Leases: leases, CatalogChanged: cat.poke, TLS: tlsConf,
 	})
 	if err != nil {
 		return nil, err

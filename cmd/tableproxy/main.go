@@ -24,6 +24,8 @@ func main() {
 		err = checkConfig(os.Args[2:])
 	case "ddl":
 		err = ddl(os.Args[2:])
+	case "cluster-certs":
+		err = clusterCerts(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("tableproxy", version)
 	case "help", "-h", "--help":
@@ -51,6 +53,9 @@ commands:
             check the configuration file and flags without starting:
             exit 0 valid, 1 invalid (each problem named), 2 bad command line
   ddl watch show the running DDL jobs with progress, rate and ETA (tableproxy ddl watch --help)
+  cluster-certs --dir DIR --nodes a,b,c
+            make a CA and a certificate per node for cluster.tls (mutual TLS
+            between the members); an existing CA in DIR is used again
   version   print the version
 `)
 }

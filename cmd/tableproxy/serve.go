@@ -74,6 +74,10 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 	raftListen := fs.String("raft-listen", "", "address for Raft and the cluster API, reachable by the other proxies")
 	join := fs.String("join", "", "host:port (raft-listen) of any member of the cluster to join")
 	nonVoter := fs.Bool("raft-nonvoter", false, "join as a non-voting member")
+	clusterCert := fs.String("cluster-cert", "", "this node's certificate for the members' mutual TLS (PEM; see tableproxy cluster-certs)")
+	clusterKey := fs.String("cluster-key", "", "its key (PEM)")
+	clusterCA := fs.String("cluster-ca", "", "the cluster's CA certificate (PEM)")
+	clusterInsecure := fs.Bool("cluster-insecure", false, "plain TCP between the members on a raft-listen address other hosts reach")
 	removeDeadAfter := fs.Duration("remove-dead-after", 0, "remove a non-voter silent this long (0: never; default 30s)")
 	binlogUser := fs.String("binlog-user", "", "user the proxy reads the backend's binary log as (default: binlog_user, or the first admin user)")
 	pluginList := fs.String("plugins", "", "plugins to run, in order, separated by commas (\"none\" for none); default: the plugins section, or "+strings.Join(configs.DefaultPlugins, ","))
@@ -130,6 +134,14 @@ func serveConfig(name string, args []string) (cfg configs.Config, check bool, de
 			cfg.Cluster.Join = *join
 		case "raft-nonvoter":
 			cfg.Cluster.NonVoter = *nonVoter
+		case "cluster-cert":
+			cfg.Cluster.TLS.Cert = *clusterCert
+		case "cluster-key":
+			cfg.Cluster.TLS.Key = *clusterKey
+		case "cluster-ca":
+			cfg.Cluster.TLS.CA = *clusterCA
+		case "cluster-insecure":
+			cfg.Cluster.TLS.Insecure = *clusterInsecure
 		case "remove-dead-after":
 			cfg.Cluster.RemoveDeadAfter = *removeDeadAfter
 		case "binlog-user":
