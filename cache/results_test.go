@@ -142,6 +142,7 @@ type fakeSession struct {
 	timeZone   string
 	autoNull   string
 	queries    int
+	limits     string // the account's resource limits, as SHOW CREATE USER ends
 }
 
 func (f *fakeSession) Query(q string) (*mysql.Result, error) {
@@ -150,6 +151,8 @@ func (f *fakeSession) Query(q string) (*mysql.Result, error) {
 	switch {
 	case q == settingsQuery:
 		row = []string{"utf8mb4", f.sqlMode, "utf8mb4", "utf8mb4", "1024", "SYSTEM", "UTC", "4"}
+	case q == "SHOW CREATE USER CURRENT_USER()":
+		row = []string{"CREATE USER `app`@`%` IDENTIFIED BY PASSWORD '*0'" + f.limits}
 	case q == results.SettingsQuery:
 		for range strings.Count(q, "@@") {
 			row = append(row, "x")
@@ -256,6 +259,24 @@ func (f *resultsFixture) run(t *testing.T, answer []string, between func()) (hit
 	f.p.OnResult(&f.st, out)
 	f.p.results.Store.Wait()
 	return hit, recorded, w
+}
+
+// An account with MAX_QUERIES_PER_HOUR is never answered from the result
+// cache (the backend would not count the read); one with a limit of 0 is.
+func TestResultCacheSkipsQueryLimitedAccounts(t *testing.T) {
+	f := newResultsFixture(t)
+	f.sess.limits = " WITH MAX_QUERIES_PER_HOUR 0 MAX_UPDATES_PER_HOUR 3"
+	want := []string{"EUR", "USD"}
+	f.run(t, want, nil)
+	if hit, _, _ := f.run(t, nil, nil); !hit {
+		t.Fatal("an account with no query limit was not answered from the result cache")
+	}
+	g := newResultsFixture(t)
+	g.sess.limits = " WITH MAX_QUERIES_PER_HOUR 10"
+	g.run(t, want, nil)
+	if hit, _, _ := g.run(t, want, nil); hit {
+		t.Fatal("an account with MAX_QUERIES_PER_HOUR 10 was answered from the result cache")
+	}
 }
 
 func TestResultCacheHitsAndGuards(t *testing.T) {
