@@ -111,3 +111,28 @@ func (p *Plugin) Shed() {
 		p.results.Store.Clear()
 	}
 }
+
+// A session's scratch buffers (the template of its statement, its literals
+// and arguments) grow to its largest statement; beyond these they are
+// let go once the statement is answered, so that a thousand idle sessions
+// do not each hold their largest statement, and the row contexts let go of
+// the statement's arguments and the table copy they read.
+const (
+	maxScratchBytes = 64 << 10
+	maxScratchItems = 4096
+)
+
+func (si *sessionInfo) trimScratch() {
+	// (Nor a table's copy, which a reload replaces.)
+	si.serve.run.Release()
+	si.serve.write.Release()
+	if cap(si.tmpl) > maxScratchBytes {
+		si.tmpl = nil
+	}
+	if cap(si.lits) > maxScratchItems {
+		si.lits = nil
+	}
+	if cap(si.args) > maxScratchItems {
+		si.args = nil
+	}
+}

@@ -682,8 +682,8 @@ func appendIDs(list []lease.TableID, ids ...lease.TableID) []lease.TableID {
 // analyze is the statement's analysis, remembered by statement shape: the
 // literals of a statement never change which tables it writes.
 func (p *Plugin) analyze(st *plugins.Statement) (plugins.Analysis, error) {
-	if st.Session == nil {
-		return st.Analysis()
+	if st.Session == nil || len(st.SQL) > p.maxPlannedText {
+		return st.Analysis() // (a long text's shape is not remembered: see memory.go)
 	}
 	var key planKey
 	if st.Command == plugins.ComStmtExecute {
@@ -773,6 +773,7 @@ func (p *Plugin) beginWrite(st *plugins.Statement, ids []lease.TableID) {
 func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 	if si, ok := st.Session.Get(sessionKey{}).(*sessionInfo); ok {
 		si.serve.answer = rowsAnswer{} // answered or not, it refers to a snapshot
+		si.trimScratch()
 		p.resultsAfter(si, st, out)
 		if si.pending != nil {
 			if out.Source == plugins.FromBackend && out.Err == nil {

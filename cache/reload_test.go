@@ -57,7 +57,7 @@ func TestReloadLetsTheReplacedCopyGo(t *testing.T) {
 	b := testdb.Get(t)
 	db := b.NewDatabase(t)
 	b.Exec(t, "CREATE TABLE `"+db+"`.rates (id INT PRIMARY KEY, code CHAR(3))", "INSERT INTO `"+db+"`.rates VALUES (1, 'EUR')")
-	p := &Plugin{log: slog.Default(), leases: newMemLeases(), backend: asAdmin{b}, colls: eval.NewCollations(),
+	p := &Plugin{log: slog.Default(), leases: newMemLeases(), backend: asAdmin{b}, colls: eval.NewCollations(), maxPlannedText: 64 << 10,
 		maxBytes: 1 << 20, opts: Options{LoadTimeout: plugins.Duration(10 * time.Second)}}
 	id := lease.TableID{Schema: db, Table: "rates"}
 	ts := &tableState{entry: Entry{Schema: db, Table: "rates"}, lease: p.leases.Table(id)}

@@ -71,7 +71,9 @@ func (p *Plugin) fromResults(st *plugins.Statement, si *sessionInfo, shape *resu
 			return plugins.Continue, false
 		}
 	}
-	if p.queryLimited(st, si).Declined() {
+	if p.queryLimited(st, si).Declined() || len(st.SQL) > p.maxPlannedText {
+		// (A text longer than max_planned_text would be the key of its
+		// answer: such statements are left to the backend; memory.go.)
 		return plugins.Continue, false
 	}
 	si.usesTables = true

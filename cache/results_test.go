@@ -197,7 +197,7 @@ func newResultsFixture(t *testing.T) *resultsFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Store.Close)
-	p := &Plugin{log: slog.Default(), leases: newMemLeases(),
+	p := &Plugin{log: slog.Default(), leases: newMemLeases(), maxPlannedText: 64 << 10,
 		held: map[uint32][]heldWrite{}, opts: Options{AcceptStaleRisk: true}, results: rc}
 	f := &resultsFixture{p: p, id: lease.TableID{Schema: "shop", Table: "rates"},
 		sess: &fakeSession{autocommit: "1", sqlMode: "STRICT_TRANS_TABLES", isolation: "REPEATABLE-READ", timeZone: "SYSTEM", autoNull: "0"}}

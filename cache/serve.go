@@ -408,7 +408,12 @@ func opensCursor(st *plugins.Statement) bool {
 // metadata, then the run and the answer.
 func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action, eval.Why) {
 	binaryProto := st.Command == plugins.ComStmtExecute
-	text, args := si.statementText(st, binaryProto)
+	text, args := st.SQL, []eval.Arg(nil)
+	if len(st.SQL) <= p.maxPlannedText {
+		// (A longer one is not planned: its template, an argument per
+		// literal, would only be garbage.)
+		text, args = si.statementText(st, binaryProto)
+	}
 	memo, text := p.planFor(st, si, text)
 	if memo == nil {
 		return plugins.Continue, eval.Because(eval.TableLoading, "a cached table it reads is still loading")

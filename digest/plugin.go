@@ -236,8 +236,13 @@ func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
 }
 
 // maxTemplates bounds the memo of digests by template; when full it
-// starts afresh (a few digests are then computed again).
-const maxTemplates = 10000
+// starts afresh (a few digests are then computed again). Templates longer
+// than maxTemplateLen are not kept: the memo's keys are what clients send,
+// and its memory is bounded by both (at most ~40 MB).
+const (
+	maxTemplates   = 10000
+	maxTemplateLen = 4096
+)
 
 // templateScratch is a session's buffers for statement templates.
 type templateScratch struct {
@@ -261,6 +266,9 @@ func (p *Plugin) digestOf(st *plugins.Statement) string {
 	if sc == nil {
 		sc = &templateScratch{}
 		st.Session.Set(scratchKey{}, sc)
+	}
+	if len(st.SQL) > maxTemplateLen {
+		return st.Digest()
 	}
 	tmpl, lits, ok := eval.TemplateOf(st.SQL, sc.tmpl, sc.lits)
 	sc.tmpl, sc.lits = tmpl, lits
@@ -287,12 +295,16 @@ func (p *Plugin) digestOf(st *plugins.Statement) string {
 // strings copied (the statement's point into the session's buffers), and
 // the tables it reads and writes.
 func (p *Plugin) newEntry(st *plugins.Statement, k Key) *Entry {
-	sample := st.SQL
+	sample, text := st.SQL, st.Normalized()
 	if len(sample) > maxSample {
 		sample = sample[:maxSample]
 	}
+	if len(text) > maxSample {
+		// (The normalized text holds no literal: cut anywhere.)
+		text = text[:maxSample] + "..."
+	}
 	e := &Entry{Key: Key{Digest: strings.Clone(k.Digest), Schema: strings.Clone(k.Schema), User: strings.Clone(k.User)},
-		Text: strings.Clone(st.Normalized()), Sample: strings.Clone(sample), Prepared: st.Command == plugins.ComStmtExecute}
+		Text: strings.Clone(text), Sample: strings.Clone(sample), Prepared: st.Command == plugins.ComStmtExecute}
 	a, err := st.Analysis() // (parsed once per new digest; the cache may have parsed it already)
 	if err != nil {
 		return e

@@ -426,6 +426,7 @@ func (s *session) run() (clean bool) {
 		if err := s.client.flush(); err != nil {
 			return true
 		}
+		s.cmd.shrink()
 		if quit || s.killed.Load() {
 			return !s.killed.Load()
 		}

@@ -22,12 +22,21 @@ type packetBuffer struct {
 	overflow bool
 }
 
-func (p *packetBuffer) reset(limit int) {
-	if cap(p.b) > 4<<20 {
-		// Do not keep a huge buffer alive for the life of a session after a
-		// one-off large packet.
+// maxKeptPacket is the largest buffer a session keeps between commands:
+// after a larger packet it lets the buffer go, so that many idle sessions
+// do not each hold the largest statement they sent.
+const maxKeptPacket = 64 << 10
+
+// shrink lets a buffer larger than maxKeptPacket go, once the command it
+// held has been answered.
+func (p *packetBuffer) shrink() {
+	if cap(p.b) > maxKeptPacket {
 		p.b = nil
 	}
+}
+
+func (p *packetBuffer) reset(limit int) {
+	p.shrink()
 	if p.b == nil {
 		p.b = make([]byte, mysqlwire.HeaderLen, 16<<10)
 	}
