@@ -41,9 +41,13 @@ func FuzzTemplateOf(f *testing.F) {
 		if !ok {
 			return
 		}
-		q := 0
+		// Markers outside quoted identifiers (`?` names a column).
+		q, quoted := 0, false
 		for _, c := range tmpl {
-			if c == '?' {
+			switch {
+			case c == '`':
+				quoted = !quoted
+			case c == '?' && !quoted:
 				q++
 			}
 		}
