@@ -3,6 +3,7 @@ package ddloffload
 import (
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -359,14 +360,14 @@ func (c *column) bytesLiteral(b []byte) (string, error) {
 	return fmt.Sprintf("CONVERT(X'%s' USING %s) COLLATE %s", hex.EncodeToString(b), c.Charset, c.Collation), nil
 }
 
+// numberRE is a number as the binary log's decoder prints an integer or a
+// DECIMAL: a sign, digits, a fraction. Anything else (say "1--", which
+// would start a comment in the job's SQL) is refused.
+var numberRE = regexp.MustCompile(`^[+-]?[0-9]+(\.[0-9]+)?$`)
+
 func numeric(b []byte) (string, error) {
-	for _, ch := range b {
-		if !(ch >= '0' && ch <= '9' || ch == '-' || ch == '+' || ch == '.') {
-			return "", fmt.Errorf("not a number: %q", b)
-		}
-	}
-	if len(b) == 0 {
-		return "", fmt.Errorf("empty number")
+	if !numberRE.Match(b) {
+		return "", fmt.Errorf("not a number: %q", b)
 	}
 	return string(b), nil
 }
