@@ -253,7 +253,11 @@ func envInt(t *testing.T, name string, def int64) int64 {
 // (a request's number in it) replays that request alone.
 func TestEffectsGenerated(t *testing.T) {
 	seed := envInt(t, "TABLEPROXY_EFFECTS_SEED", time.Now().UnixNano())
-	seconds := envInt(t, "TABLEPROXY_EFFECTS_SECONDS", 60)
+	def := int64(60)
+	if proxyRaces() {
+		def = 15 // (the same generator, slower: the race run is for races)
+	}
+	seconds := envInt(t, "TABLEPROXY_EFFECTS_SECONDS", def)
 	only := envInt(t, "TABLEPROXY_EFFECTS_REQUEST", -1)
 	t.Logf("seed %d (TABLEPROXY_EFFECTS_SEED=%d replays this run)", seed, seed)
 	var pieces []effectForm

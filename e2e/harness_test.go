@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"database/sql"
+	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"io"
@@ -403,4 +404,20 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// proxyRaces reports whether the proxy under test was built with -race
+// (the race detector multiplies its memory and slows it several times:
+// tests of resident memory, and long generated runs, are cut short).
+func proxyRaces() bool {
+	info, err := buildinfo.ReadFile(proxyBin)
+	if err != nil {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" && s.Value == "true" {
+			return true
+		}
+	}
+	return false
 }

@@ -213,7 +213,9 @@ func (ac *accounting) statement(text string, toks []sqllex.Token, s sqllex.Stmt,
 // parsed adds a statement that TiDB's parser should read (sql), for the
 // statement as written (orig).
 func (ac *accounting) parsed(sql, orig string) {
-	stmts, err := safeParse(sql)
+	pd := Parse(sql)
+	defer pd.Release() // (the tree is the parser's until then; what the account keeps is copied)
+	stmts, err := pd.Stmts, pd.Err
 	if err != nil || len(stmts) != 1 {
 		ac.unparsed(orig)
 		return
@@ -359,7 +361,9 @@ func (ac *accounting) expression(expr string) {
 	if strings.TrimSpace(expr) == "" {
 		return
 	}
-	stmts, err := safeParse("SELECT " + expr)
+	pd := Parse("SELECT " + expr)
+	defer pd.Release()
+	stmts, err := pd.Stmts, pd.Err
 	if err != nil || len(stmts) != 1 {
 		ac.unknown(WhyUnparsed)
 		return
@@ -382,11 +386,13 @@ func (ac *accounting) setStatement(text string, toks []sqllex.Token, esc bool, d
 		case toks[i].IsPunct(text, ")"):
 			paren--
 		case paren == 0 && toks[i].Is(text, "FOR"):
-			if stmts, err := safeParse("SET " + text[toks[2].Start:toks[i].Start]); err != nil || len(stmts) != 1 {
+			pd := Parse("SET " + text[toks[2].Start:toks[i].Start])
+			if pd.Err != nil || len(pd.Stmts) != 1 {
 				ac.unknown(WhyUnparsed)
-			} else if CallsUserFunction(stmts[0]) {
+			} else if CallsUserFunction(pd.Stmts[0]) {
 				ac.unknown(WhyUserFunction)
 			}
+			pd.Release()
 			if i+1 < len(toks) {
 				ac.text(text[toks[i+1].Start:toks[len(toks)-1].End], esc, depth+1)
 			}
@@ -678,16 +684,6 @@ func unquote(lit string, esc bool) (string, bool) {
 		}
 	}
 	return b.String(), true
-}
-
-// safeParse parses sql with a parser of the pool; a panic of the parser
-// (its value driver refuses some literals MariaDB accepts) is a parse error.
-func safeParse(sql string) (stmts []ast.StmtNode, err error) {
-	pd := Parse(sql)
-	// The account keeps no node past this call: what it keeps is copied
-	// out (TableOf), so the parser goes back at once.
-	defer pd.Release()
-	return pd.Stmts, pd.Err
 }
 
 // preparedTexts are a session's SQL-level prepared statements (PREPARE

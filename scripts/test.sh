@@ -17,7 +17,9 @@ mkdir -p "$RUN_DIR"
 RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 
 # Per test binary; go test panics with the stuck goroutines when it is hit.
+# The end-to-end suite against the -race proxy runs some times slower.
 GO_TEST_TIMEOUT=15m
+GO_TEST_TIMEOUT_RACE_E2E=22m
 RACE_PACKAGES=(./proxy/... ./plugins/... ./lease/... ./cluster/... ./cache/... ./ddloffload/... ./digest/...)
 
 log() { printf 'test.sh: %s\n' "$*" >&2; }
@@ -168,7 +170,7 @@ else
 	# binary; run them again against a race-detecting build of it.
 	step "go build -race" go build -race -o bin/tableproxy-race ./cmd/tableproxy
 	step "e2e against the -race proxy" env TABLEPROXY_BIN="$ROOT/bin/tableproxy-race" \
-		go test -count=1 -timeout "$GO_TEST_TIMEOUT" ./e2e/
+		go test -count=1 -timeout "$GO_TEST_TIMEOUT_RACE_E2E" ./e2e/
 fi
 if [[ "${TABLEPROXY_SKIP_BENCH:-}" == 1 ]]; then
 	skip "sysbench smoke test" "TABLEPROXY_SKIP_BENCH=1"
