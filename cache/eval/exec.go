@@ -833,8 +833,8 @@ func AppendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR, mysql.MYSQL_TYPE_INT24,
 		mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
 		n, ok := parseNum(v)
-		if !ok {
-			return b, false
+		if !ok || !fitsInt(n, f) {
+			return b, false // not an integer of the column's type: never wrapped
 		}
 		u := n.mag
 		if n.neg {
@@ -849,7 +849,12 @@ func AppendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
 			return binary.LittleEndian.AppendUint64(b, u), true
 		}
 		return binary.LittleEndian.AppendUint32(b, uint32(u)), true
-	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_TIMESTAMP:
+	case mysql.MYSQL_TYPE_DATE:
+		if len(v) != len("YYYY-MM-DD") {
+			return b, false
+		}
+		return appendBinaryDateTime(b, v)
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_TIMESTAMP:
 		return appendBinaryDateTime(b, v)
 	case mysql.MYSQL_TYPE_TIME:
 		return appendBinaryTime(b, v)
@@ -859,6 +864,28 @@ func AppendBinaryValue(b []byte, f *mysql.Field, v []byte) ([]byte, bool) {
 	// Strings, BLOBs, JSON, DECIMAL, ENUM, SET, BIT, GEOMETRY: the same
 	// bytes as in the text protocol.
 	return mysqlwire.AppendLenEncBytes(b, v), true
+}
+
+// fitsInt reports whether n is within the range of f's integer type.
+func fitsInt(n num, f *mysql.Field) bool {
+	bits := uint(32)
+	switch f.Type {
+	case mysql.MYSQL_TYPE_TINY:
+		bits = 8
+	case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+		bits = 16
+	case mysql.MYSQL_TYPE_INT24:
+		bits = 24
+	case mysql.MYSQL_TYPE_LONGLONG:
+		bits = 64
+	}
+	if f.Flag&mysql.UNSIGNED_FLAG != 0 {
+		return !n.neg && n.mag <= math.MaxUint64>>(64-bits)
+	}
+	if n.neg {
+		return n.mag <= 1<<(bits-1)
+	}
+	return n.mag < 1<<(bits-1)
 }
 
 // digits reads n decimal digits at v[i:].
@@ -878,8 +905,11 @@ func digits(v []byte, i, n int) (int, bool) {
 
 // fraction reads ".ffffff" (1-6 digits) at v[i:] as microseconds.
 func fraction(v []byte, i int) (int, bool) {
-	if i == len(v) {
+	switch {
+	case i == len(v):
 		return 0, true
+	case i > len(v):
+		return 0, false // the value ended before its seconds
 	}
 	if v[i] != '.' || len(v)-i-1 < 1 || len(v)-i-1 > 6 {
 		return 0, false
@@ -898,7 +928,7 @@ func appendBinaryDateTime(b []byte, v []byte) ([]byte, bool) {
 	y, ok1 := digits(v, 0, 4)
 	mo, ok2 := digits(v, 5, 2)
 	d, ok3 := digits(v, 8, 2)
-	if !ok1 || !ok2 || !ok3 || len(v) < 10 || v[4] != '-' || v[7] != '-' {
+	if !ok1 || !ok2 || !ok3 || len(v) < 10 || v[4] != '-' || v[7] != '-' || mo > 12 || d > 31 {
 		return b, false
 	}
 	var h, mi, s, us int
@@ -908,7 +938,7 @@ func appendBinaryDateTime(b []byte, v []byte) ([]byte, bool) {
 		mi, ok5 = digits(v, 14, 2)
 		s, ok6 = digits(v, 17, 2)
 		us, ok7 = fraction(v, 19)
-		if !ok4 || !ok5 || !ok6 || !ok7 || v[10] != ' ' || v[13] != ':' || v[16] != ':' {
+		if !ok4 || !ok5 || !ok6 || !ok7 || v[10] != ' ' || v[13] != ':' || v[16] != ':' || h > 23 || mi > 59 || s > 59 {
 			return b, false
 		}
 	}
@@ -944,8 +974,8 @@ func appendBinaryTime(b []byte, v []byte) ([]byte, bool) {
 	mi, ok2 := digits(v, colon+1, 2)
 	s, ok3 := digits(v, colon+4, 2)
 	us, ok4 := fraction(v, colon+6)
-	if !ok1 || !ok2 || !ok3 || !ok4 || len(v) < colon+6 || v[colon+3] != ':' {
-		return b, false
+	if !ok1 || !ok2 || !ok3 || !ok4 || len(v) < colon+6 || v[colon+3] != ':' || h > 838 || mi > 59 || s > 59 {
+		return b, false // (TIME spans -838:59:59 to 838:59:59)
 	}
 	sign := byte(0)
 	if neg {
