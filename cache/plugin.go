@@ -47,6 +47,7 @@ import (
 	"tableproxy/cache/load"
 	"tableproxy/cache/results"
 	"tableproxy/configs"
+	"tableproxy/internal/failpoint"
 	"tableproxy/internal/sizedlru"
 	"tableproxy/lease"
 	"tableproxy/plugins"
@@ -632,6 +633,7 @@ func (p *Plugin) onStatement(st *plugins.Statement) plugins.Action {
 	si.dropping = append(si.dropping[:0], dropped...)
 	if len(ids) > 0 {
 		p.beginWrite(st, ids)
+		failpoint.Panic("cache.write.intent", st.SQL)
 	}
 	return plugins.Continue
 }
@@ -771,6 +773,7 @@ func (p *Plugin) beginWrite(st *plugins.Statement, ids []lease.TableID) {
 // OnResult implements plugins.StatementObserver: a session's write intents
 // end with the statement, or with its transaction.
 func (p *Plugin) OnResult(st *plugins.Statement, out *plugins.Outcome) {
+	failpoint.Panic("cache.result", st.SQL) // (a write's intent is still open here)
 	if si, ok := st.Session.Get(sessionKey{}).(*sessionInfo); ok {
 		si.serve.answer = rowsAnswer{} // answered or not, it refers to a snapshot
 		si.trimScratch()

@@ -14,6 +14,7 @@ import (
 
 	"tableproxy/cache/eval"
 	"tableproxy/cache/results"
+	"tableproxy/internal/failpoint"
 	"tableproxy/internal/mysqlwire"
 	"tableproxy/lease"
 	"tableproxy/plugins"
@@ -454,6 +455,7 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 	if why.Declined() {
 		return pass(why)
 	}
+	failpoint.Panic("cache.read.snapshot", st.SQL)
 	snap := snaps[0]
 	if pl.Join != nil {
 		snap = eval.JoinSnapshot(snaps[0], snaps[1], nil)
@@ -505,7 +507,33 @@ func (p *Plugin) readWhy(st *plugins.Statement, si *sessionInfo) (plugins.Action
 		return pass(why)
 	}
 	count(true)
+	if failpoint.Armed("cache.read.answer") {
+		resp = failAnswer(resp, st.SQL)
+	}
 	return plugins.AnswerWith(resp), eval.Why{}
+}
+
+// failAnswer is resp, which panics at the failpoint cache.read.answer
+// once it has written the head of its answer.
+func failAnswer(resp plugins.Responder, sql string) plugins.Responder {
+	return plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+		return resp.Respond(failingWriter{w, sql})
+	})
+}
+
+// failingWriter reaches the failpoint cache.read.answer at its second
+// packet (the first column's definition).
+type failingWriter struct {
+	plugins.ResponseWriter
+	sql string
+}
+
+func (w failingWriter) WritePacket(b []byte) error {
+	if err := w.ResponseWriter.WritePacket(b); err != nil {
+		return err
+	}
+	failpoint.Panic("cache.read.answer", w.sql)
+	return nil
 }
 
 // statementText is the text st is planned by, and its arguments: a
