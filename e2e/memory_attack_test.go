@@ -3,12 +3,17 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"tableproxy/internal/testdb"
 )
 
 // rssOf is a process's resident set, in bytes.
@@ -153,4 +158,83 @@ func memoryAttack(t *testing.T, options string) {
 	if peak-idle > 128<<20 {
 		t.Errorf("the sessions grew the proxy by %d MiB (peak %d MiB over %d MiB idle), want at most 128", (peak-idle)>>20, peak>>20, idle>>20)
 	}
+}
+
+// TestPastMemoryLimitNewClientsAreRefused: what the proxy cannot shed (a
+// cached table's copy) keeps its live heap past the high-water mark of
+// memory_limit: new clients get 1041 (HY000), as from a backend out of
+// memory, while the sessions there are go on; once the table is
+// uncached, clients are taken again.
+func TestPastMemoryLimitNewClientsAreRefused(t *testing.T) {
+	if proxyRaces() {
+		t.Skip("the proxy is built with -race, whose heap is not the one memory_limit is set for")
+	}
+	b := testdb.Get(t)
+	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(),
+		yaml: "memory_limit: 64MB\nplugins:\n  - name: cache\n    options: {max_table_size: 64MB}\n"}
+	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
+	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
+	for _, host := range fidelityHosts {
+		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", e.admin.name, host))
+	}
+	// About 58 MB in memory: past 80% of 64 MB.
+	b.Exec(t, "CREATE TABLE `"+e.db+"`.big (id INT PRIMARY KEY, pad VARCHAR(1000))",
+		"INSERT INTO `"+e.db+"`.big SELECT seq, REPEAT(CHAR(65 + seq % 26), 1000) FROM mysql.seq_1_to_55000")
+	e.start(t)
+	ctx := context.Background()
+	admin := e.open(t, e.admin)
+	app := e.open(t, e.app)
+	held, err := app.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	adminConn, err := admin.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adminConn.Close()
+	if _, err := adminConn.ExecContext(ctx, "ALTER TABLE big CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, admin, "big", 55000)
+	dsn := testdb.DSN(e.proxy.addr, e.app.name, e.app.password, e.db, nil)
+	var refused error
+	waitFor(t, 15*time.Second, "a new client to be refused", func() (bool, error) {
+		c, err := sql.Open("mysql", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		refused = c.Ping()
+		return refused != nil, nil
+	})
+	var me *mysql.MySQLError
+	if !errors.As(refused, &me) || me.Number != 1041 || string(me.SQLState[:]) != "HY000" {
+		t.Fatalf("a new client got %v, want error 1041 (HY000)", refused)
+	}
+	t.Logf("a new client: %v", refused)
+	var n int
+	if err := held.QueryRowContext(ctx, "SELECT COUNT(*) FROM big WHERE id <= 10").Scan(&n); err != nil || n != 10 {
+		t.Fatalf("a session that was there: %d, %v", n, err)
+	}
+	if !strings.Contains(e.proxy.stderr.String(), "new clients are refused (error 1041)") {
+		t.Error("the proxy did not log that it refuses clients")
+	}
+	if _, err := held.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	// Uncached through a session that was there (an admin's).
+	if _, err := adminConn.ExecContext(ctx, "ALTER TABLE big NOCACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "new clients to be taken again", func() (bool, error) {
+		c, err := sql.Open("mysql", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		err = c.Ping()
+		return err == nil, err
+	})
 }

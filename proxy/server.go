@@ -44,6 +44,10 @@ type Config struct {
 	// Transactions records the sessions' transactions for the plugins
 	// (plugins.Env.Transactions); New makes one when it is nil.
 	Transactions *Transactions
+	// OutOfMemory, when set and true, has new clients refused with error
+	// 1041 (the backend's out-of-memory error) in place of the handshake;
+	// the sessions there are go on.
+	OutOfMemory func() bool
 }
 
 func (c *Config) authPlugin() string {
@@ -234,10 +238,21 @@ func (s *Server) accept(ln net.Listener) error {
 			go s.refuse(conn, mysql.NewError(mysql.ER_CON_COUNT_ERROR, "Too many connections"))
 			continue
 		}
+		if oom := s.cfg.OutOfMemory; oom != nil && oom() {
+			s.active.Add(-1)
+			go s.refuse(conn, errOutOfMemory)
+			continue
+		}
 		s.wg.Add(1)
 		go s.serveConn(conn)
 	}
 }
+
+// errOutOfMemory is what a client is refused with while the proxy is past
+// its memory limit: the number and SQLSTATE MariaDB and MySQL send when
+// they cannot allocate for a new connection.
+var errOutOfMemory = mysql.NewError(mysql.ER_OUT_OF_RESOURCES,
+	"Out of memory; the proxy's memory stays past memory_limit after shedding its caches: try again later")
 
 // refuse answers a connection it will not serve with an error in place of
 // the handshake, as a MySQL server does.

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -778,4 +779,32 @@ func mustParse(t testing.TB, der []byte) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestOutOfMemoryRefusesNewClients: while the proxy is past its memory
+// limit (memlimit.Watcher.Over), a new client gets 1041 (HY000), the
+// backend's out-of-memory error, and the sessions there are go on; after,
+// clients are taken again.
+func TestOutOfMemoryRefusesNewClients(t *testing.T) {
+	var over atomic.Bool
+	f := newFixture(t, func(c *Config) { c.OutOfMemory = over.Load })
+	db := f.proxyDB(t, nil)
+	held, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	over.Store(true)
+	other := f.proxyDB(t, nil)
+	if me := myErr(t, other.Ping()); me.Number != 1041 || string(me.SQLState[:]) != "HY000" {
+		t.Errorf("got %v (%s), want 1041 (HY000)", me, me.SQLState)
+	}
+	var one int
+	if err := held.QueryRowContext(context.Background(), "SELECT 1").Scan(&one); err != nil {
+		t.Errorf("a session that was there: %v", err)
+	}
+	over.Store(false)
+	if err := other.Ping(); err != nil {
+		t.Errorf("after: %v", err)
+	}
 }

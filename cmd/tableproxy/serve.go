@@ -225,6 +225,7 @@ func serve(args []string) error {
 	mem.Start(memCtx)
 	reg.MustRegister(mem.Metrics()...)
 
+	pcfg.OutOfMemory = mem.Over
 	srv, err := proxy.New(pcfg, chain)
 	if err != nil {
 		return err

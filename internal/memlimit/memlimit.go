@@ -2,12 +2,16 @@
 // the Go runtime's soft limit (the collector works harder as the heap
 // nears it), and, when the live heap still passes a high-water mark, the
 // caches are shed (plans, learned metadata, cached answers: all rebuilt
-// from use) before the process grows further.
+// from use) before the process grows further. What cannot be shed (the
+// cached tables' copies, the sessions' own memory) makes the proxy
+// refuse new clients while the live heap stays past the mark, with the
+// backend's out-of-memory error, rather than grow until it is killed.
 package memlimit
 
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
@@ -30,7 +34,13 @@ type Watcher struct {
 
 	sheds   atomic.Uint64
 	lastLog time.Time
+	pressed bool        // the last check found the live heap past the mark
+	over    atomic.Bool // past the mark twice running: shedding did not help
 }
+
+// Over reports whether the live heap stayed past the high-water mark
+// after the caches were shed: the proxy then takes no new clients.
+func (w *Watcher) Over() bool { return w.over.Load() }
 
 // Start sets the runtime's limit and watches until ctx ends.
 func (w *Watcher) Start(ctx context.Context) {
@@ -63,10 +73,26 @@ func live() int64 {
 }
 
 func (w *Watcher) check() {
+	if w.over.Load() {
+		// Refusing clients, the proxy may allocate too little for a
+		// collection to come and see what was freed meanwhile (a table
+		// uncached): one is run, so that clients are taken again soon.
+		runtime.GC()
+	}
 	before := live()
 	if float64(before) < HighWater*float64(w.Limit) {
+		w.pressed = false
+		if w.over.Swap(false) {
+			w.Log.Warn("memory: the live heap is back under the high-water mark of memory_limit; new clients are taken again",
+				"live_bytes", before, "memory_limit", w.Limit)
+		}
 		return
 	}
+	if w.pressed && !w.over.Swap(true) {
+		w.Log.Error("memory: the live heap stays past the high-water mark of memory_limit after the caches were shed; new clients are refused (error 1041) until it falls",
+			"live_bytes", before, "memory_limit", w.Limit, "high_water", HighWater)
+	}
+	w.pressed = true
 	w.Shed()
 	w.sheds.Add(1)
 	if time.Since(w.lastLog) > time.Minute {
@@ -83,6 +109,14 @@ func (w *Watcher) Metrics() []prometheus.Collector {
 			Help: "The process-wide memory limit (memory_limit)."}, func() float64 { return float64(w.Limit) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_memory_live_heap_bytes",
 			Help: "The heap the last garbage collection found live."}, func() float64 { return float64(live()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_memory_over_limit",
+			Help: "1 while the live heap stays past the high-water mark of memory_limit after shedding: new clients are refused."},
+			func() float64 {
+				if w.Over() {
+					return 1
+				}
+				return 0
+			}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_memory_sheds_total",
 			Help: "Times the caches were shed because the live heap passed the high-water mark of memory_limit."},
 			func() float64 { return float64(w.sheds.Load()) }),
