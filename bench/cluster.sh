@@ -23,17 +23,12 @@
 # that port + 1..4 and their Raft addresses on + 11..14.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-RUN_DIR="${TABLEPROXY_RUN_DIR:-$ROOT/.run}"
-mkdir -p "$RUN_DIR"
-RUN_DIR="$(cd "$RUN_DIR" && pwd)"
-export TABLEPROXY_RUN_DIR="$RUN_DIR"
-BENCH_DIR="$RUN_DIR/bench-cluster"
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_init cluster
 LOG_DIR="$BENCH_DIR/logs"
 BASE_PORT="${TABLEPROXY_BENCH_CLUSTER_PORT:-6400}"
 
-log() { printf 'cluster-bench: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 
 WRITES=0 READS=0 RW=0 TIME=20 THREADS=8 REPEAT=3 TABLE_SIZE=5000 WRITES_N=300 WRITES_REPEAT=1 GAP=100ms VIA=follower PROXY_BIN="" COMPARE_BIN=""
 ARGS="$*"
@@ -89,32 +84,10 @@ trap 'exit 143' TERM
 
 rm -rf "$BENCH_DIR"
 mkdir -p "$LOG_DIR"
-if ! "$ROOT/scripts/mariadb.sh" status >/dev/null 2>&1; then
-	STARTED_DB=1
-	"$ROOT/scripts/mariadb.sh" start
-fi
-# shellcheck disable=SC1091
-source "$RUN_DIR/mariadb.env"
-DB_PORT="${TABLEPROXY_TEST_BACKEND##*:}"
-
-mysql_root() {
-	mariadb --no-defaults -h 127.0.0.1 -P "$DB_PORT" -u "${TABLEPROXY_TEST_ROOT%%:*}" "-p${TABLEPROXY_TEST_ROOT#*:}" --batch "$@"
-}
-# mysql_at PORT ARGS...: the sbtest user through a proxy.
-mysql_at() {
-	local port=$1
-	shift
-	mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sbtest -psbtest --connect-timeout=5 --batch sbtest "$@"
-}
+bench_mariadb
 
 log "creating database sbtest, user sbtest and $TABLE_SIZE sysbench rows"
-sql="DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest;"
-for host in 127.0.0.1 localhost; do
-	sql+="CREATE USER IF NOT EXISTS 'sbtest'@'$host' IDENTIFIED BY 'sbtest';"
-	sql+="GRANT ALL PRIVILEGES ON sbtest.* TO 'sbtest'@'$host';"
-	# The cache follows the binary log as the admin who cached the tables.
-	sql+="GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sbtest'@'$host';"
-done
+sql="$(sbtest_sql)"
 sql+="CREATE TABLE sbtest.wkv (id INT PRIMARY KEY, v INT NOT NULL); CREATE TABLE sbtest.wplain LIKE sbtest.wkv;"
 sql+="USE sbtest; INSERT INTO sbtest.wkv SELECT seq, 0 FROM seq_1_to_100; INSERT INTO sbtest.wplain SELECT * FROM sbtest.wkv;"
 # The second cluster's (--compare-bin) cached table.

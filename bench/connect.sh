@@ -13,16 +13,11 @@
 # that port + 1 and + 2.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-RUN_DIR="${TABLEPROXY_RUN_DIR:-$ROOT/.run}"
-mkdir -p "$RUN_DIR"
-RUN_DIR="$(cd "$RUN_DIR" && pwd)"
-export TABLEPROXY_RUN_DIR="$RUN_DIR"
-BENCH_DIR="$RUN_DIR/bench-connect"
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_init connect
 BASE_PORT="${TABLEPROXY_BENCH_CONNECT_PORT:-6600}"
 TIME=10 THREADS=8 REPEAT=3 PROXY_BIN="" COMPARE_BIN=""
-log() { printf 'connect-bench: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 while (($#)); do
 	case "$1" in
 	--time) TIME="$2"; shift ;;
@@ -36,11 +31,8 @@ while (($#)); do
 	shift
 done
 mkdir -p "$BENCH_DIR"
-"$ROOT/scripts/mariadb.sh" start >&2
-# shellcheck disable=SC1091
-source "$RUN_DIR/mariadb.env"
-PORT="${TABLEPROXY_TEST_BACKEND##*:}"
-mysql_root() { mariadb --protocol=socket -S "$TABLEPROXY_MARIADB_SOCKET" -u root "$@"; }
+bench_mariadb
+PORT="$DB_PORT"
 sql="CREATE DATABASE IF NOT EXISTS sbtest;"
 for host in 127.0.0.1 localhost; do
 	sql+="CREATE USER IF NOT EXISTS 'sbtest'@'$host' IDENTIFIED VIA mysql_native_password USING PASSWORD('sbtest');"

@@ -49,17 +49,12 @@
 # sidecar k on + 200 + 2k (Raft + 201 + 2k).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-RUN_DIR="${TABLEPROXY_RUN_DIR:-$ROOT/.run}"
-mkdir -p "$RUN_DIR"
-RUN_DIR="$(cd "$RUN_DIR" && pwd)"
-export TABLEPROXY_RUN_DIR="$RUN_DIR"
-BENCH_DIR="$RUN_DIR/bench-fleet"
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_init fleet
 LOG_DIR="$BENCH_DIR/logs"
 BASE_PORT="${TABLEPROXY_BENCH_FLEET_PORT:-6500}"
 
-log() { printf 'fleet-bench: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 
 SIDECARS=0,10,30 IDLE=10 WRITES_N=200 GAP=100ms CHURN=300 CHURN_EVERY=3 DEAD_AFTER=30s PROXY_BIN=""
 STALL=5 LEADER_LOSS=1 BIG_ROWS=100000 PROFILE=0 FLOOR=0 REPEAT=1
@@ -118,31 +113,10 @@ trap 'exit 143' TERM
 
 rm -rf "$BENCH_DIR"
 mkdir -p "$LOG_DIR"
-if ! "$ROOT/scripts/mariadb.sh" status >/dev/null 2>&1; then
-	STARTED_DB=1
-	"$ROOT/scripts/mariadb.sh" start
-fi
-# shellcheck disable=SC1091
-source "$RUN_DIR/mariadb.env"
-DB_PORT="${TABLEPROXY_TEST_BACKEND##*:}"
-
-mysql_root() {
-	mariadb --no-defaults -h 127.0.0.1 -P "$DB_PORT" -u "${TABLEPROXY_TEST_ROOT%%:*}" "-p${TABLEPROXY_TEST_ROOT#*:}" --batch "$@"
-}
-# mysql_at PORT ARGS...: the sbtest user through a proxy.
-mysql_at() {
-	local port=$1
-	shift
-	mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sbtest -psbtest --connect-timeout=5 --batch sbtest "$@"
-}
+bench_mariadb
 
 log "creating database sbtest, user sbtest, tables wkv (cached) and wplain"
-sql="DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest;"
-for host in 127.0.0.1 localhost; do
-	sql+="CREATE USER IF NOT EXISTS 'sbtest'@'$host' IDENTIFIED BY 'sbtest';"
-	sql+="GRANT ALL PRIVILEGES ON sbtest.* TO 'sbtest'@'$host';"
-	sql+="GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sbtest'@'$host';"
-done
+sql="$(sbtest_sql)"
 sql+="CREATE TABLE sbtest.wkv (id INT PRIMARY KEY, v INT NOT NULL); CREATE TABLE sbtest.wplain LIKE sbtest.wkv;"
 sql+="USE sbtest; INSERT INTO sbtest.wkv SELECT seq, 0 FROM seq_1_to_100; INSERT INTO sbtest.wplain SELECT * FROM sbtest.wkv;"
 mysql_root -e "$sql" || die "could not create database sbtest"

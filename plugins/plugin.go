@@ -298,8 +298,8 @@ func (st *Statement) computeDigest() {
 		return
 	}
 	text := st.SQL
-	if st.NoBackslashEscapes && strings.IndexByte(text, '\\') >= 0 {
-		text = blankStrings(text)
+	if strings.IndexByte(text, '\\') >= 0 {
+		text = blankQuoted(text, !st.NoBackslashEscapes)
 	}
 	norm, d := parser.NormalizeDigest(text)
 	st.normalized = norm
@@ -309,21 +309,37 @@ func (st *Statement) computeDigest() {
 	}
 }
 
-// blankStrings is sql with each string literal, as a server under
-// NO_BACKSLASH_ESCAPES reads it (a backslash is a character), made ”.
-// The digest normalizer reads backslashes as escapes: given 'a\' it would
-// read on past the string's end and keep what follows, the user's
-// literals among it, as text. Literals become '?' anyway.
-func blankStrings(sql string) string {
+// blankQuoted is sql with what is quoted in it (strings, and
+// double-quoted texts) made empty strings, for the digest normalizer, which reads
+// backslashes in quotes as escapes. Where the session reads them as
+// characters (NO_BACKSLASH_ESCAPES, or a double-quoted identifier under
+// ANSI_QUOTES), the normalizer given 'a\' or "a\" would read on past its
+// end and keep what follows, the user's literals among it, as text.
+// Whether the session is under ANSI_QUOTES is not known (no status flag
+// shows it): where the two readings quote different stretches, every
+// stretch either quotes is blanked. Literals become '?' anyway.
+func blankQuoted(sql string, backslashEscapes bool) string {
+	plain := sqllex.Tokens(sql, backslashEscapes)
+	ansi := sqllex.TokensANSIQuotes(sql, backslashEscapes)
+	var spans [][2]int
+	for _, toks := range [][]sqllex.Token{plain, ansi} {
+		for _, t := range toks {
+			if t.Kind == sqllex.String || t.Kind == sqllex.Ident && sql[t.Start] == '"' {
+				spans = append(spans, [2]int{t.Start, t.End})
+			}
+		}
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
 	var b strings.Builder
 	last := 0
-	for _, t := range sqllex.Tokens(sql, false) {
-		if t.Kind != sqllex.String {
-			continue
+	for i := 0; i < len(spans); {
+		start, end := spans[i][0], spans[i][1]
+		for i++; i < len(spans) && spans[i][0] < end; i++ {
+			end = max(end, spans[i][1]) // (overlapping stretches of the two readings: one)
 		}
-		b.WriteString(sql[last:t.Start])
+		b.WriteString(sql[last:start])
 		b.WriteString("''")
-		last = t.End
+		last = end
 	}
 	b.WriteString(sql[last:])
 	return b.String()

@@ -3,11 +3,14 @@ package plugins
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"tableproxy/internal/sqllex"
 )
 
 // fake is a plugin that records its calls in a shared log.
@@ -394,4 +397,86 @@ func TestDigestUnderNoBackslashEscapes(t *testing.T) {
 	if st.Digest() != d {
 		t.Fatalf("digests differ: %s vs %s", n, st.Normalized())
 	}
+}
+
+// Under ANSI_QUOTES (which no status flag shows) "a\" is an identifier
+// and the backslash in it a character; read as a string, its backslash
+// would escape the quote, and the string would run on over the next
+// literal. The digest text keeps no literal under either reading.
+func TestDigestUnderEitherQuoteReading(t *testing.T) {
+	for _, nbe := range []bool{false, true} {
+		for _, sql := range []string{
+			`SELECT "a\", 'hunter2' FROM t`,
+			`SELECT * FROM t WHERE "c\" = 'hunter2' AND b = "x"`,
+			`SELECT "a\" , 'x" hunter2'`,
+			`SELECT * FROM t WHERE "c\" = 'x" AND hunter2 = 1 OR "y' AND b = 1`,
+		} {
+			st := &Statement{}
+			st.Reset(ComQuery, sql)
+			st.NoBackslashEscapes = nbe
+			if n := st.Normalized(); strings.Contains(n, "hunter2") {
+				t.Errorf("NO_BACKSLASH_ESCAPES %v: %s: digest text keeps a literal: %s", nbe, sql, n)
+			}
+		}
+	}
+	// Without a backslash both readings agree: digests are as before.
+	st := &Statement{}
+	st.Reset(ComQuery, `SELECT * FROM t WHERE a = "x" AND b = 'y'`)
+	if n := st.Normalized(); strings.Contains(n, "x") && !strings.Contains(n, "?") {
+		t.Errorf("digest text: %s", n)
+	}
+}
+
+// FuzzDigestKeepsNoLiteral: under each of the four readings of quotes a
+// session may have (NO_BACKSLASH_ESCAPES, ANSI_QUOTES, both, neither), a
+// word found only inside string literals of the statement never appears
+// in its digest text. (The proxy knows the first setting, not the second.)
+func FuzzDigestKeepsNoLiteral(f *testing.F) {
+	for _, s := range []string{
+		`SELECT "a\" , 'x" hunter2'`, `SELECT * FROM t WHERE "c\" = 'x" AND hunter2 = 1 OR "y' AND b = 1`,
+		`SELECT 'a\' , 'hunter2'`, `SELECT "x\\", 'hunter2'`, `UPDATE t SET pw = 'hunter2' WHERE id = 1`,
+		`SELECT /* 'x */ 'hunter2'`, `SELECT 'it''s' "q""x" hunter2`,
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	words := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+	}
+	f.Fuzz(func(t *testing.T, sql string, nbe bool) {
+		st := &Statement{}
+		st.Reset(ComQuery, sql)
+		st.NoBackslashEscapes = nbe
+		norm := strings.ToLower(st.Normalized())
+		for _, ansi := range []bool{false, true} {
+			toks := sqllex.Tokens(sql, !nbe)
+			if ansi {
+				toks = sqllex.TokensANSIQuotes(sql, !nbe)
+			}
+			inside, outside := map[string]bool{}, map[string]bool{}
+			last := 0
+			for _, tk := range toks {
+				for _, w := range words(strings.ToLower(sql[last:tk.Start])) {
+					outside[w] = true // (comments and code between tokens)
+				}
+				last = tk.End
+				seg := strings.ToLower(sql[tk.Start:tk.End])
+				for _, w := range words(seg) {
+					if tk.Kind == sqllex.String {
+						inside[w] = true
+					} else {
+						outside[w] = true
+					}
+				}
+			}
+			for _, w := range words(strings.ToLower(sql[last:])) {
+				outside[w] = true
+			}
+			for w := range inside {
+				if len(w) >= 4 && !outside[w] && slices.Contains(words(norm), w) {
+					t.Fatalf("NO_BACKSLASH_ESCAPES %v, ANSI_QUOTES %v: %q: the literal word %q is in the digest text %q", nbe, ansi, sql, w, norm)
+				}
+			}
+		}
+	})
 }

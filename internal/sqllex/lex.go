@@ -49,6 +49,16 @@ func (t Token) IsPunct(sql string, p string) bool {
 // comments the server skips. backslashEscapes is false under
 // NO_BACKSLASH_ESCAPES.
 func Tokens(sql string, backslashEscapes bool) []Token {
+	return tokens(sql, backslashEscapes, false)
+}
+
+// TokensANSIQuotes is Tokens under sql_mode ANSI_QUOTES: a double-quoted
+// text is an identifier (Ident), in which a backslash is a character.
+func TokensANSIQuotes(sql string, backslashEscapes bool) []Token {
+	return tokens(sql, backslashEscapes, true)
+}
+
+func tokens(sql string, backslashEscapes, ansiQuotes bool) []Token {
 	var toks []Token
 	inExec := false
 	for i := 0; i < len(sql); {
@@ -70,6 +80,10 @@ func Tokens(sql string, backslashEscapes bool) []Token {
 		case c == '*' && inExec && i+1 < len(sql) && sql[i+1] == '/':
 			inExec = false
 			i += 2
+		case c == '"' && ansiQuotes:
+			j := SkipQuoted(sql, i, false)
+			toks = append(toks, Token{Ident, i, j})
+			i = j
 		case c == '\'' || c == '"':
 			j := SkipQuoted(sql, i, backslashEscapes)
 			toks = append(toks, Token{String, i, j})
