@@ -42,43 +42,12 @@ func TestCachedCursorExecute(t *testing.T) {
 			s.Close()
 		}
 		var out strings.Builder
-		packet := func(p []byte) {
-			c.ResetSequence()
-			if err := c.WritePacket(append([]byte{0, 0, 0, 0}, p...)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		read := func() []byte {
-			p, err := c.ReadPacket()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}
+		raw := rawConn{t, c}
+		packet, read := raw.send, raw.read
 		untilEOF := func() uint16 {
-			for {
-				p := read()
-				if p[0] == mysql.EOF_HEADER && len(p) < 9 {
-					return binary.LittleEndian.Uint16(p[3:])
-				}
-				if p[0] == mysql.ERR_HEADER {
-					t.Fatalf("error packet %q", p)
-				}
-				fmt.Fprintf(&out, "row %x\n", p)
-			}
+			return raw.untilEOF(func(p []byte) { fmt.Fprintf(&out, "row %x\n", p) })
 		}
-		packet(append([]byte{mysql.COM_STMT_PREPARE}, q...))
-		ok := read()
-		id := binary.LittleEndian.Uint32(ok[1:])
-		cols, params := binary.LittleEndian.Uint16(ok[5:]), binary.LittleEndian.Uint16(ok[7:])
-		for _, n := range []uint16{params, cols} {
-			if n > 0 {
-				for i := uint16(0); i < n; i++ {
-					read()
-				}
-				read() // EOF
-			}
-		}
+		id := raw.prepare(q)
 		for round := 0; round < 2; round++ {
 			exec := []byte{mysql.COM_STMT_EXECUTE}
 			exec = binary.LittleEndian.AppendUint32(exec, id)

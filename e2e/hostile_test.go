@@ -47,34 +47,10 @@ func TestMalformedExecuteGetsBackendsError(t *testing.T) {
 		}
 		defer c.Close()
 		var out strings.Builder
-		send := func(p []byte) {
-			c.ResetSequence()
-			if err := c.WritePacket(append([]byte{0, 0, 0, 0}, p...)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		read := func() []byte {
-			p, err := c.ReadPacket()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}
-		untilEOF := func() {
-			for p := read(); p[0] != mysql.EOF_HEADER || len(p) >= 9; p = read() {
-			}
-		}
-		send(append([]byte{mysql.COM_STMT_PREPARE}, q...))
-		ok := read()
-		id := binary.LittleEndian.Uint32(ok[1:])
-		for _, n := range []uint16{binary.LittleEndian.Uint16(ok[7:]), binary.LittleEndian.Uint16(ok[5:])} {
-			if n > 0 {
-				for i := uint16(0); i < n; i++ {
-					read()
-				}
-				read() // EOF
-			}
-		}
+		raw := rawConn{t, c}
+		send, read := raw.send, raw.read
+		untilEOF := func() { raw.untilEOF(nil) }
+		id := raw.prepare(q)
 		header := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_EXECUTE}, id)
 		// execute sends a well-formed execute of id = key (as a string)
 		// and returns the row's v, or the error.
