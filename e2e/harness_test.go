@@ -71,6 +71,7 @@ type account struct {
 
 // proxyProc is a running tableproxy subprocess.
 type proxyProc struct {
+	cfg    string // its config file (startProxyOpts)
 	addr   string
 	cmd    *exec.Cmd
 	stderr *syncBuffer
@@ -136,6 +137,7 @@ func startProxyOpts(t *testing.T, backendAddr string, users []account, o proxyOp
 		p := launchProxyEnv(t, o.env, cfg, dataDir, backendAddr, freePort(t), users, o.admins, o.flags...)
 		err := p.waitReady(15 * time.Second)
 		if err == nil {
+			p.cfg = cfg
 			t.Cleanup(func() { p.stop(t) })
 			return p
 		}

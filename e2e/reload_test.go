@@ -1,59 +1,96 @@
 package e2e
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"tableproxy/internal/testdb"
 )
 
-// A cached table written all the time is not reloaded after every write:
-// copies replaced before they answered a read back the loads off, and once
-// the writes stop the table is back in memory within the backoff's bound.
-func TestCacheReloadBacksOffUnderWrites(t *testing.T) {
-	e := newCacheEnv(t)
-	e.backend.Exec(t,
-		"CREATE TABLE `"+e.db+"`.kv (id INT PRIMARY KEY, v INT NOT NULL)",
-		"INSERT INTO `"+e.db+"`.kv SELECT seq, 0 FROM mysql.seq_1_to_2000")
-	app, admin := e.open(t, e.app), e.open(t, e.admin)
-	if _, err := admin.Exec("ALTER TABLE kv CACHE"); err != nil {
-		t.Fatal(err)
-	}
-	waitState(t, app, "kv", "ready", 2000, 1)
-
-	loads := func() int { return strings.Count(e.proxy.stderr.String(), "cache: table loaded") }
-	before := loads()
-	writes := 0
-	for start := time.Now(); time.Since(start) < 4*time.Second; {
-		writes++
-		if _, err := app.Exec("UPDATE kv SET v = ? WHERE id = 1", writes); err != nil {
+// TestReloadOnSIGHUP: SIGHUP re-reads the configuration file (and the
+// command line) without a restart: a user's password and a new user take
+// effect for the next logins, a removed user is refused while its open
+// session goes on, a setting read only at start is
+// named in one log line, and a file that does not load is refused whole,
+// the running configuration staying.
+func TestReloadOnSIGHUP(t *testing.T) {
+	b := testdb.Get(t)
+	db := b.NewDatabase(t)
+	app := account{b.NewUser(t, "app-pw", "ALL", db), "app-pw"}
+	other := account{b.NewUser(t, "other-pw", "ALL", db), "other-pw"}
+	p := startProxyOpts(t, b.Addr, []account{app}, proxyOpts{yaml: fmt.Sprintf("users:\n  - {name: %s, password: not-its-password}\n", other.name)})
+	write := func(yaml string) {
+		t.Helper()
+		if err := os.WriteFile(p.cfg, []byte(fmt.Sprintf("shutdown_timeout: %s\nplugins: []\n%s", shutdownTimeout, yaml)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		// Past the intents' linger (20 ms), so that each write has its own
-		// and the loader finds the table servable between them.
-		time.Sleep(50 * time.Millisecond)
 	}
-	during := loads() - before
-	t.Logf("%d writes in 4 s, %d loads", writes, during)
-	// Without the backoff the loader reloads after nearly every write; with
-	// it, the waits double from one load's time up to 2 s: about ten.
-	if during > 15 || during*3 > writes {
-		t.Errorf("%d loads during %d writes: the reloads did not back off", during, writes)
+	hup := func(want string) {
+		t.Helper()
+		before := strings.Count(p.stderr.String(), want)
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the reload to be logged", func() (bool, error) {
+			return strings.Count(p.stderr.String(), want) > before, nil
+		})
+	}
+	login := func(a account) error {
+		c := testdb.Open(t, testdb.DSN(p.addr, a.name, a.password, db, nil))
+		defer c.Close()
+		return c.Ping()
+	}
+	denied := func(err error) bool {
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && me.Number == 1045
+	}
+	if err := login(other); !denied(err) {
+		t.Fatalf("%s with its password before the reload: %v, want 1045", other.name, err)
 	}
 
-	// The writes stop: the table is back in memory, at the last write.
-	var hits0 int64
-	if err := admin.QueryRow("SELECT hits FROM tableproxy.cached_tables WHERE table_name = 'kv'").Scan(&hits0); err != nil {
+	// Its password. (The log level is the harness's --log-level, which
+	// a file does not override.)
+	write(fmt.Sprintf("users:\n  - {name: %s, password: %s}\n", other.name, other.password))
+	hup("config: reloaded")
+	if err := login(other); err != nil {
+		t.Fatalf("%s after the reload: %v", other.name, err)
+	}
+	if err := login(app); err != nil {
+		t.Fatalf("%s (a --user flag) after the reload: %v", app.name, err)
+	}
+	open := testdb.Open(t, testdb.DSN(p.addr, other.name, other.password, db, nil))
+	open.SetMaxOpenConns(1)
+	if err := open.Ping(); err != nil {
 		t.Fatal(err)
 	}
-	stopped := time.Now()
-	waitFor(t, 10*time.Second, "reads from memory after the writes stopped", func() (bool, error) {
-		var v int
-		if err := app.QueryRow("SELECT v FROM kv WHERE id = 1").Scan(&v); err != nil || v != writes {
-			t.Fatalf("read %d (%v), want %d", v, err, writes)
-		}
-		var hits int64
-		err := admin.QueryRow("SELECT hits FROM tableproxy.cached_tables WHERE table_name = 'kv'").Scan(&hits)
-		return hits > hits0, err
-	})
-	t.Logf("served from memory again %s after the last write", time.Since(stopped).Round(time.Millisecond))
+
+	// A file that does not load: refused whole.
+	write("users: [this is not\n")
+	hup("config: reload refused")
+	if err := login(other); err != nil {
+		t.Fatalf("%s after a refused reload: %v", other.name, err)
+	}
+
+	// The user removed, and a setting read only at start.
+	write("max_connections: 77\n")
+	hup("config: reloaded")
+	if err := login(other); !denied(err) {
+		t.Fatalf("%s after it was removed: %v, want 1045", other.name, err)
+	}
+	if err := open.Ping(); err != nil {
+		t.Errorf("%s's session open before it was removed: %v", other.name, err)
+	}
+	if !strings.Contains(p.stderr.String(), `need_restart=max_connections`) {
+		t.Errorf("the log does not name max_connections as needing a restart:\n%s", p.stderr.String())
+	}
+	if p.cmd.ProcessState != nil {
+		t.Fatal("the proxy exited")
+	}
 }

@@ -18,7 +18,7 @@ import (
 // password, so the backend's grants apply to that work too.
 type Connector struct {
 	backend BackendConfig
-	users   map[string]User
+	users   *Users
 }
 
 // AccountsChanged tells the proxy that the backend's accounts changed (a
@@ -32,12 +32,16 @@ func NewConnector(cfg Config) *Connector {
 	if b.ConnectTimeout <= 0 {
 		b.ConnectTimeout = 5 * time.Second
 	}
-	return &Connector{backend: b, users: cfg.Users}
+	users := cfg.Accounts
+	if users == nil {
+		users = NewUsers(cfg.Users)
+	}
+	return &Connector{backend: b, users: users}
 }
 
 // Connect opens a connection as user, in database db (may be empty).
 func (c *Connector) Connect(ctx context.Context, user, db string) (*client.Conn, error) {
-	u, ok := c.users[user]
+	u, ok := c.users.Get(user)
 	if !ok {
 		return nil, fmt.Errorf("no configured user %q", user)
 	}
@@ -70,7 +74,7 @@ func (c *Connector) Connect(ctx context.Context, user, db string) (*client.Conn,
 // and how to connect, and the flavor, which it decides by asking the
 // backend (MariaDB says so in its version), not by guessing.
 func (c *Connector) Binlog(user string, cfg replication.BinlogSyncerConfig) (*replication.BinlogSyncer, error) {
-	u, ok := c.users[user]
+	u, ok := c.users.Get(user)
 	if !ok {
 		return nil, fmt.Errorf("no configured user %q", user)
 	}

@@ -28,10 +28,13 @@ type User struct {
 
 // Config is the proxy's runtime configuration.
 type Config struct {
-	Listen          string
-	ListenSocket    string // a Unix socket path to accept local clients on as well; none when empty
-	Backend         BackendConfig
-	Users           map[string]User
+	Listen       string
+	ListenSocket string // a Unix socket path to accept local clients on as well; none when empty
+	Backend      BackendConfig
+	Users        map[string]User
+	// Accounts, when set, are the accounts in place of Users, shared with
+	// a Connector and replaced on a reload (see Users).
+	Accounts        *Users
 	ClientTLS       *tls.Config // offer TLS to clients when set
 	RequireTLS      bool        // refuse clients that do not use TLS
 	AuthPlugin      string      // offered first: mysql_native_password (default) or caching_sha2_password
@@ -91,7 +94,10 @@ func New(cfg Config, chain *plugins.Chain) (*Server, error) {
 	if cfg.Backend.Addr == "" {
 		return nil, errors.New("proxy: no backend address")
 	}
-	if len(cfg.Users) == 0 {
+	if cfg.Accounts == nil {
+		cfg.Accounts = NewUsers(cfg.Users)
+	}
+	if cfg.Accounts.Len() == 0 {
 		return nil, errors.New("proxy: no users configured")
 	}
 	if p := cfg.authPlugin(); !authPluginSupported(p) {

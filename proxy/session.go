@@ -283,7 +283,7 @@ func (s *session) authenticate(name, plugin string, auth []byte) error {
 		}
 		auth = pkt.payload()
 	}
-	u, found := s.srv.cfg.Users[name]
+	u, found := s.srv.cfg.Accounts.Get(name)
 	if !found || !checkScramble(plugin, s.salt, auth, u.Password) {
 		using := "YES"
 		if len(auth) == 0 {

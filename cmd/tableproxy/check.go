@@ -35,7 +35,7 @@ func checkResult(cfg configs.Config, err error) error {
 	if err != nil {
 		return err
 	}
-	if _, err := proxyConfig(cfg, slog.Default()); err != nil {
+	if _, _, err := proxyConfig(cfg, slog.Default()); err != nil {
 		return err
 	}
 	factories := chainFactories(nil, "", &builtPlugins{})

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -180,9 +181,10 @@ func serve(args []string) error {
 		return err
 	}
 
-	log := newLogger(cfg.Log)
+	level := new(slog.LevelVar)
+	level.Set(levelOf(cfg.Log.Level))
+	log := newLogger(cfg.Log, level)
 	slog.SetDefault(log)
-	surviveHangup(log)
 	if loose != "" {
 		log.Warn("config: " + loose)
 	}
@@ -201,11 +203,14 @@ func serve(args []string) error {
 		return err
 	}
 	defer node.Close()
-	pcfg, err := proxyConfig(cfg, log)
+	pcfg, cert, err := proxyConfig(cfg, log)
 	if err != nil {
 		return err
 	}
 	pcfg.Transactions = proxy.NewTransactions()
+	// SIGHUP re-reads the configuration from now on (see reloader).
+	(&reloader{args: args, log: log, level: level, users: pcfg.Accounts, logins: pcfg.Backend.Logins,
+		cert: cert, running: cfg}).watch()
 	connector := proxy.NewConnector(pcfg)
 	// One reader of the binary log for the whole proxy, which the plugins
 	// subscribe to; closed after them.
@@ -401,12 +406,12 @@ func mergeUsers(file, flags []configs.User) []configs.User {
 	return out
 }
 
-func proxyConfig(cfg configs.Config, log *slog.Logger) (proxy.Config, error) {
-	users := map[string]proxy.User{}
-	for _, u := range cfg.Users {
-		users[u.Name] = proxy.User{Name: u.Name, Password: u.Password, Admin: u.Admin}
-	}
-	pc := proxy.Config{
+// proxyConfig is the proxy's configuration from cfg, and the reference to
+// the clients' TLS certificate it serves (nil without TLS), which a reload
+// replaces.
+func proxyConfig(cfg configs.Config, log *slog.Logger) (pc proxy.Config, current *atomic.Pointer[tls.Certificate], err error) {
+	users := proxyUsers(cfg)
+	pc = proxy.Config{
 		Listen:       cfg.Listen,
 		ListenSocket: cfg.ListenSocket,
 		Backend: proxy.BackendConfig{
@@ -417,6 +422,7 @@ func proxyConfig(cfg configs.Config, log *slog.Logger) (proxy.Config, error) {
 			Logins:         &proxy.Logins{}, // shared by the pool and the plugins' Connector
 		},
 		Users:           users,
+		Accounts:        proxy.NewUsers(users),
 		AuthPlugin:      cfg.AuthPlugin,
 		MaxConnections:  cfg.MaxConnections,
 		MaxPacketSize:   int(cfg.MaxPacketSize),
@@ -431,9 +437,14 @@ func proxyConfig(cfg configs.Config, log *slog.Logger) (proxy.Config, error) {
 	if cfg.TLS.Cert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
 		if err != nil {
-			return pc, fmt.Errorf("tls.cert: %w", err)
+			return pc, nil, fmt.Errorf("tls.cert: %w", err)
 		}
-		pc.ClientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		// Through a reference a reload replaces.
+		current = new(atomic.Pointer[tls.Certificate])
+		current.Store(&cert)
+		pc.ClientTLS = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return current.Load(), nil
+		}}
 	}
 	if bt := cfg.Backend.TLS; bt.Enabled {
 		host, _, _ := net.SplitHostPort(cfg.Backend.Addr)
@@ -444,47 +455,33 @@ func proxyConfig(cfg configs.Config, log *slog.Logger) (proxy.Config, error) {
 		if bt.CA != "" {
 			pem, err := os.ReadFile(bt.CA)
 			if err != nil {
-				return pc, fmt.Errorf("backend.tls.ca: %w", err)
+				return pc, nil, fmt.Errorf("backend.tls.ca: %w", err)
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return pc, fmt.Errorf("backend.tls.ca: no certificates in %s", bt.CA)
+				return pc, nil, fmt.Errorf("backend.tls.ca: no certificates in %s", bt.CA)
 			}
 			tc.RootCAs = pool
 		}
 		if bt.Cert != "" {
 			cert, err := tls.LoadX509KeyPair(bt.Cert, bt.Key)
 			if err != nil {
-				return pc, fmt.Errorf("backend.tls.cert: %w", err)
+				return pc, nil, fmt.Errorf("backend.tls.cert: %w", err)
 			}
 			tc.Certificates = []tls.Certificate{cert}
 		}
 		pc.Backend.TLS = tc
 	}
-	return pc, nil
+	return pc, current, nil
 }
 
-func newLogger(c configs.Log) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
+// newLogger is the process's logger, at level (which a reload sets).
+func newLogger(c configs.Log, level *slog.LevelVar) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
-}
-
-// surviveHangup keeps SIGHUP (a closed terminal, an operator's habit, a
-// stopped process's orphaned group) from ending the proxy: it is logged.
-// The configuration is read once, at start.
-func surviveHangup(log *slog.Logger) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		for range hup {
-			log.Warn("SIGHUP received and ignored: the configuration is read at start; restart the proxy to change it")
-		}
-	}()
 }
 
 // serveMetrics serves Prometheus metrics and pprof profiles.
