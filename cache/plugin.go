@@ -391,6 +391,17 @@ func (p *Plugin) bypassWritesVisible() bool {
 	return w != nil && w.following.Load() && w.caughtUp.Load()
 }
 
+// Ready reports whether the cache can answer from memory, and if not,
+// why: with tables cached, while writes that bypass the proxy are seen
+// (the binary log followed and caught up, here or by the cluster's
+// leader). With none cached there is nothing to wait for.
+func (p *Plugin) Ready() (bool, string) {
+	if len(p.cachedTables()) == 0 || p.bypassWritesVisible() {
+		return true, ""
+	}
+	return false, "the binary log is not followed, or not caught up: cached tables are read from the backend"
+}
+
 // Name implements plugins.Plugin.
 func (p *Plugin) Name() string { return Name }
 

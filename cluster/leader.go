@@ -5,6 +5,8 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -64,4 +66,19 @@ func (n *Node) watchLeader(obs chan raft.Observation) {
 		case <-obs:
 		}
 	}
+}
+
+// CaughtUp reports whether this node knows a leader and has applied what
+// it knows to be committed, and if not, why: until then its leases and
+// catalog may be behind the cluster's (a member restarted with its data
+// directory replays and catches up).
+func (n *Node) CaughtUp() (bool, string) {
+	if *n.leaderID.Load() == "" {
+		return false, "no leader known"
+	}
+	commit, _ := strconv.ParseUint(n.raft.Stats()["commit_index"], 10, 64)
+	if applied := n.raft.AppliedIndex(); applied < commit {
+		return false, fmt.Sprintf("applied the log to index %d of %d committed", applied, commit)
+	}
+	return true, ""
 }

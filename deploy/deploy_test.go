@@ -7,6 +7,7 @@ package deploy
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -163,6 +164,7 @@ func TestKubernetesManifests(t *testing.T) {
 				if !strings.Contains(str(cm, "image"), "tableproxy") {
 					continue
 				}
+				checkProbes(t, file+": "+kind+" "+name, cm, configMaps)
 				for _, podName := range pods {
 					where := file + ": " + kind + " " + name + ", pod " + podName
 					dir := t.TempDir()
@@ -269,3 +271,37 @@ func mapAt(m map[string]any, keys ...string) map[string]any {
 func str(m map[string]any, key string) string { s, _ := m[key].(string); return s }
 
 func list(m map[string]any, key string) []any { l, _ := m[key].([]any); return l }
+
+// checkProbes: a proxy container is probed on its metrics port, /readyz
+// for readiness and /healthz for liveness, and its configuration serves
+// metrics (and so the probes) on that port, on an address the kubelet
+// reaches.
+func checkProbes(t *testing.T, where string, c map[string]any, configMaps map[string]map[string]string) {
+	t.Helper()
+	ports := map[string]int{}
+	for _, p := range list(c, "ports") {
+		pm, _ := p.(map[string]any)
+		n, _ := pm["containerPort"].(int)
+		ports[str(pm, "name")] = n
+	}
+	for probe, path := range map[string]string{"readinessProbe": "/readyz", "livenessProbe": "/healthz"} {
+		get := mapAt(c, probe, "httpGet")
+		if get == nil || str(get, "path") != path {
+			t.Errorf("%s: %s is not an HTTP GET of %s", where, probe, path)
+			continue
+		}
+		port, ok := ports[str(get, "port")]
+		if !ok {
+			t.Errorf("%s: %s's port %q is not a port of the container", where, probe, str(get, "port"))
+			continue
+		}
+		listen := fmt.Sprintf("metrics_listen: 0.0.0.0:%d", port)
+		found := false
+		for _, data := range configMaps {
+			found = found || strings.Contains(data["tableproxy.yaml"], listen)
+		}
+		if !found {
+			t.Errorf("%s: %s probes port %d, but no configuration has %q", where, probe, port, listen)
+		}
+	}
+}

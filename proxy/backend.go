@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -632,3 +633,27 @@ func collationName(id uint8) string {
 }
 
 var _ = strconv.Itoa
+
+// BackendGreets checks that the backend at addr answers a new connection
+// with a server greeting (protocol 10), without logging in: what a
+// readiness probe asks. An error packet (too many connections, a host
+// blocked) or silence until ctx ends is an error.
+func BackendGreets(ctx context.Context, addr string) error {
+	network, address := backendNetwork(addr)
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, address)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(d)
+	}
+	var head [5]byte // the packet header and the payload's first byte
+	if _, err := io.ReadFull(conn, head[:]); err != nil {
+		return fmt.Errorf("no greeting: %w", err)
+	}
+	if head[4] != 10 {
+		return fmt.Errorf("the backend answered a connection with a packet of kind %#x, not a greeting", head[4])
+	}
+	return nil
+}

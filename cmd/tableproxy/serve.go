@@ -218,7 +218,7 @@ func serve(args []string) error {
 	defer follower.Close()
 	env := plugins.Env{Logger: log, Metrics: reg, DataDir: cfg.DataDir, Backend: connector, Binlog: follower,
 		Transactions: pcfg.Transactions}
-	chain, err := buildChain(cfg, env, node)
+	chain, built, err := buildChain(cfg, env, node)
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,8 @@ func serve(args []string) error {
 	// Metrics first: nothing after Listen may fail and leave the client
 	// listeners (and the socket file) open behind a returned error.
 	if cfg.MetricsListen != "" {
-		stop, err := serveMetrics(cfg.MetricsListen, reg, log)
+		probes := &health{backend: cfg.Backend.Addr, node: node, cache: built.cache}
+		stop, err := serveMetrics(cfg.MetricsListen, reg, probes, log)
 		if err != nil {
 			return err
 		}
@@ -295,7 +296,7 @@ type builtPlugins struct {
 // buildChain builds the plugin chain: the cluster's admin SQL, then the
 // configured plugins in their order, with the virtual schema's answerer
 // in front of all of them, whatever plugins are on.
-func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugins.Chain, error) {
+func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugins.Chain, builtPlugins, error) {
 	var built builtPlugins
 	factories := chainFactories(node, cfg.BinlogUser, &built)
 	// The config's plugins, numbered as in the config in their errors;
@@ -306,7 +307,7 @@ func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugin
 	}
 	chain, err := plugins.Build(specs, env, factories)
 	if err != nil {
-		return nil, err
+		return nil, built, err
 	}
 	if cp, dp := built.cache, built.ddl; cp != nil && dp != nil {
 		// A cached table keeps its copy through an ADD INDEX job's swap,
@@ -326,7 +327,7 @@ func buildChain(cfg configs.Config, env plugins.Env, node *clusterNode) (*plugin
 		gp.SetCache(cp, cache.Name)
 	}
 	vs := virtualSchema(node, built)
-	return plugins.NewChain(append([]plugins.Plugin{vs, cluster.NewAdmin(node.node)}, chain.Plugins()...)...), nil
+	return plugins.NewChain(append([]plugins.Plugin{vs, cluster.NewAdmin(node.node)}, chain.Plugins()...)...), built, nil
 }
 
 // chainFactories are the plugins a chain may name: the built-in ones, the
@@ -484,10 +485,11 @@ func newLogger(c configs.Log, level *slog.LevelVar) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
-// serveMetrics serves Prometheus metrics and pprof profiles.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+// serveMetrics serves Prometheus metrics, and the health probes.
+func serveMetrics(addr string, reg *prometheus.Registry, probes *health, log *slog.Logger) (func(), error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	probes.routes(mux)
 	return serveHTTP("metrics_listen", addr, mux, log)
 }
 

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// relay forwards TCP connections to a backend until it is closed, when
+// it also cuts those it forwards: a backend that goes away.
+type relay struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startRelay(t *testing.T, to string) *relay {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relay{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", to)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			r.mu.Lock()
+			r.conns = append(r.conns, c, b)
+			r.mu.Unlock()
+			go func() { _, _ = io.Copy(b, c); b.Close() }()
+			go func() { _, _ = io.Copy(c, b); c.Close() }()
+		}
+	}()
+	t.Cleanup(r.close)
+	return r
+}
+
+func (r *relay) addr() string { return r.ln.Addr().String() }
+
+func (r *relay) close() {
+	r.ln.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.conns {
+		c.Close()
+	}
+}
+
+// TestHealthEndpoints: /healthz says the process answers; /readyz says it
+// serves as it should, per condition (the backend greets, the cluster is
+// caught up, the binary log followed for the cached tables), and turns
+// 503, naming the backend, when the backend is gone.
+func TestHealthEndpoints(t *testing.T) {
+	e := newCacheEnvOpts(t, "")
+	e.proxy.stop(t)
+	rl := startRelay(t, e.backend.Addr)
+	metrics := freePort(t)
+	e.proxy = startProxyOpts(t, rl.addr(), []account{e.app}, proxyOpts{yaml: "metrics_listen: " + metrics + "\n" + e.yaml,
+		admins: []account{e.admin}, dataDir: e.dataDir})
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + metrics + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get("/healthz"); code != 200 || strings.TrimSpace(body) != "ok" {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t (id INT PRIMARY KEY)", "INSERT INTO `"+e.db+"`.t VALUES (1)")
+	cacheTables(t, e, map[string]int64{"t": 1})
+	var body string
+	waitFor(t, 10*time.Second, "/readyz to say ready", func() (bool, error) {
+		var code int
+		code, body = get("/readyz")
+		return code == 200, nil
+	})
+	for _, want := range []string{"backend: ok", "cluster: ok", "binlog: ok"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/readyz does not say %q:\n%s", want, body)
+		}
+	}
+	rl.close()
+	waitFor(t, 10*time.Second, "/readyz to say not ready", func() (bool, error) {
+		var code int
+		code, body = get("/readyz")
+		return code == 503, nil
+	})
+	if !strings.Contains(body, "backend: not ready") {
+		t.Errorf("/readyz without the backend:\n%s", body)
+	}
+	t.Logf("/readyz without the backend:\n%s", body)
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz without the backend: %d", code)
+	}
+}
