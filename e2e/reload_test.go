@@ -94,3 +94,30 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		t.Fatal("the proxy exited")
 	}
 }
+
+// TestDataDirInUse: a second proxy on a data directory a running one
+// holds exits at once, naming the holder's pid, instead of waiting on its
+// files.
+func TestDataDirInUse(t *testing.T) {
+	b := testdb.Get(t)
+	db := b.NewDatabase(t)
+	app := account{b.NewUser(t, "app-pw", "ALL", db), "app-pw"}
+	dataDir := t.TempDir()
+	first := startProxyOpts(t, b.Addr, []account{app}, proxyOpts{dataDir: dataDir})
+	cfg := first.cfg
+	second := launchProxy(t, cfg, dataDir, b.Addr, freePort(t), []account{app}, nil)
+	select {
+	case <-second.done:
+	case <-time.After(10 * time.Second):
+		_ = second.cmd.Process.Kill()
+		<-second.done
+		t.Fatalf("the second proxy did not exit:\n%s", second.stderr.String())
+	}
+	want := fmt.Sprintf("in use by another tableproxy (pid %d", first.cmd.Process.Pid)
+	if second.err == nil || !strings.Contains(second.stderr.String(), want) {
+		t.Errorf("the second proxy: %v, want an exit saying %q:\n%s", second.err, want, second.stderr.String())
+	}
+	if err := testdb.Open(t, testdb.DSN(first.addr, app.name, app.password, db, nil)).Ping(); err != nil {
+		t.Errorf("the first proxy: %v", err)
+	}
+}
