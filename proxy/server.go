@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"tableproxy/internal/lograte"
 	"tableproxy/internal/mysqlwire"
 	"tableproxy/plugins"
 )
@@ -70,6 +71,7 @@ type Server struct {
 	ln       net.Listener // Listen's TCP address
 	sockLn   net.Listener // ListenSocket, or nil
 	nextID   atomic.Uint32
+	loginLog lograte.Limiter // refused logins: a line a second at most
 	active   atomic.Int64
 	draining atomic.Bool
 	wg       sync.WaitGroup
@@ -127,7 +129,7 @@ func New(cfg Config, chain *plugins.Chain) (*Server, error) {
 	if cfg.Transactions == nil {
 		cfg.Transactions = NewTransactions()
 	}
-	s := &Server{cfg: cfg, chain: chain, pool: newBackendPool(cfg.Backend), log: cfg.Logger,
+	s := &Server{cfg: cfg, chain: chain, pool: newBackendPool(cfg.Backend), log: cfg.Logger, loginLog: lograte.Limiter{Every: time.Second},
 		sessions: map[uint32]*sessionEntry{}}
 	s.nextID.Store(proxyIDBase)
 	return s, nil
@@ -254,6 +256,25 @@ func (s *Server) accept(ln net.Listener) error {
 	}
 }
 
+// logRefusedLogin logs a login the proxy or the backend refused, with
+// the client's address and the error (which names the user), at most
+// one line a second; the next says how many were held back. A client that
+// went away before its login ended is not logged.
+func (s *Server) logRefusedLogin(remote net.Addr, me *mysql.MyError, err error) {
+	if me == nil {
+		return
+	}
+	ok, held := s.loginLog.Allow("login")
+	if !ok {
+		return
+	}
+	attrs := []any{"client", remote.String(), "code", me.Code, "err", me.Message}
+	if held > 0 {
+		attrs = append(attrs, "more_refused_since_last_line", held)
+	}
+	s.log.Info("login refused", attrs...)
+}
+
 // errOutOfMemory is what a client is refused with while the proxy is past
 // its memory limit: the number and SQLSTATE MariaDB and MySQL send when
 // they cannot allocate for a new connection.
@@ -295,6 +316,7 @@ func (s *Server) serveConn(conn net.Conn) {
 		var me *mysql.MyError
 		errors.As(err, &me)
 		s.chain.Conn(plugins.ConnEvent{Kind: plugins.ConnRejected, ConnID: id, User: sess.user.Name, Remote: conn.RemoteAddr(), Err: me})
+		s.logRefusedLogin(conn.RemoteAddr(), me, err)
 		return
 	}
 	_ = conn.SetDeadline(time.Time{})

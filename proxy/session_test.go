@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -10,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -807,4 +809,51 @@ func TestOutOfMemoryRefusesNewClients(t *testing.T) {
 	if err := other.Ping(); err != nil {
 		t.Errorf("after: %v", err)
 	}
+}
+
+// TestRefusedLoginsAreLogged: a refused login is logged at INFO with the
+// client's address and the backend's words (which name the user); a flood
+// of them is a line a second, saying how many were held back.
+func TestRefusedLoginsAreLogged(t *testing.T) {
+	var buf syncBuf
+	f := newFixture(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	wrong := testdb.Open(t, testdb.DSN(f.px.addr, f.user, "not-the-password", f.db, nil))
+	start := time.Now()
+	for i := 0; i < 30; i++ {
+		if me := myErr(t, wrong.Ping()); me.Number != 1045 {
+			t.Fatalf("got %v, want 1045", me)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	log := buf.String()
+	n := strings.Count(log, `msg="login refused"`)
+	if n == 0 || !strings.Contains(log, "client=127.0.0.1:") || !strings.Contains(log, "Access denied for user '"+f.user+"'") {
+		t.Fatalf("no refused login logged with its client and user:\n%s", log)
+	}
+	if secs := int(time.Since(start)/time.Second) + 1; n > secs {
+		t.Errorf("%d lines for 30 refused logins in %d s, want at most one a second", n, secs)
+	}
+	if !strings.Contains(log, "more_refused_since_last_line=") {
+		t.Errorf("no line says how many were held back:\n%s", log)
+	}
+}
+
+// syncBuf is a bytes.Buffer for concurrent writers.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
