@@ -52,12 +52,15 @@ func (r *runner) cutOver(ctx context.Context) error {
 		}
 		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
 		blockers := r.blockers()
-		_ = r.p.jobs.update(r.rec, func(j *Job) { j.BlockedBy = strings.Join(blockers, "; ") })
+		_ = r.p.jobs.update(r.rec, func(j *Job) { j.BlockedBy = describe(blockers) })
 		if attempt == r.p.opts.CutOverAttempts {
 			break
 		}
 		delay := cutOverBackoff(attempt)
-		r.log.Warn("ddl: cut-over attempt abandoned; retrying", "attempt", attempt, "in", delay, "blocked_by", blockers, "err", err)
+		r.log.Warn("ddl: cut-over attempt abandoned; retrying", "attempt", attempt, "in", delay, "blocked_by", describe(blockers), "err", err)
+		if k := r.p.opts.CutOverKillBlockers; k > 0 && attempt >= k {
+			r.killBlockers(blockers)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -77,13 +80,70 @@ func cutOverBackoff(n int) time.Duration {
 
 const maxCutOverBackoff = 30 * time.Second
 
+// blocker is a session that may hold the cut-over up.
+type blocker struct {
+	id   int64
+	what string // who it is, what it holds and runs
+	// locks: it was seen holding a metadata lock on the table, not only
+	// with a transaction open.
+	locks bool
+	// command and secs are its process-list row's COMMAND and TIME (""
+	// when the job's user cannot see the row: another user's, without
+	// PROCESS).
+	command string
+	secs    int64
+}
+
+// stuck reports whether b holds the table and is not merely passing
+// through it: idle in an open transaction, or in its statement for at
+// least hold. (A statement that writes the table holds a lock for the
+// moment it runs; it is no blocker.)
+func (b blocker) stuck(hold time.Duration) bool {
+	return b.locks && b.id > 0 && (b.command == "Sleep" || b.command != "" && time.Duration(b.secs)*time.Second >= hold)
+}
+
+// describe is the BLOCKED_BY text of blockers.
+func describe(bs []blocker) string {
+	whats := make([]string, len(bs))
+	for i, b := range bs {
+		whats[i] = b.what
+	}
+	return strings.Join(whats, "; ")
+}
+
+// killBlockers kills the sessions that hold up the cut-over
+// (cutover_kill_blockers), one log line each: those seen holding a
+// metadata lock on the table while idle in a transaction or long in a
+// statement (blocker.stuck). A session only seen with a transaction open
+// may hold nothing of the table, and one whose process-list row the job's
+// user cannot see cannot be judged: both are left be.
+func (r *runner) killBlockers(bs []blocker) {
+	killed := 0
+	for _, b := range bs {
+		if !b.stuck(time.Duration(r.p.opts.CutOverHold)) {
+			continue
+		}
+		if _, err := r.conn.Execute(fmt.Sprintf("KILL %d", b.id)); err != nil {
+			r.log.Warn("ddl: could not kill a session that holds up the cut-over", "connection", b.id, "blocker", b.what, "err", err)
+			continue
+		}
+		killed++
+		r.log.Warn("ddl: killed a session that held up the cut-over (cutover_kill_blockers)", "connection", b.id, "blocker", b.what)
+	}
+	if killed == 0 && len(bs) > 0 {
+		r.log.Warn("ddl: cutover_kill_blockers: no session is known to hold the table while idle in a transaction or long in a statement, so none was killed "+
+			"(MariaDB shows metadata locks with its metadata_lock_info plugin, INSTALL SONAME 'metadata_lock_info'; other users' sessions need PROCESS to be seen and CONNECTION ADMIN to be killed)",
+			"blocked_by", describe(bs))
+	}
+}
+
 // blockers names the sessions that may hold the cut-over up, with what
 // they run: those holding a metadata lock on the table, where the backend
 // shows them (MariaDB's METADATA_LOCK_INFO plugin, MySQL's
 // performance_schema.metadata_locks); where it does not, those with a
 // transaction open for more than a second (InnoDB does not say which
 // tables a transaction holds). The job's own connections are left out.
-func (r *runner) blockers() []string {
+func (r *runner) blockers() []blocker {
 	c := r.conn
 	if c == nil {
 		return nil
@@ -104,7 +164,7 @@ func (r *runner) blockers() []string {
 		// A view the backend lacks errs; one it does not fill (MariaDB's
 		// performance_schema off) is empty: the next one is asked.
 		if res, err := c.Execute(q, r.t.Schema, r.t.Table); err == nil && res.RowNumber() > 0 {
-			return describeSessions(res)
+			return describeSessions(res, true)
 		}
 	}
 	res, err := c.Execute(`SELECT t.trx_mysql_thread_id, IFNULL(p.USER, ''), TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), IFNULL(p.COMMAND, ''),
@@ -112,18 +172,18 @@ func (r *runner) blockers() []string {
 		   FROM information_schema.INNODB_TRX t LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
 		  WHERE t.trx_mysql_thread_id <> CONNECTION_ID() AND t.trx_started < NOW() - INTERVAL 1 SECOND AND IFNULL(p.INFO, '') NOT LIKE ` + mine)
 	if lacksProcess(err) {
-		return []string{"not known: the job's user lacks the PROCESS privilege, which shows other sessions' transactions"}
+		return []blocker{{what: "not known: the job's user lacks the PROCESS privilege, which shows other sessions' transactions"}}
 	}
 	if err != nil {
 		return nil
 	}
-	return describeSessions(res)
+	return describeSessions(res, false)
 }
 
-// describeSessions renders blockers' rows: id, user, seconds, command,
-// what it holds, statement.
-func describeSessions(res *mysql.Result) []string {
-	var out []string
+// describeSessions reads blockers' rows: id, user, seconds, command, what
+// it holds, statement. locks: the rows are of metadata locks.
+func describeSessions(res *mysql.Result, locks bool) []blocker {
+	var out []blocker
 	for i := range res.RowNumber() {
 		id, _ := res.GetInt(i, 0)
 		user, _ := res.GetString(i, 1)
@@ -135,7 +195,7 @@ func describeSessions(res *mysql.Result) []string {
 		if info != "" {
 			s += ": " + info
 		}
-		out = append(out, s)
+		out = append(out, blocker{id: id, what: s, locks: locks, command: cmd, secs: secs})
 	}
 	return out
 }
@@ -207,7 +267,8 @@ func (r *runner) swap(ctx context.Context) error {
 		unannounce := r.p.announceSwap(rename)
 		renamed := make(chan error, 1)
 		go func() {
-			_, err := rn.Execute("SET SESSION lock_wait_timeout = 60")
+			// (A backstop: awaitRename kills it sooner. Whole seconds.)
+			_, err := rn.Execute(fmt.Sprintf("SET SESSION lock_wait_timeout = %d", max(1, int(hold.Round(time.Second)/time.Second))))
 			if err == nil {
 				_, err = rn.Execute(rename)
 			}
@@ -226,7 +287,7 @@ func (r *runner) swap(ctx context.Context) error {
 			return errRetry{err}
 		}
 		unlock()
-		if err := <-renamed; err != nil {
+		if err := r.awaitRename(rn.GetConnectionID(), renamed, deadline); err != nil {
 			// The RENAME failed after the unlock: nothing was swapped,
 			// and writes since then are in the stream.
 			unannounce()
@@ -247,19 +308,72 @@ func (r *runner) swap(ctx context.Context) error {
 	return nil
 }
 
+// renameBound is how long the RENAME may wait for its locks once L has
+// unlocked. Its exclusive lock is pending meanwhile, and every statement
+// on the table waits behind it, plain reads directly on the backend
+// included: a session that holds the table (a transaction that read it)
+// must not keep it queued for long. Normally it is granted in
+// milliseconds.
+const renameBound = 750 * time.Millisecond
+
+// awaitRename waits for the RENAME queued as connection id to finish.
+// While it waits for its locks it may do so for renameBound (or what
+// remains of the attempt, if less, but not under a quarter of a second);
+// past it, it is killed, and nothing was swapped. Once granted its locks
+// it is renaming, and is let finish. Should the kill meet it just as it
+// was granted, the backend's table names say whether it swapped.
+func (r *runner) awaitRename(id uint32, renamed <-chan error, deadline time.Time) error {
+	bound := time.After(max(min(time.Until(deadline), renameBound), 250*time.Millisecond))
+	for {
+		select {
+		case err := <-renamed:
+			return err
+		case <-bound:
+		}
+		if r.renameState(id) != "Waiting for table metadata lock" {
+			bound = time.After(10 * time.Millisecond) // renaming: look again
+			continue
+		}
+		_, _ = r.conn.Execute(fmt.Sprintf("KILL QUERY %d", id))
+		err := <-renamed
+		if err == nil || r.shadowGone() {
+			return nil // (it finished as it was killed)
+		}
+		return fmt.Errorf("waited for its locks longer than the bound (a session holds the table): %w", err)
+	}
+}
+
+// renameState is connection id's state in the process list ("" if gone
+// or not known).
+func (r *runner) renameState(id uint32) string {
+	res, err := r.conn.Execute("SELECT IFNULL(STATE, '') FROM information_schema.PROCESSLIST WHERE ID = ?", id)
+	if err != nil || res.RowNumber() == 0 {
+		return ""
+	}
+	state, _ := res.GetString(0, 0)
+	return state
+}
+
+// shadowGone reports whether the shadow's name is gone from the schema
+// and the original's kept name is there: the RENAME swapped.
+func (r *runner) shadowGone() bool {
+	res, err := r.conn.Execute("SELECT SUM(TABLE_NAME = ?), SUM(TABLE_NAME = ?) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (?, ?)",
+		r.shadow, r.old, r.t.Schema, r.shadow, r.old)
+	if err != nil || res.RowNumber() == 0 {
+		return false
+	}
+	shadow, _ := res.GetInt(0, 0)
+	old, _ := res.GetInt(0, 1)
+	return shadow == 0 && old == 1
+}
+
 // waitQueued returns once connection id waits for a metadata lock (the
 // RENAME queued behind L's locks), or an error when it does not by
 // deadline or its statement ended.
 func (r *runner) waitQueued(id uint32, deadline time.Time, done <-chan error) error {
 	for {
-		res, err := r.conn.Execute("SELECT IFNULL(STATE, '') FROM information_schema.PROCESSLIST WHERE ID = ?", id)
-		if err != nil {
-			return err
-		}
-		if res.RowNumber() > 0 {
-			if state, _ := res.GetString(0, 0); state == "Waiting for table metadata lock" {
-				return nil
-			}
+		if r.renameState(id) == "Waiting for table metadata lock" {
+			return nil
 		}
 		select {
 		case err := <-done:

@@ -43,6 +43,12 @@ type Options struct {
 	// CutOverAttempts is how many times the swap is tried (default 10),
 	// with a wait that doubles from 0.5 s to 30 s between attempts.
 	CutOverAttempts int `json:"cutover_attempts"`
+	// CutOverKillBlockers, when above 0, has the job kill the sessions that
+	// held up the swap once that many attempts have failed: those seen
+	// holding a metadata lock on the table (which needs MariaDB's
+	// metadata_lock_info plugin or MySQL's performance_schema; a session
+	// only seen with a transaction open is never killed). Default 0: off.
+	CutOverKillBlockers int `json:"cutover_kill_blockers"`
 	// PostponeCutOver is tableproxy_ddl_postpone_cutover's default: jobs
 	// wait, ready to cut over, for ADMIN COMPLETE DDL JOBS (default off).
 	PostponeCutOver bool `json:"postpone_cutover"`
