@@ -287,6 +287,14 @@ func (c *Config) Validate() error {
 		}
 		seen[u.Name] = true
 	}
+	if c.BinlogUser != "" && len(c.Users) > 0 && !seen[c.BinlogUser] {
+		names := make([]string, 0, len(c.Users))
+		for _, u := range c.Users {
+			names = append(names, u.Name)
+		}
+		bad("binlog_user", "%q is not a configured user (the binary log is read with a configured user's password): add it to users (or --admin-user name:password), or name one of %s",
+			c.BinlogUser, strings.Join(names, ", "))
+	}
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		bad("tls.cert", "cert and key must be given together")
 	}

@@ -58,12 +58,13 @@ func TestValidationNamesEveryBadField(t *testing.T) {
 	cfg.Log.Level = "loud"
 	cfg.TLS.Require = true
 	cfg.Plugins = []Plugin{{Name: "metrics"}, {Name: "metrics"}}
+	cfg.BinlogUser = "nobody"
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("invalid config accepted")
 	}
 	for _, field := range []string{"listen:", "listen_socket:", "backend.addr:", "users[1].name: duplicate", "users[2].name: required",
-		"auth_plugin:", "max_packet_size:", "log.level:", "tls.require:", "plugins[1].name:"} {
+		"auth_plugin:", "max_packet_size:", "log.level:", "tls.require:", "plugins[1].name:", `binlog_user: "nobody" is not a configured user`} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error does not name %q:\n%v", field, err)
 		}
