@@ -74,7 +74,10 @@ type Server struct {
 	loginLog lograte.Limiter // refused logins: a line a second at most
 	active   atomic.Int64
 	draining atomic.Bool
-	wg       sync.WaitGroup
+	// drainUntil (Unix nanoseconds) ends the moment of a shutdown in which
+	// the commands sessions receive are still run (see drainGrace).
+	drainUntil atomic.Int64
+	wg         sync.WaitGroup
 
 	mu       sync.Mutex // guards sessions; taken on connect, disconnect, KILL and shutdown
 	sessions map[uint32]*sessionEntry
@@ -376,6 +379,7 @@ func (s *Server) lookupSession(id uint64) (*session, uint64, bool) {
 // finish their statement (and an open transaction) until the timeout, then
 // closes whatever is left.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.drainUntil.Store(time.Now().Add(drainGrace).UnixNano())
 	s.draining.Store(true)
 	for _, ln := range s.listeners() {
 		_ = ln.Close() // (the socket's removes its file)
@@ -388,13 +392,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		// Wake sessions that sit idle outside a transaction; their read
-		// fails and the loop sees draining. Repeated, because a session can
-		// finish a statement (or commit) after the previous pass.
+		// Sessions that sit idle outside a transaction take what their
+		// clients send until the grace ends, then their read ends and the
+		// loop sees draining (see drainGrace). Repeated, because a
+		// session can finish a statement (or commit) after the previous
+		// pass.
 		s.mu.Lock()
 		for _, e := range s.sessions {
-			if e.s.isIdle() && !e.s.inTxShared() {
-				_ = e.s.client.raw.SetReadDeadline(time.Now())
+			// (A session that has set its own deadline keeps it: a
+			// later one, for a command on its way.)
+			if e.s.isIdle() && !e.s.inTxShared() && !e.s.drainArmed.Load() {
+				_ = e.s.client.raw.SetReadDeadline(s.drainReadDeadline())
+				e.s.drainArmed.Store(true)
 			}
 		}
 		s.mu.Unlock()
@@ -422,6 +431,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// drainGrace is how long after a shutdown begins the commands that
+// sessions outside a transaction receive are still run: those a client
+// sent as the shutdown began, which it will be answered. After it, such
+// a session answers its next command with error 1053 (what MariaDB says
+// to a statement that comes during its shutdown) instead of running it,
+// and ends; one that receives nothing meanwhile ends quietly, its client
+// finding the connection closed before it sends (as connection pools
+// check).
+const drainGrace = 250 * time.Millisecond
+
+// drainReadDeadline is when a draining session's wait for its client's
+// next command ends: the end of the grace, or a moment from now for a
+// command already on its way.
+func (s *Server) drainReadDeadline() time.Time {
+	return time.Unix(0, max(s.drainUntil.Load(), time.Now().Add(50*time.Millisecond).UnixNano()))
 }
 
 // probeGreeting reads the backend's greeting without logging in.

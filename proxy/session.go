@@ -30,6 +30,9 @@ type session struct {
 	id     uint32 // the connection id the client sees
 	client *clientConn
 	log    *slog.Logger
+	// drainArmed: during a shutdown, the wait for the client's next
+	// command has its deadline (see drainGrace).
+	drainArmed atomic.Bool
 
 	user    User
 	salt    []byte
@@ -367,8 +370,13 @@ func (s *session) run() (clean bool) {
 		s.client.pc.ResetSequence()
 		s.cmd.reset(s.maxPacket())
 		s.enterPhase(phaseIdle)
-		if s.srv.draining.Load() && !s.inTx() {
-			return true
+		draining := s.srv.draining.Load() && !s.inTx()
+		if draining {
+			// The client may have sent its next command already: it is
+			// read, and answered (see drainGrace). Nothing read by the
+			// deadline: the session ends (the read's error, below).
+			_ = s.client.raw.SetReadDeadline(s.srv.drainReadDeadline())
+			s.drainArmed.Store(true)
 		}
 		err := s.client.readPacket(&s.cmd)
 		if !s.enterPhase(phaseBusy) {
@@ -396,6 +404,17 @@ func (s *session) run() (clean bool) {
 			_ = s.client.writeError(mysql.NewError(mysql.ER_UNKNOWN_COM_ERROR, "Unknown command"))
 			_ = s.client.flush()
 			continue
+		}
+		if draining || s.srv.draining.Load() && !s.inTx() {
+			if time.Now().UnixNano() > s.srv.drainUntil.Load() {
+				// Past the grace: not run, and said so.
+				if s.cmd.payload()[0] != mysql.COM_QUIT {
+					_ = s.client.writeError(mysql.NewError(mysql.ER_SERVER_SHUTDOWN, "Server shutdown in progress"))
+					_ = s.client.flush()
+				}
+				return true
+			}
+			_ = s.client.raw.SetReadDeadline(time.Time{})
 		}
 		quit, err := s.dispatch()
 		if err == nil && s.backendLost {
