@@ -37,7 +37,16 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 func (n *Node) noteLeader() {
 	_, id := n.raft.LeaderWithID()
 	s := string(id)
-	n.leaderID.Store(&s)
+	if old := n.leaderID.Swap(&s); old == nil || *old != s {
+		switch {
+		case s == "":
+			n.log.Info("cluster: no leader known", "term", n.raft.CurrentTerm())
+		case s == n.cfg.ID:
+			n.log.Info("cluster: this node leads", "term", n.raft.CurrentTerm())
+		default:
+			n.log.Info("cluster: leader", "leader", s, "term", n.raft.CurrentTerm())
+		}
+	}
 }
 
 // leaderChanged returns a channel that is closed when the leader changes.

@@ -219,7 +219,7 @@ func Open(cfg Config) (*Node, error) {
 
 func (n *Node) start(dir string) error {
 	cfg := n.cfg
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	hlog := raftLogger(n.log)
 	logs, stable, snaps, err := n.openStores(dir, hlog)
 	if err != nil {
 		return err
@@ -395,10 +395,10 @@ func (n *Node) handOver() {
 	}
 	start := time.Now()
 	if err := n.raft.LeadershipTransfer().Error(); err != nil {
-		n.log.Warn("cluster: leadership not handed over before stopping; the others will elect a leader", "node", n.cfg.ID, "err", err)
+		n.log.Warn("cluster: leadership not handed over before stopping; the others will elect a leader", "err", err)
 		return
 	}
-	n.log.Info("cluster: leadership handed over before stopping", "node", n.cfg.ID, "took", time.Since(start).Round(time.Millisecond))
+	n.log.Info("cluster: leadership handed over before stopping", "took", time.Since(start).Round(time.Millisecond))
 }
 
 // ID is this node's member id.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -119,5 +120,38 @@ func TestDataDirInUse(t *testing.T) {
 	}
 	if err := testdb.Open(t, testdb.DSN(first.addr, app.name, app.password, db, nil)).Ping(); err != nil {
 		t.Errorf("the first proxy: %v", err)
+	}
+}
+
+// TestLogsAreOneFormat: with log.format json every line the process
+// writes is JSON, Raft's and go-mysql's included, and the leader is
+// named at INFO.
+func TestLogsAreOneFormat(t *testing.T) {
+	e := newCacheEnvOpts(t, "")
+	e.proxy.stop(t)
+	e.yaml = "log: {format: json}\n" + e.yaml
+	e.start(t)
+	e.backend.Exec(t, "CREATE TABLE `"+e.db+"`.t (id INT PRIMARY KEY)", "INSERT INTO `"+e.db+"`.t VALUES (1)")
+	cacheTables(t, e, map[string]int64{"t": 1})
+	e.proxy.stop(t)
+	var lines, raft int
+	for _, line := range strings.Split(e.proxy.stderr.String(), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		lines++
+		if !json.Valid([]byte(line)) {
+			t.Errorf("not JSON: %s", line)
+		}
+		if strings.Contains(line, `"msg":"raft: `) {
+			raft++
+		}
+	}
+	if !strings.Contains(e.proxy.stderr.String(), `"level":"INFO","msg":"cluster: this node leads"`) {
+		t.Error("no INFO line names the leader")
+	}
+	t.Logf("%d lines, %d of Raft's, all JSON", lines, raft)
+	if raft == 0 {
+		t.Error("no line of Raft's (at debug level there are)")
 	}
 }
