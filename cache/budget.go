@@ -10,7 +10,6 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,10 +24,6 @@ import (
 // table with room for a few small ones, and keeps a sidecar (about 30 MB
 // idle) within a 512 MiB container limit.
 const defaultMaxTotalSize = "256MB"
-
-// budgetRetry is how soon a table that did not fit is tried again (a
-// NOCACHE elsewhere, or a table that shrank, may have made room).
-const budgetRetry = 30 * time.Second
 
 // errOverBudget is a load refused for the budget.
 var errOverBudget = errors.New("over the proxy's memory budget for cached tables")
@@ -57,8 +52,14 @@ func (p *Plugin) memoryInUse(except lease.TableID) int64 {
 	return n
 }
 
-// overBudget refuses to cache id, whose data on the backend takes about
-// size bytes, if that would take the loaded copies past the budget.
+// copyEstimate is what the copy of a table whose data takes size bytes on
+// the backend (InnoDB's DATA_LENGTH) may take in memory, erring high: a
+// copy has taken up to a fifth more than the backend's figure (its
+// per-value offsets, the index of its primary key).
+func copyEstimate(size int64) int64 { return size + size/4 }
+
+// overBudget refuses to cache id, whose copy would take about size
+// bytes, if that would take the loaded copies past the budget.
 // Copies still loading are not counted: the load of one that does not fit
 // then fails, and says so in tableproxy.cached_tables.
 func (p *Plugin) overBudget(id lease.TableID, size int64) *mysql.MyError {
@@ -100,13 +101,15 @@ func (p *Plugin) loadOverBudget(ts *tableState, err error, budgeted bool) bool {
 		return false
 	}
 	p.overBudgetN.Add(1)
-	msg := fmt.Sprintf("%s: %v (max_total_size %s); its reads go to the backend; tried again in %s",
-		errOverBudget, err, mib(p.budget), budgetRetry)
+	msg := fmt.Sprintf("%s: %v (max_total_size %s, %s in use by the others); its reads go to the backend; loaded again when it is written, or when another table's copy goes",
+		errOverBudget, err, mib(p.budget), mib(p.memoryInUse(ts.entry.ID())))
 	ts.lastErr.Store(&msg)
 	ts.snap.Store(nil)
 	p.log.Warn("cache: a table does not fit in the memory budget; its reads go to the backend", "table", ts.entry.ID().String(),
 		"max_total_size", p.budget, "err", err)
-	p.retryLoad(ts, budgetRetry)
+	// Not read again on a timer: a table that does not fit would be read
+	// from the backend, whole, again and again.
+	ts.awaitsRoom.Store(true)
 	return true
 }
 

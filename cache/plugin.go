@@ -225,6 +225,9 @@ type tableState struct {
 	wasted     int       // copies in a row that answered nothing
 	notBefore  time.Time // no load before
 	retryArmed atomic.Bool
+	// awaitsRoom: its last load did not fit in max_total_size; it is
+	// loaded again on its next write, or when another table's copy goes.
+	awaitsRoom atomic.Bool
 }
 
 // loadBackoff is how long to wait after a load that took took, when the
@@ -462,6 +465,12 @@ func (p *Plugin) removeTable(id lease.TableID) {
 	p.changeTables(func(m map[lease.TableID]*tableState) { delete(m, id) })
 	p.mu.Unlock()
 	p.forgetPlans()
+	// Its copy's memory is free: the tables that did not fit may now.
+	for other, ts := range p.cachedTables() {
+		if ts.awaitsRoom.Load() {
+			p.requestLoad(other)
+		}
+	}
 }
 
 // changeTables stores a changed copy of the cached tables; p.mu is held.
@@ -1012,6 +1021,7 @@ func (p *Plugin) load(id lease.TableID) {
 	}
 	s.Epoch = epoch
 	ts.loadedHits = ts.hits.Load()
+	ts.awaitsRoom.Store(false)
 	ts.snap.Store(s)
 	if s.Bytes >= returnAfterLoad {
 		// Go's heap would keep what the load freed (the copy it
@@ -1182,9 +1192,12 @@ func (p *Plugin) cacheTable(user string, id lease.TableID) *mysql.MyError {
 	}
 	size, _ := r.GetInt(0, 1)
 	if size > p.maxBytes {
-		return errUnsupported("table too large")
+		// TiDB's words, and the sizes and the option.
+		e := errUnsupported("table too large")
+		e.Message += fmt.Sprintf(" (%s takes %s on the backend, more than the cache option max_table_size, %s)", id, mib(size), mib(p.maxBytes))
+		return e
 	}
-	if err := p.overBudget(id, size); err != nil {
+	if err := p.overBudget(id, copyEstimate(size)); err != nil {
 		return err
 	}
 	if pk, err := load.PrimaryKey(conn, id); err != nil {

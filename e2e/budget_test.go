@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -49,4 +50,35 @@ func TestCacheMemoryBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, app, "small", "ready", 1, 1)
+
+	// Room freed by another table's NOCACHE: a table that did not fit is
+	// loaded then, with no write of its own (it is not read again on a
+	// timer meanwhile).
+	e.backend.Exec(t, use+"CREATE TABLE other (id INT PRIMARY KEY, b VARCHAR(300))",
+		use+"INSERT INTO other SELECT seq, REPEAT('o', 200) FROM seq_1_to_200")
+	if _, err := admin.Exec("ALTER TABLE other CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, app, "other", "ready", 200, -1)
+	var otherBytes int64
+	if err := app.QueryRow("SELECT memory_bytes FROM tableproxy.cached_tables WHERE table_name = 'other'").Scan(&otherBytes); err != nil {
+		t.Fatal(err)
+	}
+	// small grows to fit alone, not beside other.
+	if _, err := app.Exec("INSERT INTO small SELECT seq, seq FROM seq_2_to_1200"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "small over the budget beside other", func() (bool, error) {
+		var state, msg string
+		err := app.QueryRow("SELECT state, error FROM tableproxy.cached_tables WHERE table_name = 'small'").Scan(&state, &msg)
+		return err == nil && state == "failed" && strings.Contains(msg, "memory budget"), fmt.Errorf("%s %s (other: %d bytes)", state, msg, otherBytes)
+	})
+	loads := strings.Count(e.proxy.stderr.String(), "does not fit in the memory budget")
+	if _, err := admin.Exec("ALTER TABLE other NOCACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, app, "small", "ready", 1200, -1)
+	if n := strings.Count(e.proxy.stderr.String(), "does not fit in the memory budget"); n != loads {
+		t.Errorf("%d more loads that did not fit while waiting for room", n-loads)
+	}
 }
