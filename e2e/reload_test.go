@@ -96,6 +96,44 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	}
 }
 
+// TestAdminReloadConfig: ADMIN RELOAD CONFIG reloads as SIGHUP does, for
+// admins only, and says what it applied and what needs a restart, or why
+// the file was refused.
+func TestAdminReloadConfig(t *testing.T) {
+	b := testdb.Get(t)
+	db := b.NewDatabase(t)
+	app := account{b.NewUser(t, "app-pw", "ALL", db), "app-pw"}
+	admin := account{b.NewUser(t, "admin-pw", "ALL", db), "admin-pw"}
+	other := account{b.NewUser(t, "other-pw", "ALL", db), "other-pw"}
+	p := startProxyOpts(t, b.Addr, []account{app}, proxyOpts{admins: []account{admin}})
+	write := func(yaml string) {
+		t.Helper()
+		if err := os.WriteFile(p.cfg, []byte(fmt.Sprintf("shutdown_timeout: %s\nplugins: []\n%s", shutdownTimeout, yaml)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adminDB := testdb.Open(t, testdb.DSN(p.addr, admin.name, admin.password, db, nil))
+	appDB := testdb.Open(t, testdb.DSN(p.addr, app.name, app.password, db, nil))
+	if _, err := appDB.Exec("ADMIN RELOAD CONFIG"); err == nil || !strings.Contains(err.Error(), "1227") {
+		t.Errorf("ADMIN RELOAD CONFIG by a user who is not an admin: %v, want 1227", err)
+	}
+	write(fmt.Sprintf("max_connections: 55\nusers:\n  - {name: %s, password: %s}\n", other.name, other.password))
+	var applied, restart string
+	if err := adminDB.QueryRow("ADMIN RELOAD CONFIG").Scan(&applied, &restart); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(applied, "users") || restart != "max_connections" {
+		t.Errorf("applied %q, need_restart %q", applied, restart)
+	}
+	if err := testdb.Open(t, testdb.DSN(p.addr, other.name, other.password, db, nil)).Ping(); err != nil {
+		t.Errorf("%s after ADMIN RELOAD CONFIG: %v", other.name, err)
+	}
+	write("users: [{name: x, password: y}, {name: x, password: z}]\n")
+	if _, err := adminDB.Exec("ADMIN RELOAD CONFIG"); err == nil || !strings.Contains(err.Error(), "duplicate user") {
+		t.Errorf("ADMIN RELOAD CONFIG of a bad file: %v, want its refusal", err)
+	}
+}
+
 // TestDataDirInUse: a second proxy on a data directory a running one
 // holds exits at once, naming the holder's pid, instead of waiting on its
 // files.

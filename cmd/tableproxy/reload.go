@@ -8,12 +8,16 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+
 	"tableproxy/configs"
+	"tableproxy/plugins"
 	"tableproxy/proxy"
 )
 
@@ -49,8 +53,16 @@ func (r *reloader) watch() {
 	}()
 }
 
-// reload re-reads and applies the configuration, and says what it did.
+// reload re-reads and applies the configuration, and says what it did
+// (the log's line, also returned).
 func (r *reloader) reload() error {
+	_, err := r.reloadSaying()
+	return err
+}
+
+// reloadSaying is reload, returning what the log says: what was applied
+// and what needs a restart.
+func (r *reloader) reloadSaying() (reloadSaid, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cfg, _, _, _, err := serveConfig("serve", r.args)
@@ -59,7 +71,7 @@ func (r *reloader) reload() error {
 	}
 	if err != nil {
 		r.log.Error("config: reload refused; the running configuration stays", "err", err)
-		return err
+		return reloadSaid{}, err
 	}
 	old := r.running
 	var applied []string
@@ -85,7 +97,48 @@ func (r *reloader) reload() error {
 	if len(restart) > 0 {
 		r.log.Warn("config: these settings changed but take effect only when the proxy is restarted", "settings", strings.Join(restart, ", "))
 	}
-	return nil
+	return reloadSaid{applied: orNone(applied), restart: orNone(restart)}, nil
+}
+
+// reloadSaid is what a reload did: the settings applied and those that
+// need a restart.
+type reloadSaid struct{ applied, restart string }
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// reloadAdmin answers ADMIN RELOAD CONFIG (admins only) as SIGHUP does:
+// a row saying what was applied and what needs a restart, or the reason
+// the file was refused.
+type reloadAdmin struct{ r *reloader }
+
+var reloadRE = regexp.MustCompile(`(?is)^\s*ADMIN\s+RELOAD\s+CONFIG\s*;?\s*$`)
+
+func (a reloadAdmin) Name() string { return "reload" }
+
+func (a reloadAdmin) OnStatement(st *plugins.Statement) plugins.Action {
+	if st.Kind != plugins.KindAdmin || !reloadRE.MatchString(st.SQL) {
+		return plugins.Continue
+	}
+	if !st.Admin {
+		return plugins.RefuseWith(mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
+			"Access denied; you need (at least one of) the tableproxy admin privilege(s) for this operation"))
+	}
+	return plugins.AnswerWith(plugins.ResponderFunc(func(w plugins.ResponseWriter) error {
+		said, err := a.r.reloadSaying()
+		if err != nil {
+			return w.WriteError(mysql.NewError(mysql.ER_UNKNOWN_ERROR, "tableproxy: configuration not reloaded (the running one stays): "+err.Error()))
+		}
+		rs, err := mysql.BuildSimpleTextResultset([]string{"applied", "need_restart"}, [][]any{{said.applied, said.restart}})
+		if err != nil {
+			return err
+		}
+		return w.WriteResult(&mysql.Result{Status: w.Status(), Resultset: rs})
+	}))
 }
 
 // checkTLS loads the new clients' certificate, if any, before anything

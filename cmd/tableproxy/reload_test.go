@@ -53,3 +53,25 @@ func TestReloadAppliesOrRefusesWhole(t *testing.T) {
 		t.Errorf("after a refused reload: a %+v, %d users, level %v", u, r.users.Len(), level.Level())
 	}
 }
+
+// A user named twice in the file, or twice on the command line, is
+// refused, naming it; a flag's user takes the place of the file's.
+func TestDuplicateUsersRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tableproxy.yaml")
+	if err := os.WriteFile(path, []byte("backend: {addr: 127.0.0.1:3306}\nplugins: []\nusers: [{name: a, password: x}, {name: a, password: y}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, _, err := serveConfig("serve", []string{"--config", path}); err == nil || !strings.Contains(err.Error(), `duplicate user "a"`) {
+		t.Errorf("a user twice in the file: %v", err)
+	}
+	if _, _, _, _, err := serveConfig("serve", []string{"--backend", "127.0.0.1:3306", "--user", "b:1", "--user", "b:2"}); err == nil || !strings.Contains(err.Error(), `duplicate user "b"`) {
+		t.Errorf("a user twice on the command line: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("backend: {addr: 127.0.0.1:3306}\nplugins: []\nusers: [{name: a, password: x}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, _, _, err := serveConfig("serve", []string{"--config", path, "--user", "a:z"})
+	if err != nil || len(cfg.Users) != 1 || cfg.Users[0].Password != "z" {
+		t.Errorf("a flag's user over the file's: %+v, %v", cfg.Users, err)
+	}
+}

@@ -211,9 +211,11 @@ func serve(args []string) error {
 		return err
 	}
 	pcfg.Transactions = proxy.NewTransactions()
-	// SIGHUP re-reads the configuration from now on (see reloader).
-	(&reloader{args: args, log: log, level: level, users: pcfg.Accounts, logins: pcfg.Backend.Logins,
-		cert: cert, running: cfg}).watch()
+	// SIGHUP and ADMIN RELOAD CONFIG re-read the configuration from now on
+	// (see reloader).
+	reload := &reloader{args: args, log: log, level: level, users: pcfg.Accounts, logins: pcfg.Backend.Logins,
+		cert: cert, running: cfg}
+	reload.watch()
 	connector := proxy.NewConnector(pcfg)
 	// One reader of the binary log for the whole proxy, which the plugins
 	// subscribe to; closed after them.
@@ -225,6 +227,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	chain = plugins.NewChain(append([]plugins.Plugin{reloadAdmin{reload}}, chain.Plugins()...)...)
 	defer chain.Close()
 	// Within memory_limit: the caches are shed before the process grows.
 	mem := &memlimit.Watcher{Limit: int64(cfg.MemoryLimit), Shed: chain.Shed, Log: log}
@@ -397,17 +400,20 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // mergeUsers lets a flag user replace a file user of the same name.
 func mergeUsers(file, flags []configs.User) []configs.User {
-	out := make([]configs.User, 0, len(file)+len(flags))
-	byName := map[string]int{}
-	for _, u := range append(file, flags...) {
-		if i, ok := byName[u.Name]; ok {
-			out[i] = u
-			continue
-		}
-		byName[u.Name] = len(out)
-		out = append(out, u)
+	// A flag's user takes the place of the file's of that name; any other
+	// name given twice (in the file, or in flags) stays twice, for
+	// Validate to refuse, naming it.
+	fromFlags := map[string]bool{}
+	for _, u := range flags {
+		fromFlags[u.Name] = true
 	}
-	return out
+	out := make([]configs.User, 0, len(file)+len(flags))
+	for _, u := range file {
+		if !fromFlags[u.Name] {
+			out = append(out, u)
+		}
+	}
+	return append(out, flags...)
 }
 
 // proxyConfig is the proxy's configuration from cfg, and the reference to
