@@ -38,6 +38,7 @@ func (n *Node) noteLeader() {
 	_, id := n.raft.LeaderWithID()
 	s := string(id)
 	if old := n.leaderID.Swap(&s); old == nil || *old != s {
+		n.leaderChanges.Add(1)
 		switch {
 		case s == "":
 			n.log.Info("cluster: no leader known", "term", n.raft.CurrentTerm())

@@ -125,6 +125,8 @@ type Node struct {
 	// leaderID is the leader's ID as this node knows it ("" while it
 	// knows none), kept by watchLeader for BinlogWatched.
 	leaderID atomic.Pointer[string]
+	// leaderChanges counts the changes of leaderID (a metric).
+	leaderChanges atomic.Uint64
 
 	swaps atomic.Pointer[SwapHandler] // what to do with swaps other members announce (swaps.go)
 	// joining is set while a join loop runs (at start with Join, or when

@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -106,4 +110,49 @@ func TestHealthEndpoints(t *testing.T) {
 	if code, _ := get("/healthz"); code != 200 {
 		t.Errorf("/healthz without the backend: %d", code)
 	}
+}
+
+// TestMetricsAreDocumented: every tableproxy_* metric a proxy with its
+// default plugins and the firewall serves is in docs/operations.md, and
+// every metric the document lists is one the code defines.
+func TestMetricsAreDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(tableproxy_[a-z0-9_]+)`").FindAllStringSubmatch(string(doc), -1) {
+		documented[m[1]] = true
+	}
+	e := newDefaultsEnv(t, true)
+	metrics := freePort(t)
+	e.start(t, proxyOpts{defaults: true, flags: []string{"--metrics-listen", metrics},
+		yaml: "plugins:\n  - name: metrics\n  - name: firewall\n    options: {rules: [{name: no-load, kinds: [load]}]}\n  - name: cache\n  - name: ddloffload\n  - name: digest\n"})
+	resp, err := http.Get("http://" + metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	served := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^# HELP (tableproxy_[a-z0-9_]+) `).FindAllStringSubmatch(string(body), -1) {
+		served[m[1]] = true
+		if !documented[m[1]] {
+			t.Errorf("%s is served but not in docs/operations.md", m[1])
+		}
+	}
+	var code strings.Builder
+	_ = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			b, _ := os.ReadFile(path)
+			code.Write(b)
+		}
+		return nil
+	})
+	for name := range documented {
+		if !strings.Contains(code.String(), `"`+name+`"`) && !strings.Contains(code.String(), name[len("tableproxy_"):]) {
+			t.Errorf("%s is in docs/operations.md but no code defines it", name)
+		}
+	}
+	t.Logf("%d metrics served, %d documented", len(served), len(documented))
 }

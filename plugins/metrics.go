@@ -58,7 +58,7 @@ type metricsPlugin struct {
 
 	statementsVec *prometheus.CounterVec // for commands outside knownCommands
 	statements    [NumKinds][numCommands][numSources]prometheus.Counter
-	durations     [NumKinds]prometheus.Observer
+	durations     [NumKinds][numSources]prometheus.Observer
 	stmtErrors    [numSources]prometheus.Counter
 	rows          prometheus.Counter
 
@@ -120,9 +120,9 @@ func newMetricsPlugin(reg prometheus.Registerer, buckets []float64) (*metricsPlu
 	}
 	durs, err := registerOrReuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "tableproxy_statement_duration_seconds",
-		Help:    "Time from receiving a statement to the end of its answer, by kind.",
+		Help:    "Time from receiving a statement to the end of its answer, by kind and by who answered (backend; plugin: the cache, from memory; proxy).",
 		Buckets: buckets,
-	}, []string{"kind"}))
+	}, []string{"kind", "source"}))
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,9 @@ func newMetricsPlugin(reg prometheus.Registerer, buckets []float64) (*metricsPlu
 	}
 	for k := range NumKinds {
 		kind := Kind(k).String()
-		m.durations[k] = durs.WithLabelValues(kind)
+		for src := range numSources {
+			m.durations[k][src] = durs.WithLabelValues(kind, Source(src).String())
+		}
 		for c, cmd := range knownCommands {
 			for s := range numSources {
 				m.statements[k][c][s] = stmts.WithLabelValues(kind, cmd.String(), Source(s).String())
@@ -209,7 +211,7 @@ func (m *metricsPlugin) OnResult(st *Statement, out *Outcome) {
 	} else {
 		m.statementsVec.WithLabelValues(k.String(), st.Command.String(), src.String()).Inc()
 	}
-	m.durations[k].Observe(out.Duration.Seconds())
+	m.durations[k][src].Observe(out.Duration.Seconds())
 	if out.Rows > 0 {
 		m.rows.Add(float64(out.Rows))
 	}

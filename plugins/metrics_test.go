@@ -139,15 +139,18 @@ func TestMetricsDurationBuckets(t *testing.T) {
 	m.OnResult(sel, &Outcome{Duration: 150 * time.Microsecond, Source: FromBackend}) // a point select
 	m.OnResult(sel, &Outcome{Duration: 30 * time.Second, Source: FromBackend})       // beyond the top
 
-	hm := findMetric(t, reg, "tableproxy_statement_duration_seconds", "kind", "select")
+	if mem := findMetric(t, reg, "tableproxy_statement_duration_seconds", "kind", "select", "source", "plugin"); mem.GetHistogram().GetSampleCount() != 1 {
+		t.Fatalf("reads answered from memory: %d samples, want 1", mem.GetHistogram().GetSampleCount())
+	}
+	hm := findMetric(t, reg, "tableproxy_statement_duration_seconds", "kind", "select", "source", "backend")
 	if hm == nil || hm.Histogram == nil {
 		t.Fatal("no duration histogram for kind select")
 	}
 	h := hm.Histogram
-	if h.GetSampleCount() != 3 {
-		t.Fatalf("sample count = %d, want 3", h.GetSampleCount())
+	if h.GetSampleCount() != 2 {
+		t.Fatalf("sample count = %d, want 2", h.GetSampleCount())
 	}
-	if want := 30.00017; h.GetSampleSum() < want-1e-9 || h.GetSampleSum() > want+1e-9 {
+	if want := 30.00015; h.GetSampleSum() < want-1e-9 || h.GetSampleSum() > want+1e-9 {
 		t.Errorf("sample sum = %v, want %v", h.GetSampleSum(), want)
 	}
 	bounds := map[float64]uint64{}
@@ -158,10 +161,10 @@ func TestMetricsDurationBuckets(t *testing.T) {
 		le   float64
 		want uint64
 	}{
-		{0.00005, 1}, // the cached read has its own bucket...
-		{0.0001, 1},
-		{0.00025, 2}, // ...and the point select falls below 250 µs
-		{10, 2},
+		{0.00005, 0}, // (the cached read is under source plugin)
+		{0.0001, 0},
+		{0.00025, 1}, // the point select falls below 250 µs
+		{10, 1},
 	} {
 		got, ok := bounds[c.le]
 		if !ok {
@@ -242,7 +245,7 @@ func TestMetricsOptions(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := buildMetrics(t, Options{"buckets": []any{0.001, 0.01, 0.1}}, reg)
 	m.OnResult(stmt(ComQuery, "SELECT 1"), &Outcome{Duration: 5 * time.Millisecond})
-	h := findMetric(t, reg, "tableproxy_statement_duration_seconds", "kind", "select").GetHistogram()
+	h := findMetric(t, reg, "tableproxy_statement_duration_seconds", "kind", "select", "source", "backend").GetHistogram()
 	if n := len(h.GetBucket()); n != 3 {
 		t.Errorf("%d buckets, want the 3 configured", n)
 	}

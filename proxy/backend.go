@@ -657,3 +657,11 @@ func BackendGreets(ctx context.Context, addr string) error {
 	}
 	return nil
 }
+
+// PoolIdle is how many backend connections wait in the pool, logged in,
+// for the next session (a metric).
+func (s *Server) PoolIdle() int {
+	s.pool.mu.Lock()
+	defer s.pool.mu.Unlock()
+	return s.pool.nIdle
+}

@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -206,6 +207,10 @@ func serve(args []string) error {
 		return err
 	}
 	defer node.Close()
+	reg.MustRegister(node.node.Metrics()...)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_build_info",
+		Help:        "1, labelled with the proxy's version and the Go release it was built with.",
+		ConstLabels: prometheus.Labels{"version": version, "go_version": runtime.Version()}}, func() float64 { return 1 }))
 	pcfg, cert, err := proxyConfig(cfg, log)
 	if err != nil {
 		return err
@@ -241,6 +246,11 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_backend_pool_idle",
+		Help: "Backend connections idle in the pool, logged in, for the next session."}, func() float64 { return float64(srv.PoolIdle()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_sessions",
+			Help: "Client sessions open (each holds a backend connection while it runs a statement or a transaction)."},
+			func() float64 { return float64(srv.ActiveSessions()) }))
 	// Metrics first: nothing after Listen may fail and leave the client
 	// listeners (and the socket file) open behind a returned error.
 	if cfg.MetricsListen != "" {
