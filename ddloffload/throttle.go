@@ -190,7 +190,9 @@ func (t *throttle) run(ctx context.Context) {
 	defer t.markMeasured() // also when it gives up before measuring
 	c, err := t.r.connect(ctx)
 	if err != nil {
-		t.r.log.Warn("ddl: throttle: cannot connect; not throttling", "err", err)
+		if ctx.Err() == nil { // (not the job ending before it measured)
+			t.r.log.Warn("ddl: throttle: cannot connect; not throttling", "err", err)
+		}
 		return
 	}
 	defer c.Close()

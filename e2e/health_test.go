@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"io"
 	"io/fs"
 	"net"
@@ -23,7 +24,13 @@ type relay struct {
 }
 
 func startRelay(t *testing.T, to string) *relay {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return startRelayAt(t, "127.0.0.1:0", to)
+}
+
+// startRelayAt is startRelay listening on addr (a relay closed before, to
+// bring the backend back).
+func startRelayAt(t *testing.T, addr, to string) *relay {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,4 +162,48 @@ func TestMetricsAreDocumented(t *testing.T) {
 		}
 	}
 	t.Logf("%d metrics served, %d documented", len(served), len(documented))
+}
+
+// TestBackendOutageLogsStayReadable: a backend outage under 40 busy
+// sessions does not flood the log: each warning is written at most once
+// a second, saying how many like it were held back.
+func TestBackendOutageLogsStayReadable(t *testing.T) {
+	e := newCacheEnvOpts(t, "")
+	e.proxy.stop(t)
+	rl := startRelay(t, e.backend.Addr)
+	e.proxy = startProxyOpts(t, rl.addr(), []account{e.app}, proxyOpts{yaml: e.yaml, admins: []account{e.admin}, dataDir: e.dataDir})
+	db := e.open(t, e.app)
+	db.SetMaxOpenConns(40)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				_, _ = db.ExecContext(ctx, "SELECT 1")
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	before := strings.Count(e.proxy.stderr.String(), "level=WARN")
+	addr := rl.addr()
+	rl.close()
+	time.Sleep(4 * time.Second)
+	startRelayAt(t, addr, e.backend.Addr)
+	time.Sleep(time.Second)
+	cancel()
+	wg.Wait()
+	log := e.proxy.stderr.String()
+	warns := strings.Count(log, "level=WARN") - before
+	t.Logf("%d WARN lines for a 4 s outage under 40 sessions (%d say how many were held back)", warns, strings.Count(log, "repeated="))
+	if warns > 40 {
+		t.Errorf("%d WARN lines for a 4 s outage", warns)
+	}
+	var one int
+	if err := db.QueryRow("SELECT 1").Scan(&one); err != nil {
+		t.Errorf("after the outage: %v", err)
+	}
 }

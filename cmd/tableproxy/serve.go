@@ -29,6 +29,7 @@ import (
 	"tableproxy/configs"
 	"tableproxy/ddloffload"
 	"tableproxy/digest"
+	"tableproxy/internal/lograte"
 	"tableproxy/internal/memlimit"
 	"tableproxy/plugins"
 	"tableproxy/proxy"
@@ -496,12 +497,16 @@ func proxyConfig(cfg configs.Config, log *slog.Logger) (pc proxy.Config, current
 }
 
 // newLogger is the process's logger, at level (which a reload sets).
+// A warning repeated within a second is held back, and counted on the
+// next one written; no line below ERROR carries a stack trace (see
+// lograte.Handler).
 func newLogger(c configs.Log, level *slog.LevelVar) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
 	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(lograte.NewHandler(h, time.Second))
 }
 
 // serveMetrics serves Prometheus metrics, and the health probes.
