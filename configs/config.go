@@ -459,6 +459,18 @@ func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// UnmarshalJSON accepts a number or a string ("64MB"): a plugin's
+// options reach it as JSON, where YAML's 0 is a number.
+func (b *ByteSize) UnmarshalJSON(data []byte) error {
+	s := strings.Trim(string(data), `"`)
+	v, err := ParseByteSize(s)
+	if err != nil {
+		return err
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
 // ParseByteSize parses "64MB", "16k", "1GiB" or a plain number of bytes.
 func ParseByteSize(s string) (int64, error) {
 	t := strings.TrimSpace(strings.ToUpper(s))

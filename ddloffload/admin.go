@@ -135,7 +135,7 @@ func (p *Plugin) dropKeptNow(ids []int64) [][]any {
 		if err := p.dropKept(rec); err != nil {
 			result = "error: " + err.Error()
 		}
-		rows = append(rows, []any{j.ID, j.Old, result})
+		rows = append(rows, []any{j.ID, j.KeptTable(), result})
 	}
 	return rows
 }

@@ -57,26 +57,31 @@ const (
 // Job is one ADD INDEX job as it is kept on disk and shown by ADMIN SHOW DDL
 // JOBS.
 type Job struct {
-	ID           int64              `json:"id"`
-	Schema       string             `json:"schema"`
-	Table        string             `json:"table"`
-	Type         string             `json:"type"`
-	Query        string             `json:"query"`
-	DB           string             `json:"db,omitempty"` // the session's database, for unqualified names in Query
-	User         string             `json:"user"`
-	State        string             `json:"state"`
-	Stage        string             `json:"stage"`
-	RowsDone     int64              `json:"rows_done"`
-	RowsEstimate int64              `json:"rows_estimate"`
-	Rate         float64            `json:"rate,omitempty"` // rows copied a second
-	ETA          time.Duration      `json:"-"`              // while copying: time left at Rate
-	Start        time.Time          `json:"start"`
-	End          time.Time          `json:"end,omitzero"`
-	Error        string             `json:"error,omitempty"`
-	ErrorCode    uint16             `json:"error_code,omitempty"`
-	Shadow       string             `json:"shadow,omitempty"`
-	Old          string             `json:"old,omitempty"`
-	DropOldAt    time.Time          `json:"drop_old_at,omitzero"` // when the kept old table is due to be dropped
+	ID           int64         `json:"id"`
+	Schema       string        `json:"schema"`
+	Table        string        `json:"table"`
+	Type         string        `json:"type"`
+	Query        string        `json:"query"`
+	DB           string        `json:"db,omitempty"` // the session's database, for unqualified names in Query
+	User         string        `json:"user"`
+	State        string        `json:"state"`
+	Stage        string        `json:"stage"`
+	RowsDone     int64         `json:"rows_done"`
+	RowsEstimate int64         `json:"rows_estimate"`
+	Rate         float64       `json:"rate,omitempty"` // rows copied a second
+	ETA          time.Duration `json:"-"`              // while copying: time left at Rate
+	Start        time.Time     `json:"start"`
+	End          time.Time     `json:"end,omitzero"`
+	Error        string        `json:"error,omitempty"`
+	ErrorCode    uint16        `json:"error_code,omitempty"`
+	Shadow       string        `json:"shadow,omitempty"`
+	Old          string        `json:"old,omitempty"`
+	DropOldAt    time.Time     `json:"drop_old_at,omitzero"` // when the kept old table is due to be dropped
+	// KeptSchema and KeptName are where the kept original was moved out of
+	// the application's schema (kept_tables_schema); "" while it is beside
+	// the table, as Old.
+	KeptSchema   string             `json:"kept_schema,omitempty"`
+	KeptName     string             `json:"kept_name,omitempty"`
 	StageSeconds map[string]float64 `json:"stage_seconds,omitempty"`
 	// Checkpoint is where a running job is, durably enough to resume it
 	// after a proxy stop.
@@ -112,7 +117,18 @@ func (j Job) KeptTable() string {
 	if j.DropOldAt.IsZero() {
 		return ""
 	}
+	if j.KeptSchema != "" {
+		return j.KeptSchema + "." + j.KeptName
+	}
 	return j.Old
+}
+
+// keptAt is the kept original's schema and name.
+func (j Job) keptAt() (schema, name string) {
+	if j.KeptSchema != "" {
+		return j.KeptSchema, j.KeptName
+	}
+	return j.Schema, j.Old
 }
 
 // jobRec is a job in the registry: its record, and the live counters a

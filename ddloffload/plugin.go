@@ -58,6 +58,16 @@ type Options struct {
 	LockWaitTimeout plugins.Duration `json:"lock_wait_timeout"`
 	// KeepJobs is how many past jobs ADMIN SHOW DDL JOBS lists (default 100).
 	KeepJobs int `json:"keep_jobs"`
+	// KeptTablesSchema is the schema kept originals are moved to, out of
+	// the application's sight (SHOW TABLES, an ORM's introspection,
+	// mysqldump of its schema); default tableproxy_kept. Where the move
+	// is refused (privileges, triggers), or with "-", an original stays
+	// beside its table.
+	KeptTablesSchema string `json:"kept_tables_schema"`
+	// KeptTablesMaxBytes bounds the kept originals' size on the backend
+	// together (default 1GB; 0: no bound): past it the oldest are dropped
+	// first, retention or not.
+	KeptTablesMaxBytes *configs.ByteSize `json:"kept_tables_max_bytes"`
 
 	// The defaults of the tableproxy_ddl_* variables (see vars.go) that
 	// have no option above.
@@ -98,7 +108,7 @@ type Options struct {
 	// comes back).
 	ReplicaTimeout plugins.Duration `json:"replica_timeout"`
 
-	sortMemory, diskQuota, nativeBelow int64
+	sortMemory, diskQuota, nativeBelow, keptMaxBytes int64
 }
 
 func (o *Options) setDefaults(dataDir string) error {
@@ -137,6 +147,11 @@ func (o *Options) setDefaults(dataDir string) error {
 	if o.diskQuota, err = configs.ParseByteSize(o.DiskQuota); err != nil {
 		return fmt.Errorf("disk_quota: %w", err)
 	}
+	if o.KeptTablesMaxBytes == nil {
+		def := configs.ByteSize(1 << 30)
+		o.KeptTablesMaxBytes = &def
+	}
+	o.keptMaxBytes = int64(*o.KeptTablesMaxBytes)
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
@@ -161,6 +176,9 @@ func (o *Options) setDefaults(dataDir string) error {
 	}
 	if o.KeepJobs <= 0 {
 		o.KeepJobs = 100
+	}
+	if o.KeptTablesSchema == "" {
+		o.KeptTablesSchema = "tableproxy_kept"
 	}
 	if o.MaxLatencyPct == nil {
 		pct := defaultMaxLatencyPct

@@ -214,3 +214,87 @@ func TestDDLLongTableName(t *testing.T) {
 		t.Error("no index on the longest name")
 	}
 }
+
+// TestDDLKeptOriginalsOutOfTheSchema: with CREATE on kept_tables_schema, a
+// job's kept original leaves the application's schema (SHOW TABLES there
+// lists the table alone) and is named qualified in tableproxy.ddl_jobs;
+// past kept_tables_max_bytes the oldest kept original goes first.
+func TestDDLKeptOriginalsOutOfTheSchema(t *testing.T) {
+	e := newDDLEnv(t)
+	grantEverywhere(t, e.backend, "GRANT ALL ON `tableproxy_kept`.* TO %s", e.app.name)
+	e.restartWith(t, fmt.Sprintf("  - name: ddloffload\n    options: {strategy: backfill, workers: 2, kept_tables_max_bytes: 0, binlog_user: %s}\n", e.admin.name))
+	e.seed(t, 20000)
+	direct, app := e.direct(t), e.open(t, e.app)
+	want := tableSum(t, direct, "t")
+	if _, err := app.Exec("ALTER TABLE t ADD INDEX ic (c)"); err != nil {
+		t.Fatal(err)
+	}
+	shown := func() []string {
+		rows, err := app.Query("SHOW TABLES")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var names []string
+		for rows.Next() {
+			var n string
+			_ = rows.Scan(&n)
+			names = append(names, n)
+		}
+		return names
+	}
+	if names := shown(); fmt.Sprint(names) != "[t]" {
+		t.Errorf("SHOW TABLES after the job: %v, want [t]", names)
+	}
+	jobs := keptJobs(t, e)
+	if len(jobs) != 1 || !strings.HasPrefix(jobs[0].Kept, "tableproxy_kept."+e.db+"__t__old_") {
+		t.Fatalf("kept: %+v, want tableproxy_kept.%s__t__old_...", jobs, e.db)
+	}
+	first := jobs[0].Kept
+	schema, name, _ := strings.Cut(first, ".")
+	if got := tableSum(t, direct, schema+"`.`"+name); got != want {
+		t.Errorf("kept %s: %s, want the table as it was, %s", first, got, want)
+	}
+	var size int64
+	if err := direct.QueryRow("SELECT DATA_LENGTH + INDEX_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", schema, name).Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+
+	// Room for one kept original and a half: the second job's keeps the
+	// newest, the oldest goes.
+	e.restartWith(t, fmt.Sprintf("  - name: ddloffload\n    options: {strategy: backfill, workers: 2, kept_tables_max_bytes: %d, binlog_user: %s}\n", size*3/2, e.admin.name))
+	app = e.open(t, e.app)
+	if _, err := app.Exec("ALTER TABLE t ADD INDEX ik (k)"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the oldest kept original to go", func() (bool, error) {
+		rows, err := app.Query("SELECT kept_table FROM tableproxy.ddl_jobs WHERE table_name = 't'")
+		if err != nil {
+			return false, err
+		}
+		defer rows.Close()
+		var kept []string
+		for rows.Next() {
+			var k string
+			_ = rows.Scan(&k)
+			kept = append(kept, k)
+		}
+		held := 0
+		for _, k := range kept {
+			if k == first {
+				held += 10
+			} else if k != "" {
+				held++
+			}
+		}
+		return len(kept) == 2 && held == 1, fmt.Errorf("kept %q", kept)
+	})
+	var n int
+	if err := direct.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", schema, name).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the oldest kept original %s is still there (%d, %v)", first, n, err)
+	}
+	if !strings.Contains(e.proxy.stderr.String(), "passed kept_tables_max_bytes") {
+		t.Error("the drop was not logged")
+	}
+	_, _ = e.open(t, e.admin).Exec("ADMIN DROP DDL KEPT TABLES")
+}

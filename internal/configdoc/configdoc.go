@@ -126,8 +126,11 @@ func pluginTypes(typ reflect.Type) []string {
 	if typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
 	}
-	if typ.Name() == "Duration" {
+	switch typ.Name() {
+	case "Duration":
 		return []string{"duration"}
+	case "ByteSize":
+		return []string{"size"}
 	}
 	switch typ.Kind() {
 	case reflect.String:
