@@ -25,6 +25,7 @@ func (r *runner) cleanup(ctx context.Context) error {
 		r.log.Warn("ddl: cannot drop the old table; the janitor will retry", "table", r.old, "err", err)
 	}
 	schema, name := r.keepAside()
+	r.analyzeKept(schema, name)
 	due := time.Now().Add(retention)
 	if err := r.p.jobs.update(r.rec, func(j *Job) { j.DropOldAt, j.KeptSchema, j.KeptName = due, schema, name }); err != nil {
 		r.log.Warn("ddl: cannot record when to drop the old table", "table", r.old, "err", err)
@@ -56,6 +57,18 @@ func (r *runner) keepAside() (schema, name string) {
 	}
 	r.log.Info("ddl: the original is kept out of the application's schema", "table", r.t.Schema+"."+r.t.Table, "kept", to+"."+name)
 	return to, name
+}
+
+// analyzeKept has the backend count the kept original's size afresh:
+// InnoDB's figures for a table just filled (the seed of a test, a bulk
+// load) can lag far behind, and kept_tables_max_bytes is held by them.
+func (r *runner) analyzeKept(schema, name string) {
+	if schema == "" {
+		schema, name = r.t.Schema, r.old
+	}
+	if _, err := r.conn.Execute("ANALYZE NO_WRITE_TO_BINLOG TABLE " + mysqlwire.QuoteTable(schema, name)); err != nil {
+		r.log.Debug("ddl: could not analyze the kept original; its size may be counted low", "table", schema+"."+name, "err", err)
+	}
 }
 
 // keptName is the kept original's name in kept_tables_schema: its schema

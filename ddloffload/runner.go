@@ -242,6 +242,7 @@ func (p *Plugin) execute(rec *jobRec, req *Request, resumed bool) *mysql.MyError
 		r.log.Warn("ddl: job failed", "stage", Stage(rec.stage.Load()).String(), "err", runErr, "took", time.Since(start))
 		return clientError(runErr)
 	}
+	r.p.wakeJanitor() // (its kept original now counts against kept_tables_max_bytes)
 	r.log.Info("ddl: job done", "rows", rec.rowsDone.Load(), "took", time.Since(start))
 	return nil
 }
