@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"strings"
 	"time"
 
 	"tableproxy/lease"
@@ -111,6 +112,27 @@ func (p *Plugin) catchUp(caughtUp <-chan struct{}) {
 	p.syncCatalog()
 	p.catalogKnown.Store(true)
 	close(p.catalogSynced)
+}
+
+// cannotWrite reports whether st writes no table whatever its tables are:
+// a statement that needs no intent, and so need not wait for the catalog.
+// A SELECT or SET that calls a function is read by the account (a stored
+// function may write).
+func cannotWrite(st *plugins.Statement) bool {
+	switch st.Kind {
+	case plugins.KindShow, plugins.KindUse, plugins.KindBegin, plugins.KindCommit, plugins.KindRollback, plugins.KindKill, plugins.KindAdmin:
+		return true
+	case plugins.KindSelect, plugins.KindSet:
+		if st.Command == plugins.ComStmtPrepare {
+			return false
+		}
+		if !strings.Contains(st.SQL, "(") {
+			return true
+		}
+		a, err := st.Analysis()
+		return err == nil && a.Effect == plugins.EffectNone && !a.Unparsed
+	}
+	return false
 }
 
 // awaitCatalog holds a statement until this proxy knows every table

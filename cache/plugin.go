@@ -535,6 +535,16 @@ func (p *Plugin) Servable(id lease.TableID) (*eval.Snapshot, bool) {
 
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
+	if !p.catalogKnown.Load() && cannotWrite(st) {
+		// Catching up with the cluster's log (a member restarted): a
+		// statement that writes nothing is not held for it. It goes to
+		// the backend; memory is read once this proxy has caught up.
+		if st.Session != nil {
+			p.explain(session(st), st.SQL, false, eval.Because(eval.StaleCopy,
+				"this proxy is catching up with its cluster's log: cached tables are read from the backend until it has"))
+		}
+		return plugins.Continue
+	}
 	p.awaitCatalog()
 	if st.Session == nil {
 		return p.onStatement(st)
