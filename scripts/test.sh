@@ -18,8 +18,8 @@ RUN_DIR="$(cd "$RUN_DIR" && pwd)"
 
 # Per test binary; go test panics with the stuck goroutines when it is hit.
 # The end-to-end suite against the -race proxy runs some times slower.
-GO_TEST_TIMEOUT=15m
-GO_TEST_TIMEOUT_RACE_E2E=22m
+GO_TEST_TIMEOUT=20m
+GO_TEST_TIMEOUT_RACE_E2E=25m
 RACE_PACKAGES=(./proxy/... ./plugins/... ./lease/... ./cluster/... ./cache/... ./ddloffload/... ./digest/...)
 
 log() { printf 'test.sh: %s\n' "$*" >&2; }
