@@ -6,6 +6,7 @@ package deploy
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -303,5 +304,48 @@ func checkProbes(t *testing.T, where string, c map[string]any, configMaps map[st
 		if !found {
 			t.Errorf("%s: %s probes port %d, but no configuration has %q", where, probe, port, listen)
 		}
+	}
+}
+
+// TestGrafanaDashboard: the dashboard is JSON Grafana loads, and every
+// metric its queries use is one docs/operations.md lists.
+func TestGrafanaDashboard(t *testing.T) {
+	b, err := os.ReadFile("grafana/tableproxy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricRE := regexp.MustCompile(`tableproxy_[a-z0-9_]+`)
+	n := 0
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			for _, m := range metricRE.FindAllString(q.Expr, -1) {
+				base := strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_sum")
+				if !strings.Contains(string(doc), "`"+base+"`") {
+					t.Errorf("panel %q uses %s, which docs/operations.md does not list", p.Title, m)
+				}
+				n++
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("%d metric uses in %d panels", n, len(dash.Panels))
 	}
 }
