@@ -145,10 +145,21 @@ func cannotWrite(st *plugins.Statement) bool {
 // after it started, and its writes to tables it does not know are cached
 // are then seen by the others as writes that bypass the proxies are.
 func (p *Plugin) awaitCatalog() {
+	p.awaitCatalogAtMost(time.Until(p.catalogBy))
+}
+
+// readCatalogWait is the most a statement that writes nothing waits for
+// the catalog: long enough for a proxy that has just started to catch up
+// (milliseconds), short for one that takes seconds (a restarted member
+// replaying its log), whose reads then go to the backend.
+const readCatalogWait = 100 * time.Millisecond
+
+// awaitCatalogAtMost is awaitCatalog, waiting at most wait.
+func (p *Plugin) awaitCatalogAtMost(wait time.Duration) {
 	if p.catalogKnown.Load() {
 		return
 	}
-	wait := time.Until(p.catalogBy)
+	wait = min(wait, time.Until(p.catalogBy))
 	if wait <= 0 {
 		return
 	}
@@ -158,6 +169,9 @@ func (p *Plugin) awaitCatalog() {
 	case <-p.catalogSynced:
 	case <-p.stop:
 	case <-t.C:
+		if time.Now().Before(p.catalogBy) {
+			return // (a read's shorter wait)
+		}
 		if !p.catalogLate.Swap(true) {
 			p.log.Warn("cache: this proxy has not caught up with the cluster's log; statements go on without knowing every cached table",
 				"waited", catalogWait)

@@ -536,6 +536,9 @@ func (p *Plugin) Servable(id lease.TableID) (*eval.Snapshot, bool) {
 // OnStatement implements plugins.StatementFilter.
 func (p *Plugin) OnStatement(st *plugins.Statement) plugins.Action {
 	if !p.catalogKnown.Load() && cannotWrite(st) {
+		p.awaitCatalogAtMost(readCatalogWait)
+	}
+	if !p.catalogKnown.Load() && cannotWrite(st) {
 		// Catching up with the cluster's log (a member restarted): a
 		// statement that writes nothing is not held for it. It goes to
 		// the backend; memory is read once this proxy has caught up.
