@@ -2,6 +2,7 @@ package ddloffload
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"tableproxy/internal/configdoc"
@@ -25,4 +26,18 @@ func TestOptionsDocumented(t *testing.T) {
 		o.SortMemory, o.DiskQuota, o.NativeBelow = "", "", nil
 		return o, nil
 	})
+}
+
+// A count set to 0 is refused, naming it, rather than taken as its
+// default.
+func TestZeroCountsRefused(t *testing.T) {
+	for _, name := range []string{"workers", "chunk_rows", "cutover_attempts", "keep_jobs"} {
+		err := CheckOptions(plugins.Options{name: 0})
+		if err == nil || !strings.Contains(err.Error(), name+": 0: must be at least 1") {
+			t.Errorf("%s: 0: %v", name, err)
+		}
+	}
+	if err := CheckOptions(plugins.Options{"workers": 2}); err != nil {
+		t.Errorf("workers: 2: %v", err)
+	}
 }

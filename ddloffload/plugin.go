@@ -248,16 +248,33 @@ type Plugin struct {
 // dir, is not checked.
 func CheckOptions(raw plugins.Options) error {
 	var opts Options
-	if err := plugins.DecodeOptions(raw, &opts); err != nil {
+	if err := decodeOptions(raw, &opts); err != nil {
 		return err
 	}
 	return opts.setDefaults(".")
 }
 
+// decodeOptions decodes raw into opts, refusing a count set to 0 or less
+// that would otherwise quietly become its default (workers: 0 became 4).
+func decodeOptions(raw plugins.Options, opts *Options) error {
+	if err := plugins.DecodeOptions(raw, opts); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"workers", opts.Workers}, {"chunk_rows", opts.ChunkRows}, {"cutover_attempts", opts.CutOverAttempts}, {"keep_jobs", opts.KeepJobs}} {
+		if _, set := raw[c.name]; set && c.v <= 0 {
+			return fmt.Errorf("%s: %d: must be at least 1 (leave it out for its default)", c.name, c.v)
+		}
+	}
+	return nil
+}
+
 // Open builds the plugin from its options.
 func Open(raw plugins.Options, env plugins.Env) (*Plugin, error) {
 	var opts Options
-	if err := plugins.DecodeOptions(raw, &opts); err != nil {
+	if err := decodeOptions(raw, &opts); err != nil {
 		return nil, err
 	}
 	if env.Backend == nil {
