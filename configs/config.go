@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -177,9 +179,87 @@ func Parse(data []byte, cfg *Config) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return namedTypeError(data, te)
+		}
 		return err
 	}
 	return nil
+}
+
+// typeErrRE is one of yaml's type errors: "line N: cannot unmarshal !!tag
+// `value` into type".
+var typeErrRE = regexp.MustCompile("^line (\\d+): cannot unmarshal !!\\w+ `(.*)` into (.+)$")
+
+// namedTypeError rewrites yaml's type errors, which name a line and a Go
+// type, to name the setting and the form it takes:
+// "line 2: max_connections: `lots` is not a whole number".
+func namedTypeError(data []byte, te *yaml.TypeError) error {
+	var root yaml.Node
+	paths := map[int]string{}
+	if yaml.Unmarshal(data, &root) == nil {
+		settingPaths(&root, "", paths)
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		m := typeErrRE.FindStringSubmatch(e)
+		if m == nil {
+			msgs[i] = e
+			continue
+		}
+		line, _ := strconv.Atoi(m[1])
+		setting := paths[line]
+		if setting == "" {
+			setting = "a setting"
+		}
+		msgs[i] = fmt.Sprintf("line %d: %s: `%s` is not %s", line, setting, m[2], formOf(m[3]))
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// settingPaths records, by line, the path of each value in n (users[0].admin).
+func settingPaths(n *yaml.Node, prefix string, into map[int]string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			settingPaths(c, prefix, into)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			path := n.Content[i].Value
+			if prefix != "" {
+				path = prefix + "." + path
+			}
+			into[n.Content[i+1].Line] = path
+			settingPaths(n.Content[i+1], path, into)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			path := fmt.Sprintf("%s[%d]", prefix, i)
+			into[c.Line] = path
+			settingPaths(c, path, into)
+		}
+	}
+}
+
+// formOf is what a value of Go type typ is written as in the file.
+func formOf(typ string) string {
+	switch {
+	case typ == "time.Duration":
+		return "a duration such as 500ms, 5s or 2m"
+	case typ == "bool":
+		return "true or false"
+	case strings.HasPrefix(typ, "int") || strings.HasPrefix(typ, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(typ, "float"):
+		return "a number"
+	case strings.HasPrefix(typ, "[]"):
+		return "a list"
+	case strings.HasPrefix(typ, "map["), strings.Contains(typ, "."):
+		return "a section of settings"
+	}
+	return "a " + typ
 }
 
 // loopbackOnly reports whether addr (host:port; empty: the default,

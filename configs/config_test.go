@@ -199,3 +199,18 @@ func TestResolvePassword(t *testing.T) {
 		t.Fatal("a user with two password sources was accepted")
 	}
 }
+
+// A value of the wrong type is named by its setting and the form it
+// takes, not by a Go type.
+func TestTypeErrorsNameTheSetting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("max_connections: lots\nbackend:\n  connect_timeout: soon\nusers:\n  - name: a\n    admin: maybe\n"), 0o600)
+	_, err := Load(path)
+	for _, want := range []string{"line 1: max_connections: `lots` is not a whole number",
+		"line 3: backend.connect_timeout: `soon` is not a duration such as 500ms, 5s or 2m",
+		"line 6: users[0].admin: `maybe` is not true or false"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
+		}
+	}
+}
