@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -191,5 +192,31 @@ func TestLogsAreOneFormat(t *testing.T) {
 	t.Logf("%d lines, %d of Raft's, all JSON", lines, raft)
 	if raft == 0 {
 		t.Error("no line of Raft's (at debug level there are)")
+	}
+}
+
+// TestCheckConfigOnline: check-config --online logs in to the backend as
+// every configured user and checks the binary log as the binlog user,
+// naming each problem with its fix; with none it exits 0.
+func TestCheckConfigOnline(t *testing.T) {
+	b := testdb.Get(t)
+	db := b.NewDatabase(t)
+	app := account{b.NewUser(t, "app-pw", "ALL", db), "app-pw"}
+	admin := account{b.NewUser(t, "admin-pw", "ALL", db), "admin-pw"}
+	run := func(users ...string) (string, error) {
+		args := []string{"check-config", "--online", "--backend", b.Addr}
+		args = append(args, users...)
+		out, err := exec.Command(proxyBin, args...).CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("--user", app.name+":"+app.password, "--user", "nobody:x", "--admin-user", admin.name+":"+admin.password)
+	if err == nil || !strings.Contains(out, "user "+app.name+": logs in") || !strings.Contains(out, "user nobody: the backend refuses it") ||
+		!strings.Contains(out, "change: GRANT") {
+		t.Errorf("a user the backend lacks, and a binlog user without replication rights: %v\n%s", err, out)
+	}
+	grantEverywhere(t, b, "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO %s", admin.name)
+	out, err = run("--user", app.name+":"+app.password, "--admin-user", admin.name+":"+admin.password)
+	if err != nil || !strings.Contains(out, "binary log (as "+admin.name+"): followed") {
+		t.Errorf("all in order: %v\n%s", err, out)
 	}
 }

@@ -49,9 +49,11 @@ func usage() {
 
 commands:
   serve     run the proxy (tableproxy serve --help for flags)
-  check-config [serve's flags]
+  check-config [--online] [serve's flags]
             check the configuration file and flags without starting:
-            exit 0 valid, 1 invalid (each problem named), 2 bad command line
+            exit 0 valid, 1 invalid (each problem named), 2 bad command line;
+            --online also logs in to the backend as every user and checks
+            the binary log and the binlog user's rights
   ddl watch show the running DDL jobs with progress, rate and ETA (tableproxy ddl watch --help)
   cluster-certs --dir DIR --nodes a,b,c
             make a CA and a certificate per node for cluster.tls (mutual TLS
