@@ -1111,6 +1111,7 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 			func() float64 { return float64(p.predicts.missed.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_tables_dropped_total",
 			Help: "Tables no longer cached because they grew past max_table_size."}, func() float64 { return float64(p.dropped.Load()) }),
+		newTableMetrics(p),
 	}, append(append(append(p.passReasonMetrics(), p.conservativeMetrics()...), p.resultMetrics()...), p.budgetMetrics()...)...) {
 		if err := reg.Register(c); err != nil {
 			p.log.Warn("cache: metric not registered", "err", err)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"tableproxy/internal/testdb"
 )
 
 // relay forwards TCP connections to a backend until it is closed, when
@@ -133,14 +135,23 @@ func TestMetricsAreDocumented(t *testing.T) {
 	}
 	e := newDefaultsEnv(t, true)
 	metrics := freePort(t)
-	e.start(t, proxyOpts{defaults: true, flags: []string{"--metrics-listen", metrics},
+	// A cached table, so that the per-table series are served too.
+	p := e.start(t, proxyOpts{defaults: true, flags: []string{"--metrics-listen", metrics},
 		yaml: "plugins:\n  - name: metrics\n  - name: firewall\n    options: {rules: [{name: no-load, kinds: [load]}]}\n  - name: cache\n  - name: ddloffload\n  - name: digest\n"})
+	admin := testdb.Open(t, testdb.DSN(p.addr, e.admin.name, e.admin.password, e.db, nil))
+	if _, err := admin.Exec("ALTER TABLE ref CACHE"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, admin, "ref", "ready", 3, 0)
 	resp, err := http.Get("http://" + metrics + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if !strings.Contains(string(body), `tableproxy_cache_table_state{state="ready",table="`+e.db+`.ref"} 1`) {
+		t.Errorf("no per-table state for the cached table")
+	}
 	served := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^# HELP (tableproxy_[a-z0-9_]+) `).FindAllStringSubmatch(string(body), -1) {
 		served[m[1]] = true
