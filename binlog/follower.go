@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -104,6 +105,37 @@ type Follower struct {
 	confirmed   bool           // the backend has sent an event on the stream
 	confirmedAt time.Time      // (the first)
 	crc         bool           // its events end with a CRC32 checksum
+
+	// For metrics, read by any goroutine: events delivered, the newest
+	// event's time on the backend (Unix seconds; heartbeats carry none)
+	// and when it was received, and the stream's position (file number
+	// and offset).
+	events         atomic.Uint64
+	lastEventTime  atomic.Int64
+	lastReceivedAt atomic.Int64
+	posOffset      atomic.Uint64
+}
+
+// Stats are a follower's figures for metrics.
+type Stats struct {
+	Events uint64
+	// LastEventTime is the newest event's time on the backend and
+	// ReceivedAt when it was received here (zero before any): their
+	// difference is how far the stream is behind the backend's writes.
+	LastEventTime, ReceivedAt time.Time
+	Offset                    uint64 // the stream's offset in its current log file
+}
+
+// Stats returns the follower's figures now.
+func (f *Follower) Stats() Stats {
+	st := Stats{Events: f.events.Load(), Offset: f.posOffset.Load()}
+	if t := f.lastEventTime.Load(); t > 0 {
+		st.LastEventTime = time.Unix(t, 0)
+	}
+	if t := f.lastReceivedAt.Load(); t > 0 {
+		st.ReceivedAt = time.Unix(0, t)
+	}
+	return st
 }
 
 // New returns a follower reading as user ("" to read as the subscribers
@@ -512,6 +544,12 @@ func (f *Follower) deliver(ev *replication.BinlogEvent) {
 	}
 	prev := f.at
 	f.at = advance(prev, ev)
+	f.events.Add(1)
+	f.posOffset.Store(uint64(f.at.Pos))
+	if ev.Header.Timestamp > 0 && !IsHeartbeat(ev) {
+		f.lastEventTime.Store(int64(ev.Header.Timestamp))
+		f.lastReceivedAt.Store(time.Now().UnixNano())
+	}
 	moved := f.at.Compare(prev) != 0
 	rows, _ := ev.Event.(*replication.RowsEvent)
 	var rowsErr error

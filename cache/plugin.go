@@ -1112,6 +1112,12 @@ func (p *Plugin) registerMetrics(reg prometheus.Registerer) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_tables_dropped_total",
 			Help: "Tables no longer cached because they grew past max_table_size."}, func() float64 { return float64(p.dropped.Load()) }),
 		newTableMetrics(p),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_write_intents_total",
+			Help: "Write intents opened on cached tables (each a Raft commit and a round of lease revocations in a cluster)."},
+			func() float64 { return float64(p.intents.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_cache_write_intent_seconds_total",
+			Help: "Time spent opening write intents (divide by tableproxy_cache_write_intents_total for the mean)."},
+			func() float64 { return float64(p.intentNanos.Load()) / 1e9 }),
 	}, append(append(append(p.passReasonMetrics(), p.conservativeMetrics()...), p.resultMetrics()...), p.budgetMetrics()...)...) {
 		if err := reg.Register(c); err != nil {
 			p.log.Warn("cache: metric not registered", "err", err)

@@ -227,6 +227,7 @@ func serve(args []string) error {
 	// subscribe to; closed after them.
 	follower := binlog.New(connector, cfg.BinlogUser, log)
 	defer follower.Close()
+	reg.MustRegister(binlogMetrics(follower)...)
 	env := plugins.Env{Logger: log, Metrics: reg, DataDir: cfg.DataDir, Backend: connector, Binlog: follower,
 		Transactions: pcfg.Transactions}
 	chain, built, err := buildChain(cfg, env, node)
@@ -563,5 +564,32 @@ func announceSwap(cp *cache.Plugin, n *cluster.Node, log *slog.Logger) ddloffloa
 			local()
 			n.AnnounceSwap(context.Background(), rename, true)
 		}
+	}
+}
+
+// binlogMetrics are the binary-log follower's: events read, the newest
+// event's time on the backend, how long after it was written it was
+// received here, and the stream's offset in its log file.
+func binlogMetrics(f *binlog.Follower) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tableproxy_binlog_events_total",
+			Help: "Binary-log events the proxy's follower has read."}, func() float64 { return float64(f.Stats().Events) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_binlog_last_event_timestamp_seconds",
+			Help: "The time, on the backend, of the newest binary-log event read (0: none yet)."}, func() float64 {
+			if t := f.Stats().LastEventTime; !t.IsZero() {
+				return float64(t.Unix())
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_binlog_delay_seconds",
+			Help: "How long after the backend wrote the newest event read the follower received it (whole seconds, as the log records time)."}, func() float64 {
+			st := f.Stats()
+			if st.LastEventTime.IsZero() {
+				return 0
+			}
+			return max(0, st.ReceivedAt.Sub(st.LastEventTime).Seconds())
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tableproxy_binlog_position_offset",
+			Help: "The follower's offset in its current binary-log file."}, func() float64 { return float64(f.Stats().Offset) }),
 	}
 }
