@@ -366,7 +366,9 @@ func (c *column) bytesLiteral(b []byte) (string, error) {
 var numberRE = regexp.MustCompile(`^[+-]?[0-9]+(\.[0-9]+)?$`)
 
 func numeric(b []byte) (string, error) {
-	if !numberRE.Match(b) {
+	// (A key of an integer or DECIMAL column has at most 65 digits, a
+	// sign and a point; a longer number is no value of one.)
+	if len(b) > 67 || !numberRE.Match(b) {
 		return "", fmt.Errorf("not a number: %q", b)
 	}
 	return string(b), nil
