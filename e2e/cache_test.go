@@ -34,16 +34,23 @@ func newCacheEnvOpts(t *testing.T, options string) *cacheEnv {
 	if options != "" {
 		options = ", " + options
 	}
+	e := newCacheEnvUnstarted(t, "plugins:\n  - name: cache\n    options: {max_table_size: 1MB"+options+"}\n")
+	e.start(t)
+	return e
+}
+
+// newCacheEnvUnstarted makes newCacheEnv's database and users (the admin
+// may read the binary log), with yaml as the proxy's configuration, and
+// starts no proxy: the test starts it as it needs.
+func newCacheEnvUnstarted(t *testing.T, yaml string) *cacheEnv {
 	b := testdb.Get(t)
-	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(),
-		yaml: "plugins:\n  - name: cache\n    options: {max_table_size: 1MB" + options + "}\n"}
+	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(), yaml: yaml}
 	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
 	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
 	// The admin who caches the first table also reads the binary log.
 	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
 		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", e.admin.name, host))
 	}
-	e.start(t)
 	return e
 }
 

@@ -22,15 +22,9 @@ import (
 // connection gauge is back to its value. (The test's name is in its
 // database's, so it does not say panic, which the harness looks for.)
 func TestCacheFailureAtEachStageLeaksNothing(t *testing.T) {
-	b := testdb.Get(t)
 	metrics := freePort(t)
-	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(),
-		yaml: "metrics_listen: " + metrics + "\nplugins:\n  - name: metrics\n  - name: cache\n    options: {max_table_size: 1MB}\n"}
-	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
-	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
-	for _, host := range fidelityHosts {
-		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", e.admin.name, host))
-	}
+	e := newCacheEnvUnstarted(t, "metrics_listen: "+metrics+"\nplugins:\n  - name: metrics\n  - name: cache\n    options: {max_table_size: 1MB}\n")
+	b := e.backend
 	b.Exec(t, "CREATE TABLE `"+e.db+"`.t (id INT PRIMARY KEY, v INT)", "INSERT INTO `"+e.db+"`.t VALUES (1, 10), (2, 20)")
 	stages := []struct {
 		point string

@@ -34,14 +34,8 @@ var fidelityHosts = []string{"127.0.0.1", "localhost", "::1"}
 // the test grants what it needs on the backend.
 func newFidelityEnv(t *testing.T, extra ...string) (*cacheEnv, map[string]account) {
 	t.Helper()
-	b := testdb.Get(t)
-	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(),
-		yaml: "plugins:\n  - name: cache\n    options: {max_table_size: 1MB}\n"}
-	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
-	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
-	for _, host := range fidelityHosts {
-		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", e.admin.name, host))
-	}
+	e := newCacheEnvUnstarted(t, "plugins:\n  - name: cache\n    options: {max_table_size: 1MB}\n")
+	b := e.backend
 	users := map[string]account{}
 	proxyUsers := []account{e.app}
 	for _, name := range extra {

@@ -169,14 +169,8 @@ func TestPastMemoryLimitNewClientsAreRefused(t *testing.T) {
 	if proxyRaces() {
 		t.Skip("the proxy is built with -race, whose heap is not the one memory_limit is set for")
 	}
-	b := testdb.Get(t)
-	e := &cacheEnv{backend: b, db: b.NewDatabase(t), dataDir: t.TempDir(),
-		yaml: "memory_limit: 64MB\nplugins:\n  - name: cache\n    options: {max_table_size: 64MB}\n"}
-	e.app = account{b.NewUser(t, "app-pw", "ALL", e.db), "app-pw"}
-	e.admin = account{b.NewUser(t, "admin-pw", "ALL", e.db), "admin-pw"}
-	for _, host := range fidelityHosts {
-		b.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'%s'", e.admin.name, host))
-	}
+	e := newCacheEnvUnstarted(t, "memory_limit: 64MB\nplugins:\n  - name: cache\n    options: {max_table_size: 64MB}\n")
+	b := e.backend
 	// About 58 MB in memory: past 80% of 64 MB.
 	b.Exec(t, "CREATE TABLE `"+e.db+"`.big (id INT PRIMARY KEY, pad VARCHAR(1000))",
 		"INSERT INTO `"+e.db+"`.big SELECT seq, REPEAT(CHAR(65 + seq % 26), 1000) FROM mysql.seq_1_to_55000")
